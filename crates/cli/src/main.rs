@@ -1,0 +1,91 @@
+//! `firsttoken`: measure the time to first token that users of a streaming
+//! LLM app really wait, phase by phase.
+
+mod emulate;
+mod probe;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Measure the time to first token of streaming LLM endpoints, phase by phase:
+/// DNS, connect, TLS, request sent, first byte, first event, first reasoning
+/// token, first content token, every later token and the stream end.
+#[derive(Debug, Parser)]
+#[command(
+    name = "firsttoken",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Send streaming requests to an endpoint and time every phase of each.
+    Probe(Box<probe::ProbeArgs>),
+    /// Run the OpenAI-compatible provider emulator (known TTFT, for tests and demos).
+    Emulate(emulate::EmulateArgs),
+}
+
+/// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
+pub(crate) const EXIT_FAILED_REQUESTS: u8 = 1;
+pub(crate) const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Probe(args) => probe::run(*args).await,
+            Command::Emulate(args) => emulate::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// A token cancelled by the first Ctrl-C or SIGTERM.
+pub(crate) fn shutdown_token() -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = match signal(SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    t.cancel();
+                    return;
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        t.cancel();
+    });
+    token
+}

@@ -1,0 +1,316 @@
+//! `firsttoken probe`: arguments → a validated [`ProbeSpec`] → the drive
+//! stage → per-request lines or JSON, a live progress line, a summary.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use firsttoken_analyze::RunSummary;
+use firsttoken_plan::{
+    ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
+    Timeouts,
+};
+use firsttoken_record::Sample;
+
+use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
+
+/// HTTP version choice.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HttpArg {
+    /// HTTP/2 by ALPN over TLS when the server offers it, else HTTP/1.1.
+    Auto,
+    /// HTTP/1.1 only.
+    #[value(name = "1.1")]
+    Http11,
+    /// HTTP/2 only (over TLS by ALPN; cleartext needs --http2-prior-knowledge).
+    #[value(name = "2")]
+    Http2,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  firsttoken probe http://127.0.0.1:8089/v1/chat/completions \\
+      --body '{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}' -n 20
+  firsttoken probe https://host/v1/chat/completions -H 'Authorization: Bearer $KEY' \\
+      --body @req.json -n 20 -c 4 --fresh --json > samples.jsonl
+
+Header values may name environment variables as $NAME or ${NAME}; they are expanded here, so
+the secret never appears in your shell history, and secret-looking headers are never printed.
+
+EXIT STATUS: 0 every request succeeded, 1 some failed, 2 usage or configuration error.")]
+pub struct ProbeArgs {
+    /// The streaming endpoint, e.g. https://host/v1/chat/completions
+    url: String,
+    /// Request header `Name: value` (repeatable); `$NAME` in the value reads an environment variable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body, inline or `@file` (sends a POST, like curl -d).
+    #[arg(long, short = 'd', value_name = "JSON|@FILE")]
+    body: Option<String>,
+    /// HTTP method (default: POST with a body, GET without).
+    #[arg(short = 'X', long = "request", value_name = "METHOD")]
+    method: Option<String>,
+    /// Number of counted requests (warm-ups not included).
+    #[arg(short = 'n', long, default_value_t = 10)]
+    requests: u64,
+    /// Concurrent workers, each with its own connection.
+    #[arg(short = 'c', long, default_value_t = 1)]
+    concurrency: u32,
+    /// New DNS lookup, TCP connect and TLS handshake for every request.
+    #[arg(long, conflicts_with = "warm")]
+    fresh: bool,
+    /// Reuse one connection per worker, opened by a warm-up request that is shown but not counted (default).
+    #[arg(long)]
+    warm: bool,
+    /// HTTP version.
+    #[arg(long, value_enum, default_value_t = HttpArg::Auto)]
+    http: HttpArg,
+    /// Speak HTTP/2 over cleartext without upgrade (h2c), like curl.
+    #[arg(long)]
+    http2_prior_knowledge: bool,
+    /// Stream format: auto, openai-chat, openai-completions, anthropic, ollama, text, vercel-ui, sse-json:<JSON pointer>.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// Accept any TLS certificate.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Trust only the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    connect_timeout: Duration,
+    /// Deadline for a whole request, from start to stream end.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "120s")]
+    timeout: Duration,
+    /// Connect to ADDR for HOST:PORT instead of resolving it (repeatable), like curl.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    resolve: Vec<String>,
+    /// Print one JSON object per request (NDJSON) to stdout; the summary goes to stderr.
+    #[arg(long)]
+    json: bool,
+    /// Print no summary and no progress.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Expand `$NAME` and `${NAME}` from the environment; `$$` is a literal `$`.
+fn expand_env(value: &str) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+            continue;
+        }
+        let (name, after) = if let Some(r) = rest.strip_prefix('{') {
+            let end = r.find('}').context("unclosed ${ in a header value")?;
+            (&r[..end], &r[end + 1..])
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        if name.is_empty() {
+            out.push('$');
+            continue;
+        }
+        let v = std::env::var(name).with_context(|| {
+            format!("the header refers to ${name}, which is not set in the environment")
+        })?;
+        out.push_str(&v);
+        rest = after;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl TryFrom<ProbeArgs> for ProbeSpec {
+    type Error = anyhow::Error;
+
+    fn try_from(a: ProbeArgs) -> anyhow::Result<ProbeSpec> {
+        let target = Target::parse(&a.url)?;
+        let body = match a.body.as_deref() {
+            None => None,
+            Some(b) => match b.strip_prefix('@') {
+                Some(path) => Some(
+                    std::fs::read(path)
+                        .with_context(|| format!("cannot read the request body file {path}"))?
+                        .into(),
+                ),
+                None => Some(b.as_bytes().to_vec().into()),
+            },
+        };
+        let mut request = RequestTemplate::new(target, a.method.as_deref(), body)?;
+        for h in &a.headers {
+            let line = match h.split_once(':') {
+                Some((name, value)) => format!("{name}: {}", expand_env(value.trim())?),
+                None => h.clone(),
+            };
+            request.add_header_line(&line)?;
+        }
+        let mut spec = ProbeSpec::new(request);
+        spec.requests = a.requests;
+        spec.concurrency = a.concurrency;
+        spec.mode = if a.fresh {
+            ConnectionMode::Fresh
+        } else {
+            ConnectionMode::Warm
+        };
+        spec.http = match (a.http, a.http2_prior_knowledge) {
+            (_, true) => HttpVersion::Http2,
+            (HttpArg::Auto, false) => HttpVersion::Auto,
+            (HttpArg::Http11, false) => HttpVersion::Http1,
+            (HttpArg::Http2, false) => HttpVersion::Http2,
+        };
+        if spec.http == HttpVersion::Http2 && !spec.request.target.tls() && !a.http2_prior_knowledge
+        {
+            bail!("HTTP/2 over cleartext needs --http2-prior-knowledge (h2c)");
+        }
+        if a.http2_prior_knowledge && spec.request.target.tls() {
+            bail!(
+                "--http2-prior-knowledge is for http:// URLs; over https HTTP/2 is negotiated by ALPN (--http 2)"
+            );
+        }
+        spec.format = a.format.parse::<StreamFormat>()?;
+        spec.tls.insecure = a.insecure;
+        if let Some(path) = &a.cacert {
+            spec.tls.ca_pem = Some(
+                std::fs::read(path)
+                    .with_context(|| format!("cannot read the CA file {}", path.display()))?,
+            );
+        }
+        if a.connect_timeout.is_zero() || a.timeout.is_zero() {
+            bail!("timeouts must be longer than zero");
+        }
+        spec.timeouts = Timeouts {
+            connect: a.connect_timeout,
+            request: a.timeout,
+        };
+        spec.resolve = a
+            .resolve
+            .iter()
+            .map(|r| r.parse::<Resolve>())
+            .collect::<Result<_, _>>()?;
+        Ok(spec.validate()?)
+    }
+}
+
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    // Draws only when stderr is a terminal; redrawn at most 4 times a second
+    // so it costs the measurement nothing noticeable.
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(4));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {pos}/{len} requests [{elapsed_precise}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+/// Run the probe; the exit code says whether every request succeeded.
+pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let json = args.json;
+    let quiet = args.quiet;
+    let spec = match ProbeSpec::try_from(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let total = spec.requests;
+    let cancel = crate::shutdown_token();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Sample>(1024);
+    let drive = tokio::spawn(firsttoken_drive::run_probe(spec, tx, cancel.clone()));
+    let pb = progress_bar(total, quiet);
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut failed = 0u64;
+    let stdout = std::io::stdout();
+    while let Some(s) = rx.recv().await {
+        let line = if json {
+            s.to_json_line()
+        } else {
+            firsttoken_report::sample_line(&s)
+        };
+        pb.suspend(|| {
+            let mut out = stdout.lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        });
+        if !s.warmup {
+            pb.inc(1);
+            if !s.is_ok() {
+                failed += 1;
+                pb.set_message(format!("{failed} failed"));
+            }
+        }
+        samples.push(s);
+    }
+    pb.finish_and_clear();
+    drive
+        .await
+        .context("the probe task stopped unexpectedly")??;
+    if !quiet {
+        let summary = RunSummary::of(&samples);
+        let mut text = firsttoken_report::summary_table(&summary);
+        if cancel.is_cancelled() {
+            text.push_str(&format!(
+                "\ninterrupted: {} of {total} requests done",
+                summary.requests
+            ));
+        }
+        if json {
+            eprintln!("{text}");
+        } else {
+            println!("\n{text}");
+        }
+    }
+    let counted = samples.iter().filter(|s| !s.warmup);
+    Ok(
+        if counted.clone().any(|s| !s.is_ok()) || cancel.is_cancelled() {
+            ExitCode::from(EXIT_FAILED_REQUESTS)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_expansion() {
+        // SAFETY-free: set_var is unsafe in edition 2024 only for threads; use a unique name via std::env::vars instead.
+        let (name, value) = std::env::vars()
+            .find(|(k, v)| {
+                !k.is_empty()
+                    && !v.contains('$')
+                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+            .unwrap();
+        assert_eq!(
+            expand_env(&format!("Bearer ${name}")).unwrap(),
+            format!("Bearer {value}")
+        );
+        assert_eq!(
+            expand_env(&format!("x${{{name}}}y")).unwrap(),
+            format!("x{value}y")
+        );
+        assert_eq!(expand_env("a$$b").unwrap(), "a$b");
+        assert_eq!(expand_env("cost $ 5").unwrap(), "cost $ 5");
+        let e = expand_env("Bearer $FIRSTTOKEN_SURELY_UNSET_VAR").unwrap_err();
+        assert!(e.to_string().contains("FIRSTTOKEN_SURELY_UNSET_VAR"));
+    }
+}

@@ -1,0 +1,326 @@
+//! Opening a connection phase by phase: DNS, TCP connect, TLS, then an
+//! HTTP/1.1 or HTTP/2 handshake over a [`TimedIo`] tap. Each phase is stamped
+//! against the request's start instant.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use firsttoken_plan::{HttpVersion, ProbeSpec, Target, TlsOptions};
+use firsttoken_record::{ErrorKind, TlsInfo};
+
+use crate::tap::{Tap, TimedIo};
+use crate::{DriveError, Failure};
+
+/// Build the rustls client configuration for these options and HTTP version.
+pub fn tls_config(
+    opts: &TlsOptions,
+    http: HttpVersion,
+) -> Result<Arc<rustls::ClientConfig>, DriveError> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| DriveError::Tls(e.to_string()))?;
+    let mut config = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAll(provider)))
+            .with_no_client_auth()
+    } else if let Some(pem) = &opts.ca_pem {
+        let mut roots = rustls::RootCertStore::empty();
+        let certs: Vec<CertificateDer<'static>> =
+            rustls_pki_types::pem::PemObject::pem_slice_iter(pem)
+                .collect::<Result<_, _>>()
+                .map_err(|e| DriveError::Tls(format!("cannot read the CA file as PEM: {e}")))?;
+        if certs.is_empty() {
+            return Err(DriveError::Tls(
+                "the CA file holds no PEM certificate".into(),
+            ));
+        }
+        for c in certs {
+            roots
+                .add(c)
+                .map_err(|e| DriveError::Tls(format!("unusable CA certificate: {e}")))?;
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    } else {
+        use rustls_platform_verifier::BuilderVerifierExt;
+        builder
+            .with_platform_verifier()
+            .map_err(|e| DriveError::Tls(format!("cannot load the system trust store: {e}")))?
+            .with_no_client_auth()
+    };
+    config.alpn_protocols = match http {
+        HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
+        HttpVersion::Http2 => vec![b"h2".to_vec()],
+    };
+    Ok(Arc::new(config))
+}
+
+mod insecure {
+    use std::sync::Arc;
+
+    use rustls::DigitallySignedStruct;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::CryptoProvider;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    /// `--insecure`: accepts any certificate, still checks handshake signatures.
+    #[derive(Debug)]
+    pub(super) struct AcceptAll(pub(super) Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for AcceptAll {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+/// The request sender of an open connection.
+pub(crate) enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+/// A connection's I/O future. It is polled inside the request's own task
+/// (see `Conn::drive`), so bytes reach the request without a cross-thread
+/// wake-up between the read and the stamp.
+type Driver = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
+
+/// Stamps of connection setup.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Setup {
+    pub dns: Option<Instant>,
+    pub connect: Option<Instant>,
+    pub tls: Option<Instant>,
+    pub tls_info: Option<TlsInfo>,
+}
+
+/// An open, tapped HTTP connection.
+pub(crate) struct Conn {
+    pub sender: Sender,
+    driver: Option<Driver>,
+    pub tap: Tap,
+    pub http2: bool,
+}
+
+impl Conn {
+    /// Run `fut` while also driving the connection's I/O.
+    pub(crate) async fn drive<F: Future>(driver: &mut Option<Driver>, fut: F) -> F::Output {
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let Some(d) = driver.as_mut() else {
+                return fut.await;
+            };
+            tokio::select! {
+                biased;
+                // The driver first: bytes it reads are then seen by `fut` in the same poll.
+                _ = d => { *driver = None; }
+                out = &mut fut => return out,
+            }
+        }
+    }
+
+    /// Split into the sender and the driver slot, for [`Conn::drive`].
+    pub(crate) fn parts(&mut self) -> (&mut Sender, &mut Option<Driver>) {
+        (&mut self.sender, &mut self.driver)
+    }
+
+    /// True when the connection can carry another request.
+    pub(crate) async fn ready(&mut self) -> bool {
+        let (sender, driver) = self.parts();
+        if driver.is_none() {
+            return false;
+        }
+        match sender {
+            Sender::H1(s) => Conn::drive(driver, s.ready()).await.is_ok() && !s.is_closed(),
+            Sender::H2(s) => Conn::drive(driver, s.ready()).await.is_ok() && !s.is_closed(),
+        }
+    }
+}
+
+/// Opens connections to one target with fixed options.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    target: Target,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    http: HttpVersion,
+    addr_override: Option<std::net::IpAddr>,
+}
+
+impl Connector {
+    pub(crate) fn new(spec: &ProbeSpec) -> Result<Connector, DriveError> {
+        let target = spec.request.target.clone();
+        let tls = if target.tls() {
+            Some(tls_config(&spec.tls, spec.http)?)
+        } else {
+            None
+        };
+        Ok(Connector {
+            target,
+            tls,
+            http: spec.http,
+            addr_override: spec.resolved_addr(),
+        })
+    }
+
+    /// DNS → TCP → TLS → HTTP handshake. Stamps go into `setup` as they
+    /// happen, so a failure keeps the phases that completed.
+    pub(crate) async fn open(&self, setup: &mut Setup) -> Result<Conn, Failure> {
+        let host = self.target.host.as_str();
+        let port = self.target.port;
+        let addrs: Vec<SocketAddr> = if let Some(ip) = self.addr_override {
+            vec![SocketAddr::new(ip, port)]
+        } else if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+            vec![SocketAddr::new(ip, port)]
+        } else {
+            let found = tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|e| Failure::new(ErrorKind::Dns, format!("cannot resolve {host}: {e}")))?;
+            setup.dns = Some(Instant::now());
+            let v: Vec<SocketAddr> = found.collect();
+            if v.is_empty() {
+                return Err(Failure::new(
+                    ErrorKind::Dns,
+                    format!("{host} resolved to no address"),
+                ));
+            }
+            v
+        };
+        let mut last_err = None;
+        let mut tcp = None;
+        for a in &addrs {
+            match TcpStream::connect(a).await {
+                Ok(s) => {
+                    tcp = Some(s);
+                    break;
+                }
+                Err(e) => last_err = Some(format!("cannot connect to {a}: {e}")),
+            }
+        }
+        let tcp =
+            tcp.ok_or_else(|| Failure::new(ErrorKind::Connect, last_err.unwrap_or_default()))?;
+        setup.connect = Some(Instant::now());
+        // Nagle's algorithm would hold small request writes back (~40 ms with delayed ACKs).
+        let _ = tcp.set_nodelay(true);
+        let tap = Tap::default();
+        match &self.tls {
+            None => {
+                let h2 = self.http == HttpVersion::Http2;
+                self.handshake(TimedIo::new(tcp, tap.clone()), tap, h2)
+                    .await
+            }
+            Some(cfg) => {
+                let name = ServerName::try_from(host.to_string()).map_err(|e| {
+                    Failure::new(
+                        ErrorKind::Tls,
+                        format!("{host} is not a valid TLS server name: {e}"),
+                    )
+                })?;
+                let stream = TlsConnector::from(cfg.clone())
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| {
+                        Failure::new(
+                            ErrorKind::Tls,
+                            format!("TLS handshake with {host} failed: {e}"),
+                        )
+                    })?;
+                setup.tls = Some(Instant::now());
+                let c = stream.get_ref().1;
+                setup.tls_info = Some(TlsInfo {
+                    version: c
+                        .protocol_version()
+                        .map(|v| format!("{v:?}"))
+                        .unwrap_or_default(),
+                    cipher: c
+                        .negotiated_cipher_suite()
+                        .map(|s| format!("{:?}", s.suite()))
+                        .unwrap_or_default(),
+                    kx_group: c
+                        .negotiated_key_exchange_group()
+                        .map(|g| format!("{:?}", g.name())),
+                });
+                let h2 = c.alpn_protocol() == Some(b"h2");
+                self.handshake(TimedIo::new(stream, tap.clone()), tap, h2)
+                    .await
+            }
+        }
+    }
+
+    async fn handshake<S>(&self, io: TimedIo<S>, tap: Tap, h2: bool) -> Result<Conn, Failure>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let fail = |e: hyper::Error| {
+            Failure::new(ErrorKind::Connect, format!("HTTP handshake failed: {e}"))
+        };
+        if h2 {
+            tap.set_http2();
+            let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                .await
+                .map_err(fail)?;
+            Ok(Conn {
+                sender: Sender::H2(sender),
+                driver: Some(Box::pin(conn)),
+                tap,
+                http2: true,
+            })
+        } else {
+            let (sender, conn) = http1::handshake(TokioIo::new(io)).await.map_err(fail)?;
+            Ok(Conn {
+                sender: Sender::H1(sender),
+                driver: Some(Box::pin(conn)),
+                tap,
+                http2: false,
+            })
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! Stream decoders: from body bytes to "this chunk carried an event /
+//! reasoning / content", plus usage, the terminator and in-stream errors.
+//!
+//! The caller stamps each body chunk when it arrives and only then feeds it
+//! here, so decoding never sits between the bytes and their timestamp.
+//!
+//! ```
+//! use firsttoken_drive::decode::Decoder;
+//! use firsttoken_plan::StreamFormat;
+//! let mut d = Decoder::new(&StreamFormat::Auto, Some("text/event-stream"), false);
+//! let role = d.feed(b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n");
+//! assert!(role.events == 1 && !role.content);
+//! let tok = d.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n");
+//! assert!(tok.content);
+//! assert!(d.finish().is_ok());
+//! ```
+
+mod formats;
+pub(crate) use formats::bounded as bounded_text;
+pub mod lines;
+pub mod sse;
+
+use firsttoken_plan::StreamFormat;
+use firsttoken_record::ErrorKind;
+
+use lines::{LineSplitter, Utf8Check};
+use sse::SseParser;
+
+/// What one body chunk carried.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkFacts {
+    /// Complete stream events (SSE events, NDJSON lines, text chunks); comments excluded.
+    pub events: u32,
+    /// At least one non-empty content delta.
+    pub content: bool,
+    /// At least one non-empty reasoning delta.
+    pub reasoning: bool,
+}
+
+/// What the stream has said so far.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct StreamFacts {
+    /// The format's terminator was seen.
+    pub done: bool,
+    /// The first error: in-stream error payload or malformed bytes.
+    pub error: Option<(ErrorKind, String)>,
+    /// Output tokens from the stream's usage data.
+    pub output_tokens: Option<u64>,
+    /// Input tokens from the stream's usage data.
+    pub input_tokens: Option<u64>,
+    /// Cost in USD from the stream's usage data.
+    pub cost_usd: Option<f64>,
+    /// Serving provider named in the stream.
+    pub provider: Option<String>,
+}
+
+impl StreamFacts {
+    fn fail(&mut self, kind: ErrorKind, message: String) {
+        if self.error.is_none() {
+            self.error = Some((kind, message));
+        }
+    }
+}
+
+/// SSE dialects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SseKind {
+    OpenAi,
+    Anthropic,
+    VercelUi,
+    Pointer(String),
+}
+
+#[derive(Debug)]
+enum Framing {
+    /// SSE; `None` until an `auto` stream's first event shows the dialect.
+    Sse(SseParser, Option<SseKind>),
+    Lines(LineSplitter),
+    Text(Utf8Check),
+}
+
+/// An incremental decoder for one response body.
+#[derive(Debug)]
+pub struct Decoder {
+    framing: Framing,
+    facts: StreamFacts,
+}
+
+impl Decoder {
+    /// A decoder for `format`; with `auto`, the response Content-Type (and,
+    /// for SSE, the first event) decides. `vercel_header` is true when the
+    /// response carried `x-vercel-ai-ui-message-stream`.
+    pub fn new(format: &StreamFormat, content_type: Option<&str>, vercel_header: bool) -> Decoder {
+        let sse = |k: Option<SseKind>| Framing::Sse(SseParser::new(), k);
+        let framing = match format {
+            StreamFormat::OpenAiChat | StreamFormat::OpenAiCompletions => {
+                sse(Some(SseKind::OpenAi))
+            }
+            StreamFormat::Anthropic => sse(Some(SseKind::Anthropic)),
+            StreamFormat::VercelUi => sse(Some(SseKind::VercelUi)),
+            StreamFormat::SseJson(p) => sse(Some(SseKind::Pointer(p.clone()))),
+            StreamFormat::Ollama => Framing::Lines(LineSplitter::default()),
+            StreamFormat::Text => Framing::Text(Utf8Check::default()),
+            StreamFormat::Auto => {
+                let ct = content_type.unwrap_or("").to_ascii_lowercase();
+                let mime = ct.split(';').next().unwrap_or("").trim();
+                match mime {
+                    "text/event-stream" if vercel_header => sse(Some(SseKind::VercelUi)),
+                    "text/event-stream" => sse(None),
+                    "application/x-ndjson"
+                    | "application/ndjson"
+                    | "application/jsonl"
+                    | "application/json-lines"
+                    | "application/jsonlines" => Framing::Lines(LineSplitter::default()),
+                    _ => Framing::Text(Utf8Check::default()),
+                }
+            }
+        };
+        Decoder {
+            framing,
+            facts: StreamFacts::default(),
+        }
+    }
+
+    /// The format in use, as `--format` names it (`auto` while undecided).
+    pub fn format_name(&self) -> &'static str {
+        match &self.framing {
+            Framing::Sse(_, None) => "auto",
+            Framing::Sse(_, Some(SseKind::OpenAi)) => "openai",
+            Framing::Sse(_, Some(SseKind::Anthropic)) => "anthropic",
+            Framing::Sse(_, Some(SseKind::VercelUi)) => "vercel-ui",
+            Framing::Sse(_, Some(SseKind::Pointer(_))) => "sse-json",
+            Framing::Lines(_) => "ollama",
+            Framing::Text(_) => "text",
+        }
+    }
+
+    /// What the stream has said so far.
+    pub fn facts(&self) -> &StreamFacts {
+        &self.facts
+    }
+
+    /// Decode the next body chunk. After an error is recorded, further input is ignored.
+    pub fn feed(&mut self, bytes: &[u8]) -> ChunkFacts {
+        let mut cf = ChunkFacts::default();
+        if self.facts.error.is_some() {
+            return cf;
+        }
+        let facts = &mut self.facts;
+        match &mut self.framing {
+            Framing::Sse(parser, kind) => {
+                parser.feed(bytes, &mut |ev| {
+                    if facts.error.is_some() {
+                        return;
+                    }
+                    cf.events += 1;
+                    if kind.is_none() {
+                        if ev.data.trim() == "[DONE]" {
+                            facts.done = true;
+                            return;
+                        }
+                        match formats::detect_sse(ev.event, &ev.data) {
+                            Some(k) => *kind = Some(k),
+                            None => {
+                                return facts.fail(
+                                    ErrorKind::Decode,
+                                    format!(
+                                        "cannot tell the stream format from the first event at byte offset {} ({}); pass --format",
+                                        ev.offset,
+                                        formats::bounded(&ev.data)
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                    match kind {
+                        Some(SseKind::OpenAi) => formats::openai(&ev.data, ev.offset, facts, &mut cf),
+                        Some(SseKind::Anthropic) => formats::anthropic(ev.event, &ev.data, ev.offset, facts, &mut cf),
+                        Some(SseKind::VercelUi) => formats::vercel_ui(&ev.data, ev.offset, facts, &mut cf),
+                        Some(SseKind::Pointer(p)) => formats::sse_json(p, &ev.data, ev.offset, facts, &mut cf),
+                        None => {}
+                    }
+                });
+            }
+            Framing::Lines(split) => {
+                split.feed(bytes, &mut |line, offset| {
+                    if facts.error.is_none() {
+                        formats::ollama(line, offset, facts, &mut cf);
+                    }
+                });
+            }
+            Framing::Text(check) => {
+                if let Err(offset) = check.feed(bytes) {
+                    facts.fail(
+                        ErrorKind::Decode,
+                        format!("invalid UTF-8 in text stream at byte offset {offset}"),
+                    );
+                } else if !bytes.is_empty() {
+                    cf.events = 1;
+                    cf.content = true;
+                }
+            }
+        }
+        cf
+    }
+
+    /// The body ended cleanly: check the terminator. Returns the error to
+    /// record, if any (an earlier in-stream error is returned again).
+    pub fn finish(&mut self) -> Result<(), (ErrorKind, String)> {
+        if let Some(e) = &self.facts.error {
+            return Err(e.clone());
+        }
+        let truncated = |what: &str| {
+            Err((
+                ErrorKind::Truncated,
+                format!("the stream ended without {what}"),
+            ))
+        };
+        match &mut self.framing {
+            Framing::Text(check) => check.finish().map_err(|o| {
+                (
+                    ErrorKind::Decode,
+                    format!("incomplete UTF-8 sequence at byte offset {o}"),
+                )
+            }),
+            Framing::Lines(split) => {
+                if let Some((rest, offset)) = split.rest() {
+                    // A last line without its newline still counts.
+                    let mut cf = ChunkFacts::default();
+                    formats::ollama(rest, offset, &mut self.facts, &mut cf);
+                    if let Some(e) = &self.facts.error {
+                        return Err(e.clone());
+                    }
+                }
+                if self.facts.done {
+                    Ok(())
+                } else {
+                    truncated("a final {\"done\": true} line")
+                }
+            }
+            Framing::Sse(_, kind) => match kind {
+                _ if self.facts.done => Ok(()),
+                // A custom SSE stream may simply end; its end is the body's end.
+                Some(SseKind::Pointer(_)) => Ok(()),
+                Some(SseKind::Anthropic) => truncated("message_stop"),
+                Some(SseKind::VercelUi) => truncated("a finish part or [DONE]"),
+                Some(SseKind::OpenAi) | None => truncated("data: [DONE]"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(
+        format: &str,
+        ct: Option<&str>,
+        body: &[u8],
+    ) -> (
+        Vec<ChunkFacts>,
+        Result<(), (ErrorKind, String)>,
+        StreamFacts,
+    ) {
+        let mut d = Decoder::new(&format.parse().unwrap(), ct, false);
+        let facts: Vec<ChunkFacts> = body
+            .split_inclusive(|&b| b == b'\n')
+            .map(|c| d.feed(c))
+            .collect();
+        let end = d.finish();
+        (facts, end, d.facts().clone())
+    }
+
+    #[test]
+    fn keepalive_comments_are_not_events() {
+        let body = b": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n\ndata: [DONE]\n\n";
+        let (facts, end, _) = decode_all("auto", Some("text/event-stream; charset=utf-8"), body);
+        assert!(end.is_ok());
+        let first_event = facts.iter().position(|f| f.events > 0).unwrap();
+        let first_content = facts.iter().position(|f| f.content).unwrap();
+        assert_eq!(
+            first_event, first_content,
+            "comments must not count as the first event"
+        );
+    }
+
+    #[test]
+    fn missing_terminator_is_truncated() {
+        let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n\n";
+        let (_, end, _) = decode_all("openai-chat", None, body);
+        assert_eq!(end.unwrap_err().0, ErrorKind::Truncated);
+        let (_, end, _) = decode_all(
+            "anthropic",
+            None,
+            b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n",
+        );
+        assert!(end.unwrap_err().1.contains("message_stop"));
+        let (_, end, _) = decode_all("ollama", None, b"{\"response\":\"a\",\"done\":false}\n");
+        assert_eq!(end.unwrap_err().0, ErrorKind::Truncated);
+        let (_, end, _) = decode_all(
+            "ollama",
+            None,
+            b"{\"response\":\"a\",\"done\":false}\n{\"done\":true}",
+        );
+        assert!(
+            end.is_ok(),
+            "a final line without newline still ends the stream"
+        );
+        let (_, end, _) = decode_all("sse-json:/t", None, b"data: {\"t\":\"x\"}\n\n");
+        assert!(end.is_ok());
+    }
+
+    #[test]
+    fn auto_picks_by_content_type() {
+        let (facts, end, _) = decode_all("auto", Some("application/x-ndjson"), b"{\"message\":{\"content\":\"hi\"},\"done\":false}\n{\"done\":true,\"eval_count\":1}\n");
+        assert!(end.is_ok() && facts[0].content);
+        let (facts, end, _) = decode_all("auto", Some("text/plain"), b"hello");
+        assert!(end.is_ok() && facts[0].content);
+        let (_, end, _) = decode_all(
+            "auto",
+            Some("text/event-stream"),
+            b"data: {\"weird\":1}\n\n",
+        );
+        assert!(end.unwrap_err().1.contains("--format"));
+        let (_, end, _) = decode_all("auto", Some("text/event-stream"), b"");
+        assert_eq!(end.unwrap_err().0, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn errors_stop_decoding_and_text_checks_utf8() {
+        let body = b"data: {\"error\":{\"message\":\"upstream died\"}}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n\n";
+        let (facts, end, _) = decode_all("openai-chat", None, body);
+        assert!(facts.iter().all(|f| !f.content));
+        assert_eq!(
+            end.unwrap_err(),
+            (ErrorKind::StreamError, "upstream died".into())
+        );
+        let (_, end, _) = decode_all("text", None, b"ok\n\xff\xfe");
+        let (k, m) = end.unwrap_err();
+        assert_eq!(k, ErrorKind::Decode);
+        assert!(m.contains("offset 3"), "{m}");
+    }
+}

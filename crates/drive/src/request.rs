@@ -1,0 +1,331 @@
+//! One request on an open connection: send it, stamp headers and every body
+//! chunk as it arrives, then decode the chunk. The result is a [`Stamps`]
+//! set turned into a [`Sample`].
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, HOST, USER_AGENT};
+use http::{HeaderValue, Request};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+
+use firsttoken_plan::{RequestTemplate, StreamFormat};
+use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
+
+use crate::Failure;
+use crate::connect::{Conn, Sender, Setup};
+use crate::decode::{ChunkFacts, Decoder, StreamFacts};
+use crate::itl::Gaps;
+
+/// Most bytes of an error response body kept for the message.
+const ERROR_BODY_LIMIT: usize = 4096;
+
+/// Every instant a request passes, plus what its stream said.
+#[derive(Debug)]
+pub(crate) struct Stamps {
+    pub start: Instant,
+    pub setup: Setup,
+    pub http2: Option<bool>,
+    pub sent: Option<Instant>,
+    pub ttfb: Option<Instant>,
+    pub headers: Option<Instant>,
+    pub ttfe: Option<Instant>,
+    pub ttfr: Option<Instant>,
+    pub ttft: Option<Instant>,
+    pub last_token: Option<Instant>,
+    pub end: Option<Instant>,
+    pub content_chunks: u64,
+    pub gaps: Gaps,
+    pub status: Option<u16>,
+    pub request_id: Option<String>,
+    pub facts: StreamFacts,
+    pub error: Option<Failure>,
+}
+
+impl Stamps {
+    pub(crate) fn new(start: Instant) -> Stamps {
+        Stamps {
+            start,
+            setup: Setup::default(),
+            http2: None,
+            sent: None,
+            ttfb: None,
+            headers: None,
+            ttfe: None,
+            ttfr: None,
+            ttft: None,
+            last_token: None,
+            end: None,
+            content_chunks: 0,
+            gaps: Gaps::default(),
+            status: None,
+            request_id: None,
+            facts: StreamFacts::default(),
+            error: None,
+        }
+    }
+
+    fn on_chunk(&mut self, at: Instant, cf: ChunkFacts) {
+        if cf.events > 0 && self.ttfe.is_none() {
+            self.ttfe = Some(at);
+        }
+        if cf.reasoning && self.ttfr.is_none() {
+            self.ttfr = Some(at);
+        }
+        if cf.content {
+            self.content_chunks += 1;
+            if self.ttft.is_none() {
+                self.ttft = Some(at);
+            }
+            if let Some(prev) = self.last_token {
+                self.gaps.push(ms(at.saturating_duration_since(prev)));
+            }
+            self.last_token = Some(at);
+        }
+    }
+
+    /// Record a failure (the first one wins) and the moment it happened.
+    pub(crate) fn fail(&mut self, f: Failure) {
+        if self.error.is_none() {
+            self.error = Some(f);
+        }
+        self.end.get_or_insert_with(Instant::now);
+    }
+
+    /// The sample, with times in milliseconds from `start`.
+    pub(crate) fn into_sample(self, seq: u64, worker: u32, connection: Connection) -> Sample {
+        let at = |t: Option<Instant>| t.map(|t| ms(t.saturating_duration_since(self.start)));
+        let mut s = Sample::empty(seq, worker, connection);
+        s.http_version = self
+            .http2
+            .map(|h2| if h2 { "HTTP/2" } else { "HTTP/1.1" }.to_string());
+        s.dns_ms = at(self.setup.dns);
+        s.connect_ms = at(self.setup.connect);
+        s.tls_ms = at(self.setup.tls);
+        s.tls = self.setup.tls_info.clone();
+        s.sent_ms = at(self.sent);
+        s.ttfb_ms = at(self.ttfb);
+        s.headers_ms = at(self.headers);
+        s.ttfe_ms = at(self.ttfe);
+        s.ttfr_ms = at(self.ttfr);
+        s.ttft_ms = at(self.ttft);
+        s.last_token_ms = at(self.last_token);
+        s.e2e_ms = at(self.end);
+        s.content_chunks = self.content_chunks;
+        s.output_tokens = self.facts.output_tokens;
+        s.input_tokens = self.facts.input_tokens;
+        s.cost_usd = self.facts.cost_usd;
+        s.provider = self.facts.provider.clone();
+        if let (Some(n), Some(first), Some(last)) = (s.output_tokens, s.ttft_ms, s.last_token_ms)
+            && n >= 2
+            && last > first
+        {
+            s.tokens_per_s = Some((n - 1) as f64 / ((last - first) / 1000.0));
+        }
+        s.itl_p50_ms = self.gaps.percentile(50.0);
+        s.itl_p99_ms = self.gaps.percentile(99.0);
+        s.status = self.status;
+        s.request_id = self.request_id;
+        s.error = self.error.map(|f| SampleError {
+            kind: f.kind,
+            message: f.message,
+        });
+        s
+    }
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Build the HTTP request for a template. HTTP/2 needs the absolute URI
+/// (it becomes `:scheme` and `:authority`); HTTP/1.1 sends the path and a Host header.
+pub(crate) fn build_request(
+    t: &RequestTemplate,
+    http2: bool,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    let uri = if http2 {
+        t.target.url()
+    } else {
+        t.target.path_and_query.clone()
+    };
+    let mut b = Request::builder().method(t.method.clone()).uri(uri);
+    let has = |name: &http::HeaderName| t.headers.iter().any(|(n, _)| n == name);
+    if let Some(h) = b.headers_mut() {
+        if !http2 && let Ok(v) = HeaderValue::from_str(&t.target.authority()) {
+            h.insert(HOST, v);
+        }
+        if !has(&USER_AGENT) {
+            h.insert(
+                USER_AGENT,
+                HeaderValue::from_static(concat!("firsttoken/", env!("CARGO_PKG_VERSION"))),
+            );
+        }
+        if !has(&ACCEPT) {
+            h.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        // Compression would batch small chunks and hide their arrival times.
+        if !has(&ACCEPT_ENCODING) {
+            h.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        }
+        if t.body
+            .as_ref()
+            .is_some_and(|b| b.first().is_some_and(|c| *c == b'{' || *c == b'['))
+            && !has(&CONTENT_TYPE)
+        {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        for (n, v) in &t.headers {
+            h.append(n.clone(), v.clone());
+        }
+    }
+    b.body(Full::new(t.body.clone().unwrap_or_default()))
+        .map_err(|e| Failure::new(ErrorKind::Connect, format!("cannot build the request: {e}")))
+}
+
+/// Send `req` on `conn` and read the whole response into `st`. Stops at
+/// `deadline`, keeping every stamp taken so far.
+pub(crate) async fn exchange(
+    conn: &mut Conn,
+    req: Request<Full<Bytes>>,
+    format: &StreamFormat,
+    deadline: tokio::time::Instant,
+    st: &mut Stamps,
+) {
+    st.http2 = Some(conn.http2);
+    conn.tap.arm();
+    let tap = conn.tap.clone();
+    let http2 = conn.http2;
+    let (sender, driver) = conn.parts();
+    let work = Conn::drive(driver, async {
+        let sent = match sender {
+            Sender::H1(s) => s.send_request(req).await,
+            Sender::H2(s) => s.send_request(req).await,
+        };
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                return st.fail(Failure::new(
+                    ErrorKind::Connect,
+                    format!("no response: {}", hyper_error(&e)),
+                ));
+            }
+        };
+        st.headers = Some(Instant::now());
+        let status = resp.status();
+        st.status = Some(status.as_u16());
+        let header = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        st.request_id = header("x-request-id");
+        let content_type = header("content-type");
+        let vercel = resp.headers().contains_key("x-vercel-ai-ui-message-stream");
+        let body = resp.into_body();
+        if !status.is_success() {
+            let text = read_error_body(body).await;
+            let reason = status.canonical_reason().unwrap_or("");
+            let msg = if text.is_empty() {
+                format!("HTTP {} {reason}", status.as_u16())
+            } else {
+                format!("HTTP {} {reason}: {text}", status.as_u16())
+            };
+            return st.fail(Failure::new(ErrorKind::HttpStatus, msg));
+        }
+        let mut decoder = Decoder::new(format, content_type.as_deref(), vercel);
+        read_stream(body, &tap, http2, &mut decoder, st).await;
+        st.facts = decoder.facts().clone();
+    });
+    if tokio::time::timeout_at(deadline, work).await.is_err() {
+        let waited = deadline.into_std().saturating_duration_since(st.start);
+        let what = if st.headers.is_none() {
+            "no response headers"
+        } else if st.ttft.is_none() {
+            "no first token"
+        } else {
+            "the stream did not end"
+        };
+        st.fail(Failure::new(
+            ErrorKind::Timeout,
+            format!("{what} within {:.1} s", waited.as_secs_f64()),
+        ));
+    }
+    let (sent, first) = tap.stamps();
+    st.sent = sent;
+    st.ttfb = first;
+}
+
+async fn read_stream(
+    mut body: Incoming,
+    tap: &crate::tap::Tap,
+    http2: bool,
+    decoder: &mut Decoder,
+    st: &mut Stamps,
+) {
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                let Some(data) = frame.data_ref() else {
+                    continue;
+                };
+                if data.is_empty() {
+                    continue;
+                }
+                // Stamp before decoding. HTTP/2 frames are read by hyper's
+                // connection task; the tap knows when each DATA frame arrived.
+                let at = if http2 {
+                    tap.pop_data_time().unwrap_or_else(Instant::now)
+                } else {
+                    Instant::now()
+                };
+                let cf = decoder.feed(data);
+                st.on_chunk(at, cf);
+                if let Some((kind, message)) = decoder.facts().error.clone() {
+                    st.end = Some(at);
+                    return st.fail(Failure::new(kind, message));
+                }
+            }
+            Some(Err(e)) => {
+                return st.fail(Failure::new(
+                    ErrorKind::Truncated,
+                    format!("the connection broke mid-stream: {}", hyper_error(&e)),
+                ));
+            }
+            None => {
+                st.end = Some(Instant::now());
+                if let Err((kind, message)) = decoder.finish() {
+                    st.fail(Failure::new(kind, message));
+                }
+                return;
+            }
+        }
+    }
+}
+
+async fn read_error_body(mut body: Incoming) -> String {
+    let mut buf = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Some(d) = frame.data_ref() {
+            buf.extend_from_slice(&d[..d.len().min(ERROR_BODY_LIMIT - buf.len())]);
+            if buf.len() >= ERROR_BODY_LIMIT {
+                break;
+            }
+        }
+    }
+    crate::decode::bounded_text(&String::from_utf8_lossy(&buf))
+}
+
+/// hyper's error with its source chain, which holds the useful part.
+pub(crate) fn hyper_error(e: &hyper::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}

@@ -1,0 +1,99 @@
+//! The truth log: for every request, when the emulator read it and when it
+//! handed its first and last content token to the connection, as JSON lines.
+//! Written by a dedicated thread so the async workers never block on disk.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::EmulatorError;
+
+/// One request as the emulator saw it. Times are milliseconds since the
+/// emulator started, on its monotonic clock.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TruthRecord {
+    /// The `x-request-id` the response carried.
+    pub request_id: String,
+    /// Request path.
+    pub path: String,
+    /// Whether the response streamed.
+    pub stream: bool,
+    /// Request fully read (headers and body).
+    pub read_ms: f64,
+    /// First content token handed to the connection.
+    pub first_token_ms: Option<f64>,
+    /// Last content token handed to the connection.
+    pub last_token_ms: Option<f64>,
+    /// `first_token_ms − read_ms`: the server-side time to first token.
+    pub ttft_ms: Option<f64>,
+    /// Content tokens sent.
+    pub tokens_sent: u32,
+    /// Content tokens planned.
+    pub tokens_planned: u32,
+    /// The TTFT the emulator aimed for.
+    pub target_ttft_ms: f64,
+    /// The inter-token interval it aimed for.
+    pub target_itl_ms: f64,
+    /// True when the response ran to its end (false: the client went away).
+    pub completed: bool,
+}
+
+/// Where truth records go. Cloning shares the writer.
+#[derive(Debug, Clone)]
+pub struct TruthLog {
+    origin: Instant,
+    tx: Option<mpsc::Sender<TruthRecord>>,
+}
+
+impl TruthLog {
+    /// A log that records nothing (its clock still runs, for timing).
+    pub fn disabled() -> TruthLog {
+        TruthLog {
+            origin: Instant::now(),
+            tx: None,
+        }
+    }
+
+    /// Append records to `path` (created or truncated), one JSON object a line,
+    /// flushed after each.
+    pub fn to_file(path: &Path) -> Result<TruthLog, EmulatorError> {
+        let file = std::fs::File::create(path).map_err(|source| EmulatorError::TruthLog {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let (tx, rx) = mpsc::channel::<TruthRecord>();
+        std::thread::Builder::new()
+            .name("truth-log".into())
+            .spawn(move || {
+                let mut out = std::io::BufWriter::new(file);
+                for rec in rx {
+                    let line = serde_json::to_string(&rec).unwrap_or_default();
+                    if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|source| EmulatorError::TruthLog {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(TruthLog {
+            origin: Instant::now(),
+            tx: Some(tx),
+        })
+    }
+
+    /// Milliseconds since the log's origin.
+    pub fn ms(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.origin).as_secs_f64() * 1000.0
+    }
+
+    pub(crate) fn write(&self, rec: TruthRecord) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(rec);
+        }
+    }
+}

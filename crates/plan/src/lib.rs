@@ -1,0 +1,525 @@
+//! What firsttoken measures: validated targets, request templates and probe
+//! specs. Everything here is checked on construction, so the stages after it
+//! (drive, record, …) never see a half-valid plan.
+//!
+//! ```
+//! use firsttoken_plan::{StreamFormat, Target};
+//! let t = Target::parse("https://api.example.com/v1/chat/completions").unwrap();
+//! assert_eq!((t.host.as_str(), t.port, t.tls()), ("api.example.com", 443, true));
+//! assert_eq!("sse-json:/text".parse::<StreamFormat>().unwrap(), StreamFormat::SseJson("/text".into()));
+//! ```
+#![deny(missing_docs)]
+
+use std::net::IpAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+
+/// A plan that cannot be run, with what is wrong in words a user can act on.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    /// The URL does not parse or lacks a host.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A header is not `Name: value`.
+    #[error("invalid header {header:?}: {reason}")]
+    Header {
+        /// The header as given.
+        header: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Unknown stream format name.
+    #[error(
+        "unknown stream format {0:?}; expected auto, openai-chat, openai-completions, anthropic, ollama, text, vercel-ui or sse-json:<JSON pointer>"
+    )]
+    Format(String),
+    /// A `--resolve` entry is not `host:port:addr`.
+    #[error("invalid resolve entry {0:?}; expected host:port:addr, e.g. example.com:443:127.0.0.1")]
+    Resolve(String),
+    /// A count or concurrency is out of range.
+    #[error("{what} must be {bound}, got {got}")]
+    Range {
+        /// Which setting.
+        what: &'static str,
+        /// The allowed range in words.
+        bound: &'static str,
+        /// The value given.
+        got: u64,
+    },
+    /// An HTTP method name is invalid.
+    #[error("invalid HTTP method {0:?}")]
+    Method(String),
+}
+
+/// `http` or `https`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Cleartext.
+    Http,
+    /// TLS.
+    Https,
+}
+
+/// Where requests go: a parsed absolute URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `http` or `https`.
+    pub scheme: Scheme,
+    /// Host name or IP literal, without brackets.
+    pub host: String,
+    /// Port, defaulted from the scheme.
+    pub port: u16,
+    /// Path and query, starting with `/`.
+    pub path_and_query: String,
+}
+
+impl Target {
+    /// Parse an absolute `http://` or `https://` URL.
+    pub fn parse(url: &str) -> Result<Target, PlanError> {
+        let err = |reason: &str| PlanError::Url {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        };
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| err(&e.to_string()))?;
+        let scheme = match uri.scheme_str() {
+            Some("http") => Scheme::Http,
+            Some("https") => Scheme::Https,
+            Some(other) => return Err(err(&format!("scheme {other:?} is not http or https"))),
+            None => {
+                return Err(err(
+                    "it needs a scheme, e.g. http://127.0.0.1:8080/v1/chat/completions",
+                ));
+            }
+        };
+        let host = uri.host().ok_or_else(|| err("it has no host"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if host.is_empty() {
+            return Err(err("it has no host"));
+        }
+        let port = uri.port_u16().unwrap_or(match scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        });
+        let path_and_query = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into());
+        let path_and_query = if path_and_query.is_empty() {
+            "/".to_string()
+        } else {
+            path_and_query
+        };
+        Ok(Target {
+            scheme,
+            host,
+            port,
+            path_and_query,
+        })
+    }
+
+    /// True for `https`.
+    pub fn tls(&self) -> bool {
+        self.scheme == Scheme::Https
+    }
+
+    /// `host:port` as sent in the Host header (port left out when it is the scheme's default).
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let default = match self.scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        };
+        if self.port == default {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// The URL again, normalised.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls() { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority(), self.path_and_query)
+    }
+}
+
+/// Header names whose values are secrets: never printed, stored or logged.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "authorization",
+        "api-key",
+        "apikey",
+        "cookie",
+        "token",
+        "secret",
+        "password",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
+}
+
+/// One request to send repeatedly: method, target, headers and body.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    /// HTTP method.
+    pub method: Method,
+    /// Where to send it.
+    pub target: Target,
+    /// Extra headers; secret ones are marked sensitive.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Request body, if any.
+    pub body: Option<Bytes>,
+}
+
+impl RequestTemplate {
+    /// A template; the method defaults to POST with a body and GET without.
+    pub fn new(
+        target: Target,
+        method: Option<&str>,
+        body: Option<Bytes>,
+    ) -> Result<RequestTemplate, PlanError> {
+        let method = match method {
+            Some(m) => Method::from_str(&m.to_ascii_uppercase())
+                .map_err(|_| PlanError::Method(m.to_string()))?,
+            None if body.is_some() => Method::POST,
+            None => Method::GET,
+        };
+        Ok(RequestTemplate {
+            method,
+            target,
+            headers: Vec::new(),
+            body,
+        })
+    }
+
+    /// Add a header from `Name: value` text. Values of secret-looking headers are marked sensitive.
+    pub fn add_header_line(&mut self, line: &str) -> Result<(), PlanError> {
+        let err = |reason: &str| PlanError::Header {
+            header: redact_header_line(line),
+            reason: reason.to_string(),
+        };
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| err("expected `Name: value`"))?;
+        let name = HeaderName::from_str(name.trim())
+            .map_err(|_| err("the name is not a valid header name"))?;
+        let mut value = HeaderValue::from_str(value.trim())
+            .map_err(|_| err("the value has characters a header cannot carry"))?;
+        if is_secret_header(name.as_str()) {
+            value.set_sensitive(true);
+        }
+        self.headers.push((name, value));
+        Ok(())
+    }
+}
+
+/// A header line with its value hidden when the name looks secret. A line
+/// without a colon keeps only its first word, since where its value starts
+/// is unknown.
+pub fn redact_header_line(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) if is_secret_header(name.trim()) => format!("{}: <redacted>", name.trim()),
+        Some(_) => line.to_string(),
+        None => match line.split_whitespace().next() {
+            Some(first) if first.len() < line.trim().len() => format!("{first} <redacted>"),
+            _ => line.to_string(),
+        },
+    }
+}
+
+/// How requests get their connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionMode {
+    /// One connection per worker, opened and warmed up before the counted requests.
+    #[default]
+    Warm,
+    /// New DNS lookup, TCP connect and TLS handshake for every request.
+    Fresh,
+}
+
+/// Which HTTP version to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// Over TLS, offer h2 and http/1.1 by ALPN; cleartext uses HTTP/1.1.
+    #[default]
+    Auto,
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/2 only: ALPN h2 over TLS, prior knowledge (h2c) in cleartext.
+    Http2,
+}
+
+/// TLS settings.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Accept any certificate (like curl's `--insecure`).
+    pub insecure: bool,
+    /// Extra trusted CA certificates, PEM; when set, only these are trusted.
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+/// Deadlines for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// DNS + TCP + TLS.
+    pub connect: Duration,
+    /// The whole request, from start to stream end.
+    pub request: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            request: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A `--resolve host:port:addr` override: skip DNS for this host and port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolve {
+    /// Host name as in the URL.
+    pub host: String,
+    /// Port as in the URL.
+    pub port: u16,
+    /// Address to connect to.
+    pub addr: IpAddr,
+}
+
+impl FromStr for Resolve {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Resolve, PlanError> {
+        let err = || PlanError::Resolve(s.to_string());
+        let (host, rest) = s.split_once(':').ok_or_else(err)?;
+        let (port, addr) = rest.split_once(':').ok_or_else(err)?;
+        let addr = addr.trim_start_matches('[').trim_end_matches(']');
+        Ok(Resolve {
+            host: host.to_string(),
+            port: port.parse().map_err(|_| err())?,
+            addr: addr.parse().map_err(|_| err())?,
+        })
+    }
+}
+
+/// How to find content, reasoning, usage and the end in a response body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StreamFormat {
+    /// Decide from Content-Type and the first event.
+    #[default]
+    Auto,
+    /// OpenAI `chat.completion.chunk` SSE (`choices[].delta.content`).
+    OpenAiChat,
+    /// OpenAI legacy completions SSE (`choices[].text`).
+    OpenAiCompletions,
+    /// Anthropic Messages SSE (`content_block_delta`).
+    Anthropic,
+    /// Ollama NDJSON (`message.content` or `response`, `done: true`).
+    Ollama,
+    /// Any non-empty body bytes are content; valid UTF-8 required.
+    Text,
+    /// Vercel AI SDK UI message stream (`text-delta` parts).
+    VercelUi,
+    /// SSE whose `data` is JSON with the content at this JSON pointer.
+    SseJson(String),
+}
+
+impl FromStr for StreamFormat {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<StreamFormat, PlanError> {
+        Ok(match s {
+            "auto" => StreamFormat::Auto,
+            "openai-chat" | "openai" => StreamFormat::OpenAiChat,
+            "openai-completions" => StreamFormat::OpenAiCompletions,
+            "anthropic" => StreamFormat::Anthropic,
+            "ollama" | "ndjson" => StreamFormat::Ollama,
+            "text" => StreamFormat::Text,
+            "vercel-ui" => StreamFormat::VercelUi,
+            other => match other.strip_prefix("sse-json:") {
+                Some(p) if p.is_empty() || p.starts_with('/') => {
+                    StreamFormat::SseJson(p.to_string())
+                }
+                _ => return Err(PlanError::Format(other.to_string())),
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for StreamFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StreamFormat::Auto => "auto",
+            StreamFormat::OpenAiChat => "openai-chat",
+            StreamFormat::OpenAiCompletions => "openai-completions",
+            StreamFormat::Anthropic => "anthropic",
+            StreamFormat::Ollama => "ollama",
+            StreamFormat::Text => "text",
+            StreamFormat::VercelUi => "vercel-ui",
+            StreamFormat::SseJson(p) => return write!(f, "sse-json:{p}"),
+        })
+    }
+}
+
+/// Everything a probe run needs, validated.
+#[derive(Debug, Clone)]
+pub struct ProbeSpec {
+    /// The request to send.
+    pub request: RequestTemplate,
+    /// Counted requests in total (warm-ups not included).
+    pub requests: u64,
+    /// Concurrent workers.
+    pub concurrency: u32,
+    /// Warm or fresh connections.
+    pub mode: ConnectionMode,
+    /// HTTP version.
+    pub http: HttpVersion,
+    /// TLS settings.
+    pub tls: TlsOptions,
+    /// Deadlines.
+    pub timeouts: Timeouts,
+    /// DNS overrides.
+    pub resolve: Vec<Resolve>,
+    /// Stream format.
+    pub format: StreamFormat,
+}
+
+impl ProbeSpec {
+    /// A spec with defaults: 1 request, 1 worker, warm, auto HTTP version and format.
+    pub fn new(request: RequestTemplate) -> ProbeSpec {
+        ProbeSpec {
+            request,
+            requests: 1,
+            concurrency: 1,
+            mode: ConnectionMode::Warm,
+            http: HttpVersion::Auto,
+            tls: TlsOptions::default(),
+            timeouts: Timeouts::default(),
+            resolve: Vec::new(),
+            format: StreamFormat::Auto,
+        }
+    }
+
+    /// Check ranges: at least one request and worker, at most 100,000 workers.
+    pub fn validate(self) -> Result<ProbeSpec, PlanError> {
+        if self.requests == 0 {
+            return Err(PlanError::Range {
+                what: "the request count (-n)",
+                bound: "at least 1",
+                got: 0,
+            });
+        }
+        if self.concurrency == 0 || self.concurrency > 100_000 {
+            return Err(PlanError::Range {
+                what: "the concurrency (-c)",
+                bound: "between 1 and 100000",
+                got: u64::from(self.concurrency),
+            });
+        }
+        Ok(self)
+    }
+
+    /// The address override for the target, if any.
+    pub fn resolved_addr(&self) -> Option<IpAddr> {
+        let t = &self.request.target;
+        self.resolve
+            .iter()
+            .find(|r| r.host.eq_ignore_ascii_case(&t.host) && r.port == t.port)
+            .map(|r| r.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_with_default_ports() {
+        let t = Target::parse("http://127.0.0.1:8080/v1/chat/completions?x=1").unwrap();
+        assert_eq!(t.port, 8080);
+        assert_eq!(t.path_and_query, "/v1/chat/completions?x=1");
+        assert_eq!(t.authority(), "127.0.0.1:8080");
+        let t = Target::parse("https://[::1]/").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 443));
+        assert_eq!(t.url(), "https://[::1]/");
+        assert!(Target::parse("ftp://x/").is_err());
+        assert!(Target::parse("localhost:80").is_err());
+        assert!(Target::parse("not a url").is_err());
+    }
+
+    #[test]
+    fn headers_mark_secrets_and_redact() {
+        let mut r = RequestTemplate::new(
+            Target::parse("http://h/").unwrap(),
+            None,
+            Some(Bytes::from("{}")),
+        )
+        .unwrap();
+        assert_eq!(r.method, Method::POST);
+        r.add_header_line("Authorization: Bearer sk-123").unwrap();
+        r.add_header_line("X-Custom: yes").unwrap();
+        assert!(r.headers[0].1.is_sensitive());
+        assert!(!r.headers[1].1.is_sensitive());
+        let e = r
+            .add_header_line("Authorization Bearer sk-123")
+            .unwrap_err();
+        assert!(!e.to_string().contains("sk-123"), "{e}");
+        assert_eq!(
+            redact_header_line("x-api-key: abc"),
+            "x-api-key: <redacted>"
+        );
+    }
+
+    #[test]
+    fn formats_and_resolves_parse() {
+        for f in [
+            "auto",
+            "openai-chat",
+            "openai-completions",
+            "anthropic",
+            "ollama",
+            "text",
+            "vercel-ui",
+            "sse-json:/a/b",
+        ] {
+            let parsed: StreamFormat = f.parse().unwrap();
+            assert_eq!(parsed.to_string(), f);
+        }
+        assert!("sse-json:a".parse::<StreamFormat>().is_err());
+        assert!("xml".parse::<StreamFormat>().is_err());
+        let r: Resolve = "example.com:443:127.0.0.1".parse().unwrap();
+        assert_eq!(r.port, 443);
+        let r: Resolve = "example.com:443:[::1]".parse().unwrap();
+        assert_eq!(r.addr.to_string(), "::1");
+        assert!("example.com:443".parse::<Resolve>().is_err());
+    }
+
+    #[test]
+    fn validation_rejects_zero_counts() {
+        let r =
+            RequestTemplate::new(Target::parse("http://h/").unwrap(), Some("get"), None).unwrap();
+        let mut s = ProbeSpec::new(r);
+        s.requests = 0;
+        assert!(s.clone().validate().is_err());
+        s.requests = 1;
+        s.concurrency = 0;
+        assert!(s.validate().is_err());
+    }
+}

@@ -1,0 +1,373 @@
+//! The schema of what firsttoken measures.
+//!
+//! A [`Sample`] is one streamed request with every timing stamp it passed,
+//! in milliseconds from the request's start on a monotonic clock, `None`
+//! (JSON `null`) when a phase did not happen. It is what `firsttoken probe
+//! --json` prints, one object per line, and what later stages store and
+//! analyse. The JSON form is versioned and documented by the JSON Schema in
+//! `docs/schema/sample.v1.schema.json` ([`SAMPLE_SCHEMA`]).
+//!
+//! ```
+//! use firsttoken_record::{Connection, Sample};
+//! let s = Sample::empty(0, 0, Connection::Fresh);
+//! assert!(s.ttft_ms.is_none());
+//! assert!(s.is_ok());
+//! ```
+#![deny(missing_docs)]
+
+use serde::{Deserialize, Serialize};
+
+/// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.
+pub const SAMPLE_SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
+
+/// Version of the sample JSON shape; bumped on any incompatible change.
+pub const SAMPLE_SCHEMA_VERSION: u32 = 1;
+
+/// Whether a request opened its own connection or reused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// DNS, TCP connect (and TLS) happened for this request.
+    Fresh,
+    /// The request went over an already open connection.
+    Reused,
+}
+
+/// Why a request failed. Each kind names the phase or the way it went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The host name did not resolve.
+    Dns,
+    /// The TCP connection could not be opened (refused, unreachable) or broke before a response.
+    Connect,
+    /// The TLS handshake failed (bad certificate, name mismatch, protocol).
+    Tls,
+    /// A connect or request deadline passed.
+    Timeout,
+    /// The response status was not 2xx.
+    HttpStatus,
+    /// A 2xx stream carried an error payload.
+    StreamError,
+    /// The stream ended before its format's terminator.
+    Truncated,
+    /// A payload could not be decoded (the message names the byte offset).
+    Decode,
+}
+
+impl ErrorKind {
+    /// The snake_case name used in JSON and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Dns => "dns",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::StreamError => "stream_error",
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::Decode => "decode",
+        }
+    }
+}
+
+/// A failed request's error: a kind and a human message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleError {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// Details for a person, bounded in length.
+    pub message: String,
+}
+
+/// The negotiated TLS parameters of a fresh TLS connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsInfo {
+    /// Protocol version, e.g. `TLSv1_3`.
+    pub version: String,
+    /// Cipher suite, e.g. `TLS13_AES_256_GCM_SHA384`.
+    pub cipher: String,
+    /// Key-exchange group, e.g. `X25519MLKEM768`; `None` if not reported.
+    pub kx_group: Option<String>,
+}
+
+/// One measured request. Times are milliseconds from the request's start
+/// (before DNS for a fresh connection, before the request is handed to the
+/// connection when reused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Position in the run, from 0, in order of start. Warm-up requests have their own sequence.
+    pub seq: u64,
+    /// Which worker (concurrent slot) sent it.
+    pub worker: u32,
+    /// True for a warm-up request, shown but not counted.
+    pub warmup: bool,
+    /// Fresh or reused connection.
+    pub connection: Connection,
+    /// `HTTP/1.1` or `HTTP/2`, `None` when no connection was made.
+    pub http_version: Option<String>,
+    /// DNS resolution done.
+    pub dns_ms: Option<f64>,
+    /// TCP connection established.
+    pub connect_ms: Option<f64>,
+    /// TLS handshake done.
+    pub tls_ms: Option<f64>,
+    /// Request fully written.
+    pub sent_ms: Option<f64>,
+    /// First response byte read (for HTTP/2: first frame of this stream).
+    pub ttfb_ms: Option<f64>,
+    /// Response headers parsed.
+    pub headers_ms: Option<f64>,
+    /// First stream event (any SSE event, NDJSON line or text chunk; not a comment).
+    pub ttfe_ms: Option<f64>,
+    /// First reasoning token.
+    pub ttfr_ms: Option<f64>,
+    /// First non-empty content token: the time to first token.
+    pub ttft_ms: Option<f64>,
+    /// Last content token.
+    pub last_token_ms: Option<f64>,
+    /// Stream end (or the failure).
+    pub e2e_ms: Option<f64>,
+    /// Number of body chunks that carried content.
+    pub content_chunks: u64,
+    /// Output tokens as reported by the stream's own usage data; never estimated.
+    pub output_tokens: Option<u64>,
+    /// Input tokens as reported by the stream's usage data.
+    pub input_tokens: Option<u64>,
+    /// Output tokens per second after the first token: (output_tokens − 1) / (last_token − ttft).
+    pub tokens_per_s: Option<f64>,
+    /// Median gap between consecutive content chunks.
+    pub itl_p50_ms: Option<f64>,
+    /// 99th-percentile gap between consecutive content chunks.
+    pub itl_p99_ms: Option<f64>,
+    /// HTTP status code, `None` when no response arrived.
+    pub status: Option<u16>,
+    /// The request id the server reported (`x-request-id` header), if any.
+    pub request_id: Option<String>,
+    /// The upstream provider that served it, if the stream says (`provider` field).
+    pub provider: Option<String>,
+    /// Cost in USD as reported by the stream's usage data (`usage.cost`).
+    pub cost_usd: Option<f64>,
+    /// Negotiated TLS parameters, on fresh TLS connections.
+    pub tls: Option<TlsInfo>,
+    /// `None` for success.
+    pub error: Option<SampleError>,
+}
+
+impl Sample {
+    /// A sample with no stamps yet.
+    pub fn empty(seq: u64, worker: u32, connection: Connection) -> Sample {
+        Sample {
+            seq,
+            worker,
+            warmup: false,
+            connection,
+            http_version: None,
+            dns_ms: None,
+            connect_ms: None,
+            tls_ms: None,
+            sent_ms: None,
+            ttfb_ms: None,
+            headers_ms: None,
+            ttfe_ms: None,
+            ttfr_ms: None,
+            ttft_ms: None,
+            last_token_ms: None,
+            e2e_ms: None,
+            content_chunks: 0,
+            output_tokens: None,
+            input_tokens: None,
+            tokens_per_s: None,
+            itl_p50_ms: None,
+            itl_p99_ms: None,
+            status: None,
+            request_id: None,
+            provider: None,
+            cost_usd: None,
+            tls: None,
+            error: None,
+        }
+    }
+
+    /// True when the request succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The sample as one line of JSON (no trailing newline).
+    pub fn to_json_line(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A phase of a request, as named in tables and JSON (without `_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// DNS resolution.
+    Dns,
+    /// TCP connect.
+    Connect,
+    /// TLS handshake.
+    Tls,
+    /// Request written.
+    Sent,
+    /// First response byte.
+    Ttfb,
+    /// First stream event.
+    Ttfe,
+    /// First reasoning token.
+    Ttfr,
+    /// First content token.
+    Ttft,
+    /// Last content token.
+    LastToken,
+    /// Stream end.
+    E2e,
+    /// Median inter-token gap.
+    ItlP50,
+    /// p99 inter-token gap.
+    ItlP99,
+    /// Tokens per second after the first.
+    TokensPerS,
+}
+
+impl Phase {
+    /// Every phase in the order a request passes them.
+    pub const ALL: [Phase; 13] = [
+        Phase::Dns,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::Sent,
+        Phase::Ttfb,
+        Phase::Ttfe,
+        Phase::Ttfr,
+        Phase::Ttft,
+        Phase::LastToken,
+        Phase::E2e,
+        Phase::ItlP50,
+        Phase::ItlP99,
+        Phase::TokensPerS,
+    ];
+
+    /// Short name (`ttft`, `last_token`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Dns => "dns",
+            Phase::Connect => "connect",
+            Phase::Tls => "tls",
+            Phase::Sent => "sent",
+            Phase::Ttfb => "ttfb",
+            Phase::Ttfe => "ttfe",
+            Phase::Ttfr => "ttfr",
+            Phase::Ttft => "ttft",
+            Phase::LastToken => "last_token",
+            Phase::E2e => "e2e",
+            Phase::ItlP50 => "itl_p50",
+            Phase::ItlP99 => "itl_p99",
+            Phase::TokensPerS => "tokens/s",
+        }
+    }
+
+    /// This phase's value in a sample.
+    pub fn of(self, s: &Sample) -> Option<f64> {
+        match self {
+            Phase::Dns => s.dns_ms,
+            Phase::Connect => s.connect_ms,
+            Phase::Tls => s.tls_ms,
+            Phase::Sent => s.sent_ms,
+            Phase::Ttfb => s.ttfb_ms,
+            Phase::Ttfe => s.ttfe_ms,
+            Phase::Ttfr => s.ttfr_ms,
+            Phase::Ttft => s.ttft_ms,
+            Phase::LastToken => s.last_token_ms,
+            Phase::E2e => s.e2e_ms,
+            Phase::ItlP50 => s.itl_p50_ms,
+            Phase::ItlP99 => s.itl_p99_ms,
+            Phase::TokensPerS => s.tokens_per_s,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full_sample() -> Sample {
+        let mut s = Sample::empty(3, 1, Connection::Fresh);
+        s.http_version = Some("HTTP/2".into());
+        s.dns_ms = Some(0.2);
+        s.connect_ms = Some(0.4);
+        s.tls_ms = Some(1.5);
+        s.sent_ms = Some(1.6);
+        s.ttfb_ms = Some(2.0);
+        s.headers_ms = Some(2.1);
+        s.ttfe_ms = Some(2.2);
+        s.ttft_ms = Some(200.5);
+        s.last_token_ms = Some(400.0);
+        s.e2e_ms = Some(401.0);
+        s.content_chunks = 10;
+        s.output_tokens = Some(10);
+        s.status = Some(200);
+        s.tls = Some(TlsInfo {
+            version: "TLSv1_3".into(),
+            cipher: "TLS13_AES_128_GCM_SHA256".into(),
+            kx_group: Some("X25519MLKEM768".into()),
+        });
+        s
+    }
+
+    fn validator() -> jsonschema::Validator {
+        let schema: serde_json::Value =
+            serde_json::from_str(SAMPLE_SCHEMA).expect("schema is JSON");
+        jsonschema::validator_for(&schema).expect("schema compiles")
+    }
+
+    #[test]
+    fn samples_validate_against_the_checked_in_schema() {
+        let v = validator();
+        let ok = serde_json::to_value(full_sample()).unwrap();
+        assert!(
+            v.is_valid(&ok),
+            "{:?}",
+            v.iter_errors(&ok)
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        );
+        let mut failed = Sample::empty(0, 0, Connection::Reused);
+        failed.error = Some(SampleError {
+            kind: ErrorKind::Truncated,
+            message: "ended early".into(),
+        });
+        let failed = serde_json::to_value(failed).unwrap();
+        assert!(v.is_valid(&failed));
+    }
+
+    #[test]
+    fn schema_rejects_what_it_should() {
+        let v = validator();
+        let mut bad = serde_json::to_value(full_sample()).unwrap();
+        bad["connection"] = "pooled".into();
+        assert!(!v.is_valid(&bad), "unknown connection kind must fail");
+        let mut bad = serde_json::to_value(full_sample()).unwrap();
+        bad["ttft_ms"] = (-1.0).into();
+        assert!(!v.is_valid(&bad), "negative time must fail");
+        let mut bad = serde_json::to_value(full_sample()).unwrap();
+        bad.as_object_mut().unwrap().remove("ttft_ms");
+        assert!(!v.is_valid(&bad), "missing key must fail");
+        let mut bad = serde_json::to_value(full_sample()).unwrap();
+        bad["error"] = serde_json::json!({"kind": "oops", "message": "x"});
+        assert!(!v.is_valid(&bad), "unknown error kind must fail");
+    }
+
+    #[test]
+    fn json_round_trips_and_uses_null_for_missing_phases() {
+        let s = Sample::empty(0, 0, Connection::Reused);
+        let line = s.to_json_line();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert!(v["dns_ms"].is_null());
+        assert_eq!(v["connection"], "reused");
+        let back: Sample = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, s);
+    }
+}
