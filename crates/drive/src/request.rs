@@ -39,6 +39,8 @@ pub(crate) struct Stamps {
     pub gaps: Gaps,
     pub status: Option<u16>,
     pub request_id: Option<String>,
+    pub route: Option<String>,
+    pub server_timing: Vec<(String, f64)>,
     pub facts: StreamFacts,
     pub error: Option<Failure>,
 }
@@ -61,6 +63,8 @@ impl Stamps {
             gaps: Gaps::default(),
             status: None,
             request_id: None,
+            route: None,
+            server_timing: Vec::new(),
             facts: StreamFacts::default(),
             error: None,
         }
@@ -127,6 +131,13 @@ impl Stamps {
         s.itl_p99_ms = self.gaps.percentile(99.0);
         s.status = self.status;
         s.request_id = self.request_id;
+        s.route = self.route;
+        let timing: std::collections::BTreeMap<String, f64> = self
+            .server_timing
+            .into_iter()
+            .chain(self.facts.server_timing)
+            .collect();
+        s.server_timing = (!timing.is_empty()).then_some(timing);
         s.error = self.error.map(|f| SampleError {
             kind: f.kind,
             message: f.message,
@@ -222,6 +233,14 @@ pub(crate) async fn exchange(
                 .map(str::to_string)
         };
         st.request_id = header("x-request-id");
+        st.route = header("x-route");
+        st.server_timing = resp
+            .headers()
+            .get_all("server-timing")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(crate::decode::parse_server_timing)
+            .collect();
         let content_type = header("content-type");
         let vercel = resp.headers().contains_key("x-vercel-ai-ui-message-stream");
         let body = resp.into_body();

@@ -15,7 +15,11 @@
 //! ```
 #![deny(missing_docs)]
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+pub mod session;
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.
 pub const SAMPLE_SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
@@ -150,6 +154,11 @@ pub struct Sample {
     pub cost_usd: Option<f64>,
     /// Negotiated TLS parameters, on fresh TLS connections.
     pub tls: Option<TlsInfo>,
+    /// The route the app reports it took (`X-Route` header), if any.
+    pub route: Option<String>,
+    /// The app's own phase durations in ms, from its `Server-Timing` header and
+    /// a final `event: server-timing` SSE event; `None` when it sent neither.
+    pub server_timing: Option<BTreeMap<String, f64>>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -185,6 +194,8 @@ impl Sample {
             provider: None,
             cost_usd: None,
             tls: None,
+            route: None,
+            server_timing: None,
             error: None,
         }
     }

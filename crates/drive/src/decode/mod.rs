@@ -52,6 +52,8 @@ pub struct StreamFacts {
     pub cost_usd: Option<f64>,
     /// Serving provider named in the stream.
     pub provider: Option<String>,
+    /// Durations from a `server-timing` SSE event, in ms.
+    pub server_timing: Vec<(String, f64)>,
 }
 
 impl StreamFacts {
@@ -60,6 +62,24 @@ impl StreamFacts {
             self.error = Some((kind, message));
         }
     }
+}
+
+/// Parse a `Server-Timing` value (`name;dur=12.5;desc="…", other;dur=3`)
+/// into `(name, ms)` pairs; entries without `dur` are skipped.
+pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
+    value
+        .split(',')
+        .filter_map(|entry| {
+            let mut parts = entry.split(';');
+            let name = parts.next()?.trim();
+            let dur = parts.find_map(|p| {
+                p.trim()
+                    .strip_prefix("dur=")
+                    .and_then(|d| d.trim_matches('"').parse::<f64>().ok())
+            })?;
+            (!name.is_empty()).then(|| (name.to_string(), dur))
+        })
+        .collect()
 }
 
 /// SSE dialects.
@@ -151,6 +171,11 @@ impl Decoder {
             Framing::Sse(parser, kind) => {
                 parser.feed(bytes, &mut |ev| {
                     if facts.error.is_some() {
+                        return;
+                    }
+                    if ev.event == "server-timing" {
+                        // The app's own timing summary, sent after the answer: not content.
+                        facts.server_timing.extend(parse_server_timing(&ev.data));
                         return;
                     }
                     cf.events += 1;
@@ -270,6 +295,27 @@ mod tests {
             .collect();
         let end = d.finish();
         (facts, end, d.facts().clone())
+    }
+
+    #[test]
+    fn server_timing_parses_and_its_event_is_not_content() {
+        assert_eq!(
+            parse_server_timing(
+                r#"auth;dur=0.4, db;dur=12;desc="4 queries", retrieve, upstream_connect;dur=1.5"#
+            ),
+            vec![
+                ("auth".into(), 0.4),
+                ("db".into(), 12.0),
+                ("upstream_connect".into(), 1.5)
+            ]
+        );
+        let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n\nevent: server-timing\ndata: upstream_ttft;dur=50, total;dur=80\n\ndata: [DONE]\n\n";
+        let (_, end, facts) = decode_all("openai-chat", None, body);
+        assert!(end.is_ok(), "{end:?}");
+        assert_eq!(
+            facts.server_timing,
+            vec![("upstream_ttft".into(), 50.0), ("total".into(), 80.0)]
+        );
     }
 
     #[test]

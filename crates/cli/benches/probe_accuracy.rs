@@ -1,0 +1,228 @@
+//! Probe accuracy and cost benchmark (issue: "Exact and cheap").
+//!
+//! For each concurrency level it starts `firsttoken emulate` as a separate
+//! process (fixed TTFT, a truth log), runs the probe in a fresh child process
+//! of this benchmark with `-c N -n N` warm requests (so N streams are open at
+//! once), and reports:
+//! - TTFT error: measured `ttft_ms` minus the emulator's own `ttft_ms` for the
+//!   same request (matched by `x-request-id`), p50 / p99 / max;
+//! - client CPU seconds per 1,000 content tokens (utime + stime of the probe
+//!   process, which runs nothing but the client);
+//! - peak RSS of the probe process (VmHWM).
+//!
+//! Run: `cargo bench -p firsttoken --bench probe_accuracy` (levels: 1, 64,
+//! 256, 1024; override with `FT_BENCH_LEVELS=1,64`). The Markdown table goes
+//! to stdout and to `target/probe-accuracy.md`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
+use firsttoken_record::Sample;
+
+const TTFT_MS: u32 = 200;
+const ITL_MS: u32 = 20;
+const TOKENS: u32 = 50;
+
+struct Level {
+    streams: u32,
+    ok: usize,
+    failed: usize,
+    err_p50: f64,
+    err_p99: f64,
+    err_max: f64,
+    cpu_s_per_1k_tokens: f64,
+    peak_rss_mb: f64,
+    wall_s: f64,
+}
+
+fn proc_cpu_seconds() -> f64 {
+    // /proc/self/stat fields 14 and 15: utime and stime in clock ticks (USER_HZ = 100 on Linux).
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // After the ")" the fields start at field 3, so utime (14) is index 11.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+/// Child mode: run the probe against `url` at `streams` concurrency, print one JSON line of results.
+fn child(url: &str, streams: u32) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let body = br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}"#;
+    let target = Target::parse(url).expect("url");
+    let mut spec = ProbeSpec::new(
+        RequestTemplate::new(target, None, Some(body.to_vec().into())).expect("request"),
+    );
+    // At least 20 requests, so one stream still gives a stable CPU figure (the clock ticks at 10 ms).
+    spec.requests = u64::from(streams.max(20));
+    spec.concurrency = streams;
+    spec.timeouts.request = Duration::from_secs(60);
+    let started = Instant::now();
+    let cpu0 = proc_cpu_seconds();
+    let samples: Vec<Sample> = rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
+        let run = tokio::spawn(firsttoken_drive::run_probe(spec, tx, Default::default()));
+        let mut v = Vec::new();
+        while let Some(s) = rx.recv().await {
+            v.push(s);
+        }
+        run.await.expect("join").expect("probe");
+        v
+    });
+    let cpu = proc_cpu_seconds() - cpu0;
+    let tokens: u64 = samples.iter().map(|s| s.content_chunks).sum();
+    let out = serde_json::json!({
+        "cpu_s": cpu,
+        "content_tokens": tokens,
+        "peak_rss_mb": peak_rss_mb(),
+        "wall_s": started.elapsed().as_secs_f64(),
+        "samples": samples.iter().filter(|s| !s.warmup).map(|s| serde_json::json!({
+            "request_id": s.request_id, "ttft_ms": s.ttft_ms, "ok": s.is_ok(),
+            "error": s.error.as_ref().map(|e| e.message.clone()),
+        })).collect::<Vec<_>>(),
+    });
+    println!("{out}");
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    firsttoken_analyze::percentile_sorted(sorted, p).unwrap_or(f64::NAN)
+}
+
+fn level(streams: u32) -> Level {
+    let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let truth_path = dir.join("truth.jsonl");
+    let mut emu = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+        .args(["emulate", "--listen", "127.0.0.1:0", "--truth-log"])
+        .arg(&truth_path)
+        .args([
+            "--ttft-ms",
+            &TTFT_MS.to_string(),
+            "--itl-ms",
+            &ITL_MS.to_string(),
+            "--tokens",
+            &TOKENS.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the emulator");
+    let mut first = String::new();
+    BufReader::new(emu.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("emulator address");
+    let base = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_string();
+    let url = format!("{base}/v1/chat/completions");
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .env("FT_BENCH_CHILD", format!("{url} {streams}"))
+        .output()
+        .expect("run the probe child");
+    let _ = emu.kill();
+    let _ = emu.wait();
+    let line = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("child output");
+    let truth: HashMap<String, f64> = std::fs::read_to_string(&truth_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|t| {
+            Some((
+                t["request_id"].as_str()?.to_string(),
+                t["ttft_ms"].as_f64()?,
+            ))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut errors = Vec::new();
+    let (mut ok, mut failed) = (0, 0);
+    for s in v["samples"].as_array().into_iter().flatten() {
+        if s["ok"].as_bool() != Some(true) {
+            failed += 1;
+            continue;
+        }
+        ok += 1;
+        let id = s["request_id"].as_str().unwrap_or("");
+        if let (Some(m), Some(t)) = (s["ttft_ms"].as_f64(), truth.get(id)) {
+            errors.push(m - t);
+        }
+    }
+    errors.sort_by(f64::total_cmp);
+    let tokens = v["content_tokens"].as_f64().unwrap_or(0.0);
+    Level {
+        streams,
+        ok,
+        failed,
+        err_p50: percentile(&errors, 50.0),
+        err_p99: percentile(&errors, 99.0),
+        err_max: errors.last().copied().unwrap_or(f64::NAN),
+        cpu_s_per_1k_tokens: v["cpu_s"].as_f64().unwrap_or(f64::NAN) / tokens * 1000.0,
+        peak_rss_mb: v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
+        wall_s: v["wall_s"].as_f64().unwrap_or(f64::NAN),
+    }
+}
+
+fn main() {
+    if let Ok(args) = std::env::var("FT_BENCH_CHILD") {
+        let (url, n) = args.split_once(' ').expect("child args");
+        child(url, n.parse().expect("streams"));
+        return;
+    }
+    // `cargo bench` passes `--bench`; any other argument is a filter we ignore.
+    let levels: Vec<u32> = std::env::var("FT_BENCH_LEVELS")
+        .unwrap_or_else(|_| "1,64,256,1024".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let mut md = String::new();
+    md.push_str(&format!(
+        "Emulator: TTFT {TTFT_MS} ms, {ITL_MS} ms between tokens, {TOKENS} tokens; warm connections, one stream per worker.\n\n"
+    ));
+    md.push_str("| streams | ok | failed | TTFT error p50 (ms) | p99 (ms) | max (ms) | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+    md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for n in levels {
+        let l = level(n);
+        let row = format!(
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.4} | {:.1} | {:.2} |\n",
+            l.streams,
+            l.ok,
+            l.failed,
+            l.err_p50,
+            l.err_p99,
+            l.err_max,
+            l.cpu_s_per_1k_tokens,
+            l.peak_rss_mb,
+            l.wall_s
+        );
+        eprint!("{row}");
+        md.push_str(&row);
+    }
+    println!("{md}");
+    let _ = std::fs::write(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/probe-accuracy.md"
+        ),
+        &md,
+    );
+}
