@@ -10,6 +10,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod config;
+pub mod protocol;
+
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;

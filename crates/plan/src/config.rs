@@ -1,0 +1,476 @@
+//! The session config file (`firsttoken.toml`): targets, phases, prompts,
+//! prices and labels. Parsed with `toml`; every error names the file, the
+//! line and the key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::PlanError;
+
+/// The commented config `firsttoken init` writes.
+pub const DEFAULT_CONFIG: &str = include_str!("../firsttoken.example.toml");
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has a wrong key or type.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong, with the key.
+        message: String,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The dotted key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A plan-level error (URL, format…).
+    #[error("{path}: {source}")]
+    Plan {
+        /// The file.
+        path: String,
+        /// The error.
+        source: PlanError,
+    },
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Labels and session-wide settings.
+    #[serde(default)]
+    pub session: SessionSection,
+    /// The app under test.
+    pub app: AppSection,
+    /// The provider, called directly.
+    #[serde(default)]
+    pub direct: Option<DirectSection>,
+    /// A lightweight endpoint for network baseline pings.
+    #[serde(default)]
+    pub ping: Option<PingSection>,
+    /// Prompts, rotated across requests.
+    #[serde(default)]
+    pub prompts: PromptsSection,
+    /// How many requests of each kind.
+    #[serde(default)]
+    pub phases: PhasesSection,
+    /// Prices per model in USD per million tokens, used when a stream reports no cost.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// `[session]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSection {
+    /// Free text naming the network, e.g. "office-fibre".
+    #[serde(default)]
+    pub network: Option<String>,
+    /// The app's code version; when unset, read from the app's version path.
+    #[serde(default)]
+    pub code_version: Option<String>,
+    /// Seed for every random choice; a fresh one is drawn (and stored) when unset.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// `blocks` (phase after phase) or `interleaved` (shuffled with the seed).
+    #[serde(default)]
+    pub order: Order,
+    /// Where results go: a SQLite path or a postgres:// URL.
+    #[serde(default)]
+    pub store: Option<String>,
+    /// Request deadline.
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    /// Stop before the session's estimated cost would exceed this (USD).
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// `emulated` when the target is the emulator or an app over it; `measured` otherwise.
+    #[serde(default)]
+    pub emulated: bool,
+}
+
+/// Phase order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Phase after phase.
+    #[default]
+    Blocks,
+    /// Randomized with the session seed (cold probes stay first).
+    Interleaved,
+}
+
+/// `[app]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSection {
+    /// Base URL, e.g. `http://127.0.0.1:8090`.
+    pub base_url: String,
+    /// Extra headers for every app request; values may name env vars as `$NAME`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Path of the app's version endpoint, e.g. `/version`.
+    #[serde(default)]
+    pub version_path: Option<String>,
+    /// Named request paths (at least one).
+    pub paths: Vec<PathSection>,
+    /// Test-account sign-up, if the app needs accounts.
+    #[serde(default)]
+    pub auth: Option<AuthSection>,
+    /// How to delete the session's test accounts afterwards.
+    #[serde(default)]
+    pub cleanup: Option<CleanupSection>,
+}
+
+/// `[[app.paths]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSection {
+    /// Name used in reports, e.g. `chat`.
+    pub name: String,
+    /// URL path, e.g. `/api/chat`.
+    pub path: String,
+    /// Request body template; `{prompt}` is replaced (JSON-escaped).
+    pub body: String,
+    /// Stream format (see `firsttoken probe --format`).
+    #[serde(default = "default_format")]
+    pub format: String,
+}
+
+fn default_format() -> String {
+    "auto".into()
+}
+
+/// `[app.auth]`: sign up `accounts` test users `bench-<session>-<n>@bench.invalid`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// Sign-up path, e.g. `/api/auth/signup`.
+    pub signup_path: String,
+    /// Body template; `{email}` and `{password}` are replaced.
+    pub body: String,
+    /// JSON pointer of the bearer token in the response.
+    pub token_pointer: String,
+    /// JSON pointer of the created account id in the response.
+    pub id_pointer: String,
+    /// Accounts to create (requests rotate over them).
+    #[serde(default = "one")]
+    pub accounts: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// `[app.cleanup]`: delete exactly the created ids, then count what is left.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CleanupSection {
+    /// Env var holding the app database URL (postgres://… or a SQLite path).
+    #[serde(default)]
+    pub database_url_env: Option<String>,
+    /// Delete statement; `{ids}` becomes the comma-separated quoted id list.
+    #[serde(default)]
+    pub delete_sql: Option<String>,
+    /// Count statement for residual rows; `{ids}` as above.
+    #[serde(default)]
+    pub count_sql: Option<String>,
+    /// Alternatively, an HTTP DELETE path per id, e.g. `/api/admin/users/{id}`.
+    #[serde(default)]
+    pub http_delete: Option<String>,
+}
+
+/// `[direct]`: the provider's OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectSection {
+    /// Full URL of the chat completions endpoint.
+    pub url: String,
+    /// Name of the env var holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Model name.
+    pub model: String,
+    /// Routing strategies: extra JSON merged into the request body.
+    #[serde(default)]
+    pub strategies: Vec<StrategySection>,
+}
+
+/// `[[direct.strategies]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrategySection {
+    /// Name used in reports.
+    pub name: String,
+    /// JSON object merged into the body, e.g. `{ provider = { ignore = ["bulk"] } }`.
+    #[serde(default)]
+    pub extra: toml::Table,
+}
+
+/// `[ping]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingSection {
+    /// URL answered quickly, e.g. the app's `/health`.
+    pub url: String,
+}
+
+/// `[prompts]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptsSection {
+    /// Prompts inline.
+    #[serde(default)]
+    pub list: Vec<String>,
+    /// Or a file with one prompt per line.
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+/// `[phases]`: counts per phase; missing phases run zero requests.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PhasesSection {
+    /// Network baseline pings.
+    #[serde(default)]
+    pub ping: u32,
+    /// Cold-start probes.
+    #[serde(default)]
+    pub cold: Option<ColdSection>,
+    /// Requests on reused connections.
+    #[serde(default)]
+    pub warm: u32,
+    /// Requests on new connections.
+    #[serde(default)]
+    pub fresh: u32,
+    /// Direct-to-provider requests, split evenly across strategies.
+    #[serde(default)]
+    pub direct: u32,
+    /// Concurrency levels.
+    #[serde(default)]
+    pub concurrency: Option<ConcurrencySection>,
+    /// Open-loop arrivals.
+    #[serde(default)]
+    pub rate: Option<RateSection>,
+}
+
+/// `phases.cold`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ColdSection {
+    /// Probes.
+    pub count: u32,
+    /// Idle time before each.
+    #[serde(with = "humantime_serde")]
+    pub idle_gap: Duration,
+}
+
+/// `phases.concurrency`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencySection {
+    /// Levels, e.g. `[1, 3, 5]`.
+    pub levels: Vec<u32>,
+    /// Requests per level.
+    pub requests: u32,
+}
+
+/// `phases.rate`: open-loop arrivals.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RateSection {
+    /// Requests per second.
+    pub per_second: f64,
+    /// Requests in total.
+    pub requests: u32,
+    /// `constant` or `poisson` gaps.
+    #[serde(default)]
+    pub arrival: Arrival,
+}
+
+/// Arrival process of the rate phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly spaced.
+    #[default]
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+}
+
+/// Price per million tokens.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+}
+
+impl Config {
+    /// Parse TOML text; `path` names the source in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|s| {
+                    let before = &text[..s.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before
+                        .rsplit('\n')
+                        .next()
+                        .map(|l| l.chars().count() + 1)
+                        .unwrap_or(1);
+                    (line, column)
+                })
+                .unwrap_or((1, 1));
+            ConfigError::Parse {
+                path: path.to_string(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
+    /// Read and parse a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            message,
+        };
+        let plan = |source: PlanError| ConfigError::Plan {
+            path: path.into(),
+            source,
+        };
+        crate::Target::parse(&self.app.base_url).map_err(plan)?;
+        if self.app.paths.is_empty() {
+            return Err(invalid(
+                "app.paths",
+                "at least one [[app.paths]] entry is needed".into(),
+            ));
+        }
+        for (i, p) in self.app.paths.iter().enumerate() {
+            if !p.path.starts_with('/') {
+                return Err(invalid(
+                    &format!("app.paths[{i}].path"),
+                    format!("{:?} must start with /", p.path),
+                ));
+            }
+            p.format.parse::<crate::StreamFormat>().map_err(plan)?;
+        }
+        if let Some(d) = &self.direct {
+            crate::Target::parse(&d.url).map_err(plan)?;
+        }
+        if let Some(p) = &self.ping {
+            crate::Target::parse(&p.url).map_err(plan)?;
+        }
+        if self.phases.direct > 0 && self.direct.is_none() {
+            return Err(invalid(
+                "phases.direct",
+                "direct requests need a [direct] section".into(),
+            ));
+        }
+        if self.phases.ping > 0 && self.ping.is_none() {
+            return Err(invalid("phases.ping", "pings need a [ping] section".into()));
+        }
+        if let Some(c) = &self.phases.concurrency
+            && (c.levels.is_empty() || c.levels.contains(&0))
+        {
+            return Err(invalid(
+                "phases.concurrency.levels",
+                "levels must be a non-empty list of numbers ≥ 1".into(),
+            ));
+        }
+        if let Some(r) = &self.phases.rate
+            && !(r.per_second.is_finite() && r.per_second > 0.0)
+        {
+            return Err(invalid(
+                "phases.rate.per_second",
+                "must be a positive number".into(),
+            ));
+        }
+        if let Some(b) = self.session.budget_usd
+            && !(b.is_finite() && b > 0.0)
+        {
+            return Err(invalid(
+                "session.budget_usd",
+                "must be a positive number".into(),
+            ));
+        }
+        if self.prompts.list.is_empty() && self.prompts.file.is_none() {
+            return Err(invalid(
+                "prompts",
+                "give prompts.list or prompts.file".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_example_parses() {
+        let c = Config::parse(DEFAULT_CONFIG, "firsttoken.toml").unwrap();
+        assert_eq!(c.app.paths.len(), 2);
+        assert_eq!(c.phases.warm, 120);
+        assert!(c.direct.as_ref().unwrap().strategies.len() >= 3);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let text = DEFAULT_CONFIG.replace("warm = 120", "warm = \"many\"");
+        let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+        let line = DEFAULT_CONFIG
+            .lines()
+            .position(|l| l.starts_with("warm = 120"))
+            .unwrap()
+            + 1;
+        assert!(e.starts_with(&format!("f.toml:{line}:")), "{e}");
+        let text = DEFAULT_CONFIG.replace("warm = 120", "wram = 120");
+        let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("wram"), "{e}");
+        let text = DEFAULT_CONFIG.replace("levels = [1, 3, 5]", "levels = [0]");
+        let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("phases.concurrency.levels"), "{e}");
+    }
+}

@@ -1,0 +1,418 @@
+//! A session's protocol: the phases expanded into an ordered list of steps,
+//! each a single request, a burst that starts together, or an open-loop
+//! batch with intended start offsets. Deterministic for a given seed.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Arrival, ColdSection, ConcurrencySection, Order, PhasesSection};
+
+/// Protocol phase of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// Network baseline ping.
+    Ping,
+    /// Probe after an idle gap.
+    Cold,
+    /// App request on a reused connection.
+    Warm,
+    /// App request on a new connection.
+    Fresh,
+    /// Provider request, bypassing the app.
+    Direct,
+    /// App request inside a burst of a concurrency level.
+    Concurrency,
+    /// App request at an open-loop arrival time.
+    Rate,
+}
+
+impl PhaseKind {
+    /// The snake_case name stored with samples.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseKind::Ping => "ping",
+            PhaseKind::Cold => "cold",
+            PhaseKind::Warm => "warm",
+            PhaseKind::Fresh => "fresh",
+            PhaseKind::Direct => "direct",
+            PhaseKind::Concurrency => "concurrency",
+            PhaseKind::Rate => "rate",
+        }
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dest {
+    /// The app, path by index into `app.paths`.
+    App(usize),
+    /// The provider, strategy by index into `direct.strategies` (0 when none are configured).
+    Direct(usize),
+    /// The ping URL.
+    Ping,
+}
+
+/// One planned request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Planned {
+    /// Its phase.
+    pub phase: PhaseKind,
+    /// Its destination.
+    pub dest: Dest,
+    /// True: new DNS/TCP/TLS; false: reuse the slot's connection.
+    pub fresh: bool,
+    /// Concurrency level for burst requests.
+    pub concurrency: Option<u32>,
+    /// Index of the prompt to send.
+    pub prompt: usize,
+}
+
+/// A unit of work in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Step {
+    /// One request.
+    One(Planned),
+    /// Wait this long with no traffic, then send the request (cold probe).
+    AfterIdle(Duration, Planned),
+    /// Requests that start together.
+    Burst(Vec<Planned>),
+    /// Requests at intended offsets from the step's start (open loop).
+    Arrivals(Vec<(Duration, Planned)>),
+}
+
+impl Step {
+    /// Requests in this step.
+    pub fn len(&self) -> usize {
+        match self {
+            Step::One(_) | Step::AfterIdle(..) => 1,
+            Step::Burst(v) => v.len(),
+            Step::Arrivals(v) => v.len(),
+        }
+    }
+
+    /// True for a step with no request.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The article's session: 10 ping, 3 cold, 120 warm, 40 fresh, 30 direct
+/// for each of 3 strategies (90), 60 concurrent (c = 1, 3, 5 × 20): 323
+/// requests. (Only 30 direct requests *per strategy* make the story's total
+/// of 323; 30 in all would give 263.)
+pub fn preset(name: &str) -> Option<PhasesSection> {
+    match name {
+        "article" => Some(PhasesSection {
+            ping: 10,
+            cold: Some(ColdSection {
+                count: 3,
+                idle_gap: Duration::from_secs(30),
+            }),
+            warm: 120,
+            fresh: 40,
+            direct: 90,
+            concurrency: Some(ConcurrencySection {
+                levels: vec![1, 3, 5],
+                requests: 20,
+            }),
+            rate: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Names of the built-in presets.
+pub const PRESETS: [&str; 1] = ["article"];
+
+/// SplitMix64: small, fast, and good enough for shuffles and arrival gaps.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// The expanded protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Protocol {
+    /// Steps in run order.
+    pub steps: Vec<Step>,
+}
+
+impl Protocol {
+    /// Expand phases for `paths` app paths, `strategies` direct strategies and
+    /// `prompts` prompts, ordered by `order` with `seed`.
+    pub fn expand(
+        phases: &PhasesSection,
+        paths: usize,
+        strategies: usize,
+        prompts: usize,
+        order: Order,
+        seed: u64,
+    ) -> Protocol {
+        let mut rng = SplitMix::new(seed);
+        let prompts = prompts.max(1);
+        let mut next_prompt = rng.below(prompts);
+        let mut prompt = move || {
+            let p = next_prompt;
+            next_prompt = (next_prompt + 1) % prompts;
+            p
+        };
+        let paths = paths.max(1);
+        let mut app_turn = 0usize;
+        let mut next_path = move || {
+            let p = app_turn % paths;
+            app_turn += 1;
+            p
+        };
+        let mut cold = Vec::new();
+        let mut rest: Vec<Step> = Vec::new();
+        for _ in 0..phases.ping {
+            rest.push(Step::One(Planned {
+                phase: PhaseKind::Ping,
+                dest: Dest::Ping,
+                fresh: false,
+                concurrency: None,
+                prompt: 0,
+            }));
+        }
+        if let Some(c) = &phases.cold {
+            for _ in 0..c.count {
+                let p = Planned {
+                    phase: PhaseKind::Cold,
+                    dest: Dest::App(next_path()),
+                    fresh: true,
+                    concurrency: None,
+                    prompt: prompt(),
+                };
+                cold.push(Step::AfterIdle(c.idle_gap, p));
+            }
+        }
+        for _ in 0..phases.warm {
+            rest.push(Step::One(Planned {
+                phase: PhaseKind::Warm,
+                dest: Dest::App(next_path()),
+                fresh: false,
+                concurrency: None,
+                prompt: prompt(),
+            }));
+        }
+        for _ in 0..phases.fresh {
+            rest.push(Step::One(Planned {
+                phase: PhaseKind::Fresh,
+                dest: Dest::App(next_path()),
+                fresh: true,
+                concurrency: None,
+                prompt: prompt(),
+            }));
+        }
+        let strategies = strategies.max(1);
+        for i in 0..phases.direct as usize {
+            // Evenly split: strategy i*S/N keeps counts within one of each other.
+            let s = i * strategies / phases.direct.max(1) as usize;
+            rest.push(Step::One(Planned {
+                phase: PhaseKind::Direct,
+                dest: Dest::Direct(s),
+                fresh: false,
+                concurrency: None,
+                prompt: prompt(),
+            }));
+        }
+        if let Some(c) = &phases.concurrency {
+            for &level in &c.levels {
+                let mut left = c.requests;
+                while left > 0 {
+                    let k = left.min(level);
+                    let burst = (0..k)
+                        .map(|_| Planned {
+                            phase: PhaseKind::Concurrency,
+                            dest: Dest::App(next_path()),
+                            fresh: false,
+                            concurrency: Some(level),
+                            prompt: prompt(),
+                        })
+                        .collect();
+                    rest.push(Step::Burst(burst));
+                    left -= k;
+                }
+            }
+        }
+        let mut arrivals = None;
+        if let Some(r) = &phases.rate {
+            let mut at = 0.0f64;
+            let mut v = Vec::new();
+            for _ in 0..r.requests {
+                v.push((
+                    Duration::from_secs_f64(at),
+                    Planned {
+                        phase: PhaseKind::Rate,
+                        dest: Dest::App(next_path()),
+                        fresh: false,
+                        concurrency: None,
+                        prompt: prompt(),
+                    },
+                ));
+                at += match r.arrival {
+                    Arrival::Constant => 1.0 / r.per_second,
+                    // Inverse-CDF sampling of an exponential gap.
+                    Arrival::Poisson => -(1.0 - rng.next_f64()).ln() / r.per_second,
+                };
+            }
+            arrivals = Some(Step::Arrivals(v));
+        }
+        if order == Order::Interleaved {
+            for i in (1..rest.len()).rev() {
+                let j = rng.below(i + 1);
+                rest.swap(i, j);
+            }
+        }
+        let mut steps = cold;
+        steps.extend(rest);
+        steps.extend(arrivals);
+        Protocol { steps }
+    }
+
+    /// Total planned requests.
+    pub fn requests(&self) -> usize {
+        self.steps.iter().map(Step::len).sum()
+    }
+
+    /// Planned requests per phase name, in first-seen order.
+    pub fn counts(&self) -> Vec<(PhaseKind, usize)> {
+        let mut out: Vec<(PhaseKind, usize)> = Vec::new();
+        for s in &self.steps {
+            let (phase, n) = match s {
+                Step::One(p) | Step::AfterIdle(_, p) => (p.phase, 1),
+                Step::Burst(v) => (
+                    v.first().map(|p| p.phase).unwrap_or(PhaseKind::Concurrency),
+                    v.len(),
+                ),
+                Step::Arrivals(v) => (PhaseKind::Rate, v.len()),
+            };
+            match out.iter_mut().find(|(k, _)| *k == phase) {
+                Some((_, c)) => *c += n,
+                None => out.push((phase, n)),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn article_preset_is_the_story_session() {
+        let phases = preset("article").unwrap();
+        let p = Protocol::expand(&phases, 2, 3, 4, Order::Blocks, 7);
+        assert_eq!(p.requests(), 323);
+        let counts = p.counts();
+        let get = |k| {
+            counts
+                .iter()
+                .find(|(c, _)| *c == k)
+                .map(|(_, n)| *n)
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            (
+                get(PhaseKind::Ping),
+                get(PhaseKind::Cold),
+                get(PhaseKind::Warm)
+            ),
+            (10, 3, 120)
+        );
+        assert_eq!(
+            (
+                get(PhaseKind::Fresh),
+                get(PhaseKind::Direct),
+                get(PhaseKind::Concurrency)
+            ),
+            (40, 90, 60)
+        );
+        assert!(
+            matches!(p.steps[0], Step::AfterIdle(..)),
+            "cold probes come first"
+        );
+        let mut per_strategy = [0; 3];
+        let mut bursts = std::collections::BTreeMap::new();
+        for s in &p.steps {
+            match s {
+                Step::One(Planned {
+                    dest: Dest::Direct(i),
+                    ..
+                }) => per_strategy[*i] += 1,
+                Step::Burst(v) => *bursts.entry(v[0].concurrency.unwrap()).or_insert(0) += v.len(),
+                _ => {}
+            }
+        }
+        assert_eq!(per_strategy, [30, 30, 30]);
+        assert_eq!(
+            bursts.into_iter().collect::<Vec<_>>(),
+            vec![(1, 20), (3, 20), (5, 20)]
+        );
+    }
+
+    #[test]
+    fn interleaving_is_seeded_and_keeps_cold_first() {
+        let phases = preset("article").unwrap();
+        let a = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 1);
+        let b = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 1);
+        let c = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 2);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.requests(), 323);
+        assert!(
+            a.steps[..3]
+                .iter()
+                .all(|s| matches!(s, Step::AfterIdle(..)))
+        );
+        let blocks = Protocol::expand(&phases, 2, 3, 4, Order::Blocks, 1);
+        assert_ne!(a, blocks);
+    }
+
+    #[test]
+    fn poisson_arrivals_have_the_right_mean_rate() {
+        let phases = PhasesSection {
+            rate: Some(crate::config::RateSection {
+                per_second: 10.0,
+                requests: 2000,
+                arrival: Arrival::Poisson,
+            }),
+            ..PhasesSection::default()
+        };
+        let p = Protocol::expand(&phases, 1, 1, 1, Order::Blocks, 3);
+        let Step::Arrivals(v) = &p.steps[0] else {
+            panic!("arrivals")
+        };
+        let span = v.last().unwrap().0.as_secs_f64();
+        // 1999 gaps of mean 0.1 s: 199.9 s expected; 5 % is > 4 standard deviations.
+        assert!((span - 199.9).abs() < 10.0, "{span}");
+        assert!(v.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+}
