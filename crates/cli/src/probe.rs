@@ -99,7 +99,7 @@ pub struct ProbeArgs {
 }
 
 /// Expand `$NAME` and `${NAME}` from the environment; `$$` is a literal `$`.
-fn expand_env(value: &str) -> anyhow::Result<String> {
+pub(crate) fn expand_env(value: &str) -> anyhow::Result<String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(i) = rest.find('$') {

@@ -29,10 +29,13 @@ pub mod decode;
 mod itl;
 mod request;
 mod run;
+pub mod session;
+mod slot;
 mod tap;
 
 pub use connect::tls_config;
 pub use run::run_probe;
+pub use slot::Slot;
 
 use firsttoken_record::ErrorKind;
 

@@ -1,0 +1,182 @@
+//! A slot: one client that owns at most one connection to one target and
+//! sends one request at a time on it. Probe workers and session steps are
+//! made of slots.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+
+use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Timeouts};
+use firsttoken_record::{Connection, ErrorKind, Sample};
+
+use crate::connect::{Conn, Connector, Sender};
+use crate::request::{Stamps, build_request, exchange, hyper_error};
+use crate::{DriveError, Failure};
+
+/// Most bytes [`Slot::fetch`] keeps of a response body.
+const FETCH_LIMIT: usize = 1 << 20;
+
+/// One connection's worth of client: connect options plus the open connection.
+pub struct Slot {
+    connector: Connector,
+    timeouts: Timeouts,
+    format: StreamFormat,
+    conn: Option<Conn>,
+}
+
+impl Slot {
+    /// A slot for the target, TLS, HTTP version, timeouts and format of `spec`
+    /// (its request count and concurrency are not used).
+    pub fn new(spec: &ProbeSpec) -> Result<Slot, DriveError> {
+        Ok(Slot {
+            connector: Connector::new(spec)?,
+            timeouts: spec.timeouts,
+            format: spec.format.clone(),
+            conn: None,
+        })
+    }
+
+    /// True when the slot holds a connection that can take another request.
+    pub async fn is_warm(&mut self) -> bool {
+        match self.conn.as_mut() {
+            Some(c) => c.ready().await,
+            None => false,
+        }
+    }
+
+    /// Close the slot's connection, if any.
+    pub fn close(&mut self) {
+        self.conn = None;
+    }
+
+    /// Send `request` and time it. With `fresh`, a new connection is opened
+    /// (and closed afterwards); otherwise the open connection is reused when
+    /// it can still carry a request, else a new one is opened and kept.
+    pub async fn send(
+        &mut self,
+        request: &RequestTemplate,
+        fresh: bool,
+        seq: u64,
+        worker: u32,
+    ) -> Sample {
+        let reusable = !fresh && self.is_warm().await;
+        if !reusable {
+            self.conn = None;
+        }
+        let start = Instant::now();
+        let deadline = tokio::time::Instant::from_std(start + self.timeouts.request);
+        let mut st = Stamps::new(start);
+        let connection = if reusable {
+            Connection::Reused
+        } else {
+            Connection::Fresh
+        };
+        if !reusable {
+            match open(&self.connector, self.timeouts, &mut st, start, deadline).await {
+                Ok(c) => self.conn = Some(c),
+                Err(f) => {
+                    st.fail(f);
+                    return st.into_sample(seq, worker, connection);
+                }
+            }
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return st.into_sample(seq, worker, connection);
+        };
+        match build_request(request, conn.http2) {
+            Ok(req) => exchange(conn, req, &self.format, deadline, &mut st).await,
+            Err(f) => st.fail(f),
+        }
+        // A failed exchange leaves the connection in an unknown state.
+        if st.error.is_some() || fresh {
+            self.conn = None;
+        }
+        st.into_sample(seq, worker, connection)
+    }
+}
+
+/// Open a connection within the connect timeout, stamping into `st`.
+async fn open(
+    connector: &Connector,
+    timeouts: Timeouts,
+    st: &mut Stamps,
+    start: Instant,
+    deadline: tokio::time::Instant,
+) -> Result<Conn, Failure> {
+    let connect_deadline = tokio::time::Instant::from_std(start + timeouts.connect);
+    {
+        match tokio::time::timeout_at(
+            connect_deadline.min(deadline),
+            connector.open(&mut st.setup),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => {
+                let phase = if st.setup.connect.is_some() {
+                    "the TLS or HTTP handshake"
+                } else if st.setup.dns.is_some() {
+                    "the TCP connect"
+                } else {
+                    "DNS or the TCP connect"
+                };
+                Err(Failure::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "connect timed out after {:?} during {phase}",
+                        timeouts.connect
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// Send `request` untimed and return the status and up to 1 MiB of the
+    /// body: for set-up calls (sign-up, version, cleanup), not measurements.
+    /// Uses the slot's connection when it is open.
+    pub async fn fetch(&mut self, request: &RequestTemplate) -> Result<(u16, Bytes), String> {
+        if !self.is_warm().await {
+            self.conn = None;
+            let start = Instant::now();
+            let deadline = tokio::time::Instant::from_std(start + self.timeouts.request);
+            let mut st = Stamps::new(start);
+            let opened = open(&self.connector, self.timeouts, &mut st, start, deadline).await;
+            self.conn = Some(opened.map_err(|f| f.message)?);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err("no connection".into());
+        };
+        let req = build_request(request, conn.http2).map_err(|f| f.message)?;
+        let (sender, driver) = conn.parts();
+        let work = Conn::drive(driver, async {
+            let resp = match sender {
+                Sender::H1(s) => s.send_request(req).await,
+                Sender::H2(s) => s.send_request(req).await,
+            }
+            .map_err(|e| hyper_error(&e))?;
+            let status = resp.status().as_u16();
+            let mut body = resp.into_body();
+            let mut buf = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| hyper_error(&e))?;
+                if let Some(d) = frame.data_ref() {
+                    if buf.len() + d.len() > FETCH_LIMIT {
+                        return Err(format!("response body over {FETCH_LIMIT} bytes"));
+                    }
+                    buf.extend_from_slice(d);
+                }
+            }
+            Ok::<_, String>((status, Bytes::from(buf)))
+        });
+        let out = tokio::time::timeout(self.timeouts.request, work)
+            .await
+            .map_err(|_| format!("no complete response within {:?}", self.timeouts.request))?;
+        if out.is_err() {
+            self.conn = None;
+        }
+        out
+    }
+}
