@@ -20,6 +20,8 @@ use crate::itl::Gaps;
 
 /// Most bytes of an error response body kept for the message.
 const ERROR_BODY_LIMIT: usize = 4096;
+/// Longest wait for an error body after its status arrived.
+const ERROR_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Every instant a request passes, plus what its stream said.
 #[derive(Debug)]
@@ -223,7 +225,14 @@ pub(crate) async fn exchange(
                 ));
             }
         };
-        st.headers = Some(Instant::now());
+        // HTTP/2 frames are read by hyper's own task: take the instant the
+        // HEADERS frame arrived, as for DATA frames, so phases stay ordered.
+        let now = Instant::now();
+        st.headers = Some(if http2 {
+            tap.headers_read().map_or(now, |t| t.min(now))
+        } else {
+            now
+        });
         let status = resp.status();
         st.status = Some(status.as_u16());
         let header = |n: &str| {
@@ -245,7 +254,7 @@ pub(crate) async fn exchange(
         let vercel = resp.headers().contains_key("x-vercel-ai-ui-message-stream");
         let body = resp.into_body();
         if !status.is_success() {
-            let text = read_error_body(body).await;
+            let text = read_error_body(body, deadline).await;
             let reason = status.canonical_reason().unwrap_or("");
             let msg = if text.is_empty() {
                 format!("HTTP {} {reason}", status.as_u16())
@@ -324,16 +333,30 @@ async fn read_stream(
     }
 }
 
-async fn read_error_body(mut body: Incoming) -> String {
+/// Up to [`ERROR_BODY_LIMIT`] bytes of an error body, waiting at most
+/// [`ERROR_BODY_WAIT`] (and never past the request deadline): a status is
+/// the answer, a body that stalls must not turn it into a timeout.
+async fn read_error_body(mut body: Incoming, deadline: tokio::time::Instant) -> String {
     let mut buf = Vec::new();
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Some(d) = frame.data_ref() {
-            buf.extend_from_slice(&d[..d.len().min(ERROR_BODY_LIMIT - buf.len())]);
-            if buf.len() >= ERROR_BODY_LIMIT {
-                break;
+    // Stop a little before the request deadline so the status, not a timeout, is reported.
+    let now = tokio::time::Instant::now();
+    let until = (now + ERROR_BODY_WAIT).min(
+        deadline
+            .checked_sub(std::time::Duration::from_millis(20))
+            .unwrap_or(now)
+            .max(now),
+    );
+    let _ = tokio::time::timeout_at(until, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(d) = frame.data_ref() {
+                buf.extend_from_slice(&d[..d.len().min(ERROR_BODY_LIMIT - buf.len())]);
+                if buf.len() >= ERROR_BODY_LIMIT {
+                    break;
+                }
             }
         }
-    }
+    })
+    .await;
     crate::decode::bounded_text(&String::from_utf8_lossy(&buf))
 }
 

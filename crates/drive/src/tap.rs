@@ -113,6 +113,8 @@ struct TapState {
     armed: bool,
     last_write: Option<Instant>,
     first_read: Option<Instant>,
+    /// HTTP/2: when the response HEADERS frame was fully read.
+    headers_read: Option<Instant>,
     h2: Option<(FrameScanner, FrameScanner)>,
     /// HTTP/2: completion time of each non-empty DATA frame received, oldest first.
     data_times: VecDeque<Instant>,
@@ -141,6 +143,12 @@ impl Tap {
         s.last_write = None;
         s.first_read = None;
         s.data_times.clear();
+        s.headers_read = None;
+    }
+
+    /// HTTP/2: when the response's HEADERS frame was fully read.
+    pub(crate) fn headers_read(&self) -> Option<Instant> {
+        self.lock().headers_read
     }
 
     /// HTTP/2: when the next DATA frame of the request was fully received, if known.
@@ -193,6 +201,8 @@ impl Tap {
             Some((_, r)) => {
                 let mut stream_frame = false;
                 let times = &mut s.data_times;
+                let headers = &mut s.headers_read;
+                let armed = s.armed;
                 r.scan(bytes, |ev| match ev {
                     Scan::Head(h)
                         if h.stream != 0 && (h.kind == FRAME_HEADERS || h.kind == FRAME_DATA) =>
@@ -201,6 +211,14 @@ impl Tap {
                     }
                     Scan::End(h) if h.stream != 0 && h.kind == FRAME_DATA && h.len > 0 => {
                         times.push_back(at)
+                    }
+                    Scan::End(h)
+                        if h.stream != 0
+                            && h.kind == FRAME_HEADERS
+                            && armed
+                            && headers.is_none() =>
+                    {
+                        *headers = Some(at)
                     }
                     _ => {}
                 });

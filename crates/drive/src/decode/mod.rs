@@ -97,6 +97,24 @@ enum Framing {
     Sse(SseParser, Option<SseKind>),
     Lines(LineSplitter),
     Text(Utf8Check),
+    /// `auto` with a Content-Type that does not say (none, JSON, octet-stream):
+    /// the first bytes decide; `bool` is true when the type claimed JSON.
+    Sniff(Vec<u8>, bool),
+}
+
+/// What the first bytes of an unlabelled body look like.
+fn sniff(first: &[u8], json_type: bool) -> Framing {
+    let t = first.trim_ascii_start();
+    let sse = [&b"data:"[..], b"event:", b":", b"id:", b"retry:"]
+        .iter()
+        .any(|p| t.starts_with(p));
+    if sse {
+        Framing::Sse(SseParser::new(), None)
+    } else if t.starts_with(b"{") && !json_type {
+        Framing::Lines(LineSplitter::default())
+    } else {
+        Framing::Text(Utf8Check::default())
+    }
 }
 
 /// An incremental decoder for one response body.
@@ -132,6 +150,9 @@ impl Decoder {
                     | "application/jsonl"
                     | "application/json-lines"
                     | "application/jsonlines" => Framing::Lines(LineSplitter::default()),
+                    "" | "application/json" | "application/octet-stream" => {
+                        Framing::Sniff(Vec::new(), mime == "application/json")
+                    }
                     _ => Framing::Text(Utf8Check::default()),
                 }
             }
@@ -152,6 +173,7 @@ impl Decoder {
             Framing::Sse(_, Some(SseKind::Pointer(_))) => "sse-json",
             Framing::Lines(_) => "ollama",
             Framing::Text(_) => "text",
+            Framing::Sniff(..) => "auto",
         }
     }
 
@@ -162,6 +184,17 @@ impl Decoder {
 
     /// Decode the next body chunk. After an error is recorded, further input is ignored.
     pub fn feed(&mut self, bytes: &[u8]) -> ChunkFacts {
+        if let Framing::Sniff(pending, json_type) = &mut self.framing {
+            pending.extend_from_slice(bytes);
+            let t = pending.trim_ascii_start();
+            // Six bytes tell "retry:" from the rest; a line end settles it too.
+            if t.len() < 6 && !t.contains(&b'\n') {
+                return ChunkFacts::default();
+            }
+            let first = std::mem::take(pending);
+            self.framing = sniff(&first, *json_type);
+            return self.feed(&first);
+        }
         let mut cf = ChunkFacts::default();
         if self.facts.error.is_some() {
             return cf;
@@ -214,6 +247,7 @@ impl Decoder {
                     }
                 });
             }
+            Framing::Sniff(..) => {}
             Framing::Text(check) => {
                 if let Err(offset) = check.feed(bytes) {
                     facts.fail(
@@ -232,6 +266,11 @@ impl Decoder {
     /// The body ended cleanly: check the terminator. Returns the error to
     /// record, if any (an earlier in-stream error is returned again).
     pub fn finish(&mut self) -> Result<(), (ErrorKind, String)> {
+        if let Framing::Sniff(pending, json_type) = &mut self.framing {
+            let first = std::mem::take(pending);
+            self.framing = sniff(&first, *json_type);
+            self.feed(&first);
+        }
         if let Some(e) = &self.facts.error {
             return Err(e.clone());
         }
@@ -271,6 +310,7 @@ impl Decoder {
                 Some(SseKind::VercelUi) => truncated("a finish part or [DONE]"),
                 Some(SseKind::OpenAi) | None => truncated("data: [DONE]"),
             },
+            Framing::Sniff(..) => Ok(()),
         }
     }
 }
@@ -371,6 +411,39 @@ mod tests {
         assert!(end.unwrap_err().1.contains("--format"));
         let (_, end, _) = decode_all("auto", Some("text/event-stream"), b"");
         assert_eq!(end.unwrap_err().0, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn unlabelled_bodies_are_sniffed() {
+        let sse = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"A\"}}]}\n\ndata: [DONE]\n\n";
+        for ct in [None, Some("application/json")] {
+            let (facts, end, _) = decode_all("auto", ct, sse);
+            assert!(end.is_ok(), "{ct:?}: {end:?}");
+            // Chunks are split at each LF: the role-only event completes at 1, the content at 3.
+            assert!(
+                facts[1].events == 1 && !facts[1].content,
+                "{ct:?}: the role-only chunk is not content"
+            );
+            assert_eq!(facts.iter().position(|f| f.content), Some(3), "{ct:?}");
+        }
+        let (facts, end, _) = decode_all(
+            "auto",
+            None,
+            b"{\"response\":\"a\",\"done\":false}\n{\"done\":true}\n",
+        );
+        assert!(end.is_ok() && facts[0].content);
+        let (facts, end, _) = decode_all("auto", Some("application/json"), b"{\"id\": 1}");
+        assert!(
+            end.is_ok() && facts[0].content,
+            "a plain JSON document is read as text: all content"
+        );
+        let (facts, end, _) = decode_all("auto", None, b"ok");
+        assert!(
+            end.is_ok() && facts.iter().all(|f| !f.content),
+            "two bytes cannot be sniffed until the end"
+        );
+        let (_, end, _) = decode_all("auto", None, b"hi");
+        assert!(end.is_ok());
     }
 
     #[test]
