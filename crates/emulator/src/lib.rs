@@ -102,7 +102,7 @@ pub enum EmulatorError {
     #[error("TLS: {0}")]
     Tls(String),
     /// The profile is malformed or invalid.
-    #[error("{origin}: line {line}, column {column}, key {key}: {message}")]
+    #[error("{origin}: line {line}, column {column}{}: {message}", key.as_deref().map(|k| format!(", key {k}")).unwrap_or_default())]
     Profile {
         /// Where the profile came from (usually its file name).
         origin: String,
@@ -110,8 +110,8 @@ pub enum EmulatorError {
         line: usize,
         /// 1-based column.
         column: usize,
-        /// The dotted key (`provider.faults.drop_rate`), or `?` if unknown.
-        key: String,
+        /// The dotted key (`provider.faults.drop_rate`), when known.
+        key: Option<String>,
         /// What is wrong.
         message: String,
     },
@@ -206,7 +206,7 @@ fn bad_request(message: impl Into<String>) -> Response {
     error_response(StatusCode::BAD_REQUEST, message, "invalid_request_error")
 }
 
-fn header_number(headers: &HeaderMap, name: &str) -> Result<Option<f64>, Response> {
+fn header_number(headers: &HeaderMap, name: &str) -> Result<Option<f64>, String> {
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v
@@ -215,7 +215,7 @@ fn header_number(headers: &HeaderMap, name: &str) -> Result<Option<f64>, Respons
             .and_then(|s| s.trim().parse::<f64>().ok())
             .filter(|x| x.is_finite() && *x >= 0.0)
             .map(Some)
-            .ok_or_else(|| bad_request(format!("header {name} must be a non-negative number"))),
+            .ok_or_else(|| format!("header {name} must be a non-negative number")),
     }
 }
 
@@ -239,7 +239,7 @@ struct Overrides {
     tokens: Option<u32>,
 }
 
-fn overrides(headers: &HeaderMap) -> Result<Overrides, Response> {
+fn overrides(headers: &HeaderMap) -> Result<Overrides, String> {
     let ms = |x: f64| Duration::from_secs_f64(x / 1000.0);
     Ok(Overrides {
         ttft: header_number(headers, "x-emulator-ttft-ms")?.map(ms),
@@ -334,7 +334,7 @@ async fn respond(
     };
     let fixed = match overrides(&headers) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(m) => return bad_request(m),
     };
     let asked_faults = match faults::from_headers(&headers) {
         Ok(f) => f,

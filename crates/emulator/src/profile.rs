@@ -132,7 +132,13 @@ impl Profile {
         let raw: RawProfile = toml::from_str(src).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let message = e.message().trim().to_string();
-            let key = named_field(&message).or_else(|| key_at(src, span.start));
+            let key = match named_field(&message) {
+                Some(field) => Some(match table_at(src, span.start) {
+                    Some(t) => format!("{t}.{field}"),
+                    None => field,
+                }),
+                None => key_at(src, span.start),
+            };
             located(src, origin, span, key, message)
         })?;
         Validator { src, origin }.profile(raw)
@@ -572,7 +578,7 @@ fn located(
         origin: origin.to_string(),
         line,
         column,
-        key: key.unwrap_or_else(|| "?".into()),
+        key,
         message,
     }
 }
@@ -584,20 +590,34 @@ fn named_field(message: &str) -> Option<String> {
     Some(message.get(start..start + len)?.to_string())
 }
 
-/// The dotted key at byte `at`: the `key =` on its line, under the nearest
-/// `[table]` header above it.
-fn key_at(src: &str, at: usize) -> Option<String> {
+/// The start of the line holding byte `at`.
+fn line_start(src: &str, at: usize) -> usize {
     let at = at.min(src.len());
-    let line_start = src.get(..at)?.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let line = src.get(line_start..)?.lines().next().unwrap_or("");
-    let key = line
-        .split_once('=')
-        .map(|(k, _)| k.trim().trim_matches('"').to_string());
-    let table = src.get(..line_start)?.lines().rev().find_map(|l| {
+    src.get(..at)
+        .and_then(|b| b.rfind('\n'))
+        .map_or(0, |i| i + 1)
+}
+
+/// The nearest `[table]` header at or above the line holding byte `at`.
+fn table_at(src: &str, at: usize) -> Option<String> {
+    let at = at.min(src.len());
+    let end = src.get(at..)?.find('\n').map_or(src.len(), |i| at + i);
+    src.get(..end)?.lines().rev().find_map(|l| {
         let l = l.trim();
         l.starts_with('[')
             .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
-    });
+    })
+}
+
+/// The dotted key at byte `at`: the `key =` on its line, under the nearest
+/// `[table]` header above it.
+fn key_at(src: &str, at: usize) -> Option<String> {
+    let start = line_start(src, at);
+    let line = src.get(start..)?.lines().next().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string());
+    let table = table_at(src, at);
     match (table, key) {
         (Some(t), Some(k)) => Some(format!("{t}.{k}")),
         (None, Some(k)) => Some(k),
@@ -620,7 +640,7 @@ mod tests {
                 ..
             }) => {
                 assert_eq!(origin, "t.toml");
-                (line, key, message)
+                (line, key.unwrap_or_default(), message)
             }
             other => panic!("expected a profile error, got {other:?}"),
         }
@@ -676,7 +696,7 @@ mod tests {
         let src = format!("{ONE}ttft_medain_ms = 3\n");
         let (line, key, msg) = parse_err(&src);
         assert_eq!(line, 5);
-        assert_eq!(key, "ttft_medain_ms");
+        assert_eq!(key, "provider.ttft_medain_ms");
         assert!(msg.contains("unknown field"), "{msg}");
     }
 
@@ -686,6 +706,13 @@ mod tests {
         let (line, key, _) = parse_err(src);
         assert_eq!(line, 3);
         assert_eq!(key, "provider.ttft_median_ms");
+    }
+
+    #[test]
+    fn missing_key_is_named() {
+        let (_, key, msg) = parse_err("[[provider]]\nname = \"a\"\ntokens_per_s = 50\n");
+        assert_eq!(key, "provider.ttft_median_ms");
+        assert!(msg.contains("missing field"), "{msg}");
     }
 
     #[test]

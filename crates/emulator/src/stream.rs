@@ -265,12 +265,11 @@ impl Gen {
                 }
                 (Fault::Drop, _) => {
                     self.done = true;
-                    // An error from the body makes hyper abort the connection
-                    // without the terminating chunk.
-                    return Some(Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionAborted,
-                        "injected drop",
-                    )));
+                    // The connection dies when the next token was due.
+                    if step <= n {
+                        tokio::time::sleep_until(self.plan.due(self.start, step).into()).await;
+                    }
+                    return Some(Err(dropped().await));
                 }
                 (_, Stall::Forever) => std::future::pending::<()>().await,
                 (_, Stall::For(d)) => {
@@ -299,6 +298,14 @@ impl Gen {
             }
         }
     }
+}
+
+/// The error that makes hyper abort the connection (no terminating chunk),
+/// returned only after one pending poll, so that hyper first flushes what
+/// the body already gave it.
+async fn dropped() -> std::io::Error {
+    tokio::task::yield_now().await;
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "injected drop")
 }
 
 fn unix_now() -> u64 {
@@ -419,16 +426,10 @@ pub(crate) async fn json_reply(plan: Plan, ctx: Ctx) -> Response {
                 }
                 let text = answer(&plan).to_string();
                 let half = Bytes::from(text.into_bytes()).slice(..8);
-                let parts: [Result<Bytes, std::io::Error>; 2] = [
-                    Ok(half),
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::ConnectionAborted,
-                        "injected drop",
-                    )),
-                ];
-                let mut r = Response::new(axum::body::Body::from_stream(
-                    futures_util::stream::iter(parts),
-                ));
+                use futures_util::StreamExt;
+                let body = futures_util::stream::iter([Ok(half)])
+                    .chain(futures_util::stream::once(async { Err(dropped().await) }));
+                let mut r = Response::new(axum::body::Body::from_stream(body));
                 r.headers_mut().insert(
                     "content-type",
                     axum::http::HeaderValue::from_static("application/json"),
