@@ -167,10 +167,20 @@ struct AppState {
 
 /// The emulator's routes.
 pub fn app(settings: Settings) -> Router {
-    let profile = settings
+    let mut profile = settings
         .profile
         .clone()
         .unwrap_or_else(|| Profile::fixed(settings.ttft, settings.itl, settings.tokens));
+    // A hand-built profile may list an order that is out of range or
+    // incomplete: routing indexes `providers` by it, so make it whole.
+    let n = profile.providers.len();
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    for i in profile.order.iter().copied().chain(0..n) {
+        if i < n && !order.contains(&i) {
+            order.push(i);
+        }
+    }
+    profile.order = order;
     let state = Arc::new(AppState {
         upstreams: profile
             .providers

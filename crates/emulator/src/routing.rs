@@ -74,7 +74,9 @@ impl Routing {
     }
 
     /// The providers to try, in order, as indexes into `providers`, given
-    /// the profile's `default_order`; or why there is none.
+    /// the profile's `default_order`; or why there is none. Every index in
+    /// `default_order` must be below `providers.len()` (the emulator makes
+    /// sure of it).
     pub fn candidates(
         &self,
         providers: &[&str],
