@@ -1,18 +1,26 @@
 //! The response body: an OpenAI chunk stream on an absolute schedule.
 //!
 //! A role-only chunk goes out at once, the first content token at
-//! `read + ttft`, token k at `read + ttft + (k−1)·itl` (an absolute
-//! schedule, so timer lateness never accumulates), then a final chunk with
-//! `finish_reason` and `usage`, then `data: [DONE]`. The moment each token is
-//! handed to the connection is recorded for the truth log.
+//! `start + cold_start + ttft` (`start` is when the request was read, or
+//! when it left the serial-mode queue), token k at that plus `(k−1)·itl` (an
+//! absolute schedule, so timer lateness never accumulates), then a final
+//! chunk with `finish_reason` and `usage` (with `cost`), then
+//! `data: [DONE]`. Every chunk names the serving `provider`. A mid-stream
+//! fault (error event, drop, stall) strikes after `after_tokens` content
+//! tokens. The moment each token is handed to the connection is recorded for
+//! the truth log.
 
-use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::truth::{TruthLog, TruthRecord};
+use crate::faults::{Applied, Fault, Stall};
+use crate::profile::cost_usd;
+use crate::truth::{Attempt, TruthLog, TruthRecord};
+use crate::upstream::Hold;
 
 /// Which OpenAI endpoint shape to produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +40,7 @@ pub struct Plan {
     pub endpoint: Endpoint,
     /// Model name echoed back.
     pub model: String,
-    /// Time from request read to the first content token.
+    /// Time from the start of processing to the first content token.
     pub ttft: Duration,
     /// Time between content tokens.
     pub itl: Duration,
@@ -40,6 +48,49 @@ pub struct Plan {
     pub tokens: u32,
     /// Prompt size reported in usage.
     pub prompt_tokens: u32,
+    /// The serving provider, named in every chunk.
+    pub provider: String,
+    /// USD per million prompt tokens.
+    pub price_input_per_mtok: f64,
+    /// USD per million completion tokens.
+    pub price_output_per_mtok: f64,
+    /// Extra time before the first token (a cold start).
+    pub cold_start: Duration,
+    /// A fault to apply; the stream acts on stream errors, drops and stalls.
+    pub fault: Option<Applied>,
+}
+
+impl Plan {
+    /// USD for the prompt and `completion` tokens.
+    pub fn cost_usd(&self, completion: u32) -> f64 {
+        cost_usd(
+            self.prompt_tokens,
+            completion,
+            self.price_input_per_mtok,
+            self.price_output_per_mtok,
+        )
+    }
+
+    fn usage(&self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.tokens,
+            "total_tokens": self.prompt_tokens + self.tokens,
+            "cost": self.cost_usd(self.tokens),
+        })
+    }
+
+    /// The mid-stream fault, if any: (fault, content tokens before it strikes).
+    fn mid_stream(&self) -> Option<(Applied, u32)> {
+        let a = self.fault?;
+        matches!(a.fault, Fault::StreamError | Fault::Drop | Fault::Stall)
+            .then(|| (a, a.after_tokens.min(self.tokens)))
+    }
+
+    /// When content token `k` (from 1) is due, before any stall.
+    fn due(&self, start: Instant, k: u32) -> Instant {
+        start + self.cold_start + self.ttft + self.itl * k.saturating_sub(1)
+    }
 }
 
 const WORDS: [&str; 24] = [
@@ -74,6 +125,22 @@ pub fn token_text(k: u32) -> &'static str {
     WORDS[k as usize % WORDS.len()]
 }
 
+/// Where a response came from and what it holds while it runs.
+pub(crate) struct Ctx {
+    /// The truth log.
+    pub log: TruthLog,
+    /// Request fully read.
+    pub read_at: Instant,
+    /// Processing started (after any serial-mode queue).
+    pub started_at: Instant,
+    /// Request path.
+    pub path: String,
+    /// Routing attempts, the serving one last.
+    pub attempts: Vec<Attempt>,
+    /// Serial-mode permits and warmth trackers, released when the body ends.
+    pub hold: Hold,
+}
+
 /// Records what was sent; writes the truth record when dropped, so a client
 /// that goes away mid-stream still leaves its line.
 struct Truth {
@@ -87,16 +154,63 @@ impl Drop for Truth {
     }
 }
 
+impl Truth {
+    fn token_sent(&mut self, k: u32) {
+        let at = self.log.ms(Instant::now());
+        let rec = &mut self.rec;
+        if rec.first_token_ms.is_none() {
+            rec.first_token_ms = Some(at);
+            rec.ttft_ms = Some(at - rec.read_ms);
+        }
+        rec.last_token_ms = Some(at);
+        rec.tokens_sent = k;
+    }
+}
+
+fn record(plan: &Plan, ctx: &Ctx, stream: bool) -> TruthRecord {
+    TruthRecord {
+        request_id: plan.id.clone(),
+        path: ctx.path.clone(),
+        stream,
+        read_ms: ctx.log.ms(ctx.read_at),
+        first_token_ms: None,
+        last_token_ms: None,
+        ttft_ms: None,
+        tokens_sent: 0,
+        tokens_planned: plan.tokens,
+        target_ttft_ms: plan.ttft.as_secs_f64() * 1000.0,
+        target_itl_ms: plan.itl.as_secs_f64() * 1000.0,
+        completed: false,
+        status: 200,
+        provider: Some(plan.provider.clone()),
+        attempts: ctx.attempts.clone(),
+        fault: plan.fault.map(|a| a.fault.name().to_string()),
+        queue_wait_ms: ctx
+            .started_at
+            .saturating_duration_since(ctx.read_at)
+            .as_secs_f64()
+            * 1000.0,
+        cold_start_ms: plan.cold_start.as_secs_f64() * 1000.0,
+        prompt_tokens: plan.prompt_tokens,
+        cost_usd: None,
+    }
+}
+
 struct Gen {
     plan: Plan,
-    read_at: Instant,
+    start: Instant,
     step: u32,
+    done: bool,
+    /// Added to the schedule of every token after a stall.
+    shift: Duration,
     truth: Truth,
     created: u64,
+    // Dropped after `truth`: the permits are held until the record is out.
+    _hold: Hold,
 }
 
 impl Gen {
-    fn chunk(&self, delta: serde_json::Value, finish: Option<&str>, usage: bool) -> Bytes {
+    fn chunk(&self, delta: Value, finish: Option<&str>, usage: bool) -> Bytes {
         let choice = match self.plan.endpoint {
             Endpoint::Chat => json!({"index": 0, "delta": delta, "finish_reason": finish}),
             Endpoint::Completions => {
@@ -109,63 +223,89 @@ impl Gen {
         };
         let mut v = json!({
             "id": self.plan.id, "object": object, "created": self.created, "model": self.plan.model,
-            "choices": [choice],
+            "provider": self.plan.provider, "choices": [choice],
         });
         if usage {
-            v["usage"] = json!({
-                "prompt_tokens": self.plan.prompt_tokens,
-                "completion_tokens": self.plan.tokens,
-                "total_tokens": self.plan.prompt_tokens + self.plan.tokens,
-            });
+            v["usage"] = self.plan.usage();
         }
         Bytes::from(format!("data: {v}\n\n"))
     }
 
-    async fn next(&mut self) -> Option<Bytes> {
+    fn error_event(&self) -> Bytes {
+        let v = json!({
+            "id": self.plan.id, "object": "chat.completion.chunk", "created": self.created,
+            "model": self.plan.model, "provider": self.plan.provider,
+            "error": {"message": format!("upstream provider {} failed mid-stream (injected)", self.plan.provider), "type": "upstream_error", "code": 502},
+            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+        });
+        Bytes::from(format!("data: {v}\n\n"))
+    }
+
+    async fn next(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        if self.done {
+            return None;
+        }
         let n = self.plan.tokens;
         let step = self.step;
         self.step += 1;
-        match step {
-            0 => Some(self.chunk(json!({"role": "assistant", "content": ""}), None, false)),
-            k if k <= n => {
-                let due = self.read_at + self.plan.ttft + self.plan.itl * (k - 1);
-                tokio::time::sleep_until(due.into()).await;
-                let bytes = self.chunk(json!({"content": token_text(k - 1)}), None, false);
-                let at = self.truth.log.ms(Instant::now());
-                let rec = &mut self.truth.rec;
-                if rec.first_token_ms.is_none() {
-                    rec.first_token_ms = Some(at);
-                    rec.ttft_ms = Some(at - rec.read_ms);
+        if step == 0 {
+            return Some(Ok(self.chunk(
+                json!({"role": "assistant", "content": ""}),
+                None,
+                false,
+            )));
+        }
+        if let Some((a, after)) = self.plan.mid_stream()
+            && step == after + 1
+        {
+            match (a.fault, a.stall) {
+                (Fault::StreamError, _) => {
+                    self.done = true;
+                    return Some(Ok(self.error_event()));
                 }
-                rec.last_token_ms = Some(at);
-                rec.tokens_sent = k;
-                Some(bytes)
+                (Fault::Drop, _) => {
+                    self.done = true;
+                    // The connection dies when the next token was due.
+                    if step <= n {
+                        tokio::time::sleep_until(self.plan.due(self.start, step).into()).await;
+                    }
+                    return Some(Err(dropped().await));
+                }
+                (_, Stall::Forever) => std::future::pending::<()>().await,
+                (_, Stall::For(d)) => {
+                    self.shift = d;
+                    if step > n {
+                        tokio::time::sleep(d).await;
+                    }
+                }
             }
-            k if k == n + 1 => Some(self.chunk(json!({}), Some("stop"), true)),
-            k if k == n + 2 => {
+        }
+        match step {
+            k if k <= n => {
+                tokio::time::sleep_until((self.plan.due(self.start, k) + self.shift).into()).await;
+                let bytes = self.chunk(json!({"content": token_text(k - 1)}), None, false);
+                self.truth.token_sent(k);
+                Some(Ok(bytes))
+            }
+            k if k == n + 1 => {
+                self.truth.rec.cost_usd = Some(self.plan.cost_usd(n));
+                Some(Ok(self.chunk(json!({}), Some("stop"), true)))
+            }
+            _ => {
+                self.done = true;
                 self.truth.rec.completed = true;
-                Some(Bytes::from_static(b"data: [DONE]\n\n"))
+                Some(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
             }
-            _ => None,
         }
     }
 }
 
-fn record(plan: &Plan, log: &TruthLog, read_at: Instant, path: &str, stream: bool) -> TruthRecord {
-    TruthRecord {
-        request_id: plan.id.clone(),
-        path: path.to_string(),
-        stream,
-        read_ms: log.ms(read_at),
-        first_token_ms: None,
-        last_token_ms: None,
-        ttft_ms: None,
-        tokens_sent: 0,
-        tokens_planned: plan.tokens,
-        target_ttft_ms: plan.ttft.as_secs_f64() * 1000.0,
-        target_itl_ms: plan.itl.as_secs_f64() * 1000.0,
-        completed: false,
-    }
+/// The error that makes hyper abort the connection (no terminating chunk),
+/// returned only after one pending poll, so that hyper first flushes what
+/// the body already gave it.
+async fn dropped() -> std::io::Error {
+    tokio::task::yield_now().await;
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "injected drop")
 }
 
 fn unix_now() -> u64 {
@@ -177,53 +317,133 @@ fn unix_now() -> u64 {
 
 /// The SSE body for `plan`, starting from `read_at`.
 pub fn sse_body(plan: Plan, log: TruthLog, read_at: Instant, path: &str) -> axum::body::Body {
-    let rec = record(&plan, &log, read_at, path, true);
-    let gen_state = Gen {
-        plan,
+    let ctx = Ctx {
+        log,
         read_at,
+        started_at: read_at,
+        path: path.to_string(),
+        attempts: vec![Attempt {
+            provider: plan.provider.clone(),
+            fault: None,
+        }],
+        hold: Hold::default(),
+    };
+    sse(plan, ctx)
+}
+
+pub(crate) fn sse(plan: Plan, ctx: Ctx) -> axum::body::Body {
+    let rec = record(&plan, &ctx, true);
+    let gen_state = Gen {
+        start: ctx.started_at,
+        plan,
         step: 0,
-        truth: Truth { log, rec },
+        done: false,
+        shift: Duration::ZERO,
+        truth: Truth { log: ctx.log, rec },
         created: unix_now(),
+        _hold: ctx.hold,
     };
     let stream = futures_util::stream::unfold(gen_state, |mut g| async move {
         let item = g.next().await?;
-        Some((Ok::<Bytes, Infallible>(item), g))
+        Some((item, g))
     });
     axum::body::Body::from_stream(stream)
 }
 
-/// The whole answer as one JSON document, after the same schedule as a stream.
-pub async fn json_response(
-    plan: Plan,
-    log: TruthLog,
-    read_at: Instant,
-    path: &str,
-) -> serde_json::Value {
-    let mut truth = Truth {
-        rec: record(&plan, &log, read_at, path, false),
-        log,
-    };
+fn answer(plan: &Plan) -> Value {
     let n = plan.tokens;
-    let done = read_at + plan.ttft + plan.itl * n.saturating_sub(1);
-    tokio::time::sleep_until(done.into()).await;
-    let at = truth.log.ms(Instant::now());
-    truth.rec.first_token_ms = Some(at);
-    truth.rec.ttft_ms = Some(at - truth.rec.read_ms);
-    truth.rec.last_token_ms = Some(at);
-    truth.rec.tokens_sent = n;
-    truth.rec.completed = true;
     let text: String = (0..n).map(token_text).collect();
-    let usage = json!({"prompt_tokens": plan.prompt_tokens, "completion_tokens": n, "total_tokens": plan.prompt_tokens + n});
-    match plan.endpoint {
-        Endpoint::Chat => json!({
-            "id": plan.id, "object": "chat.completion", "created": unix_now(), "model": plan.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": usage,
-        }),
-        Endpoint::Completions => json!({
-            "id": plan.id, "object": "text_completion", "created": unix_now(), "model": plan.model,
-            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
-            "usage": usage,
-        }),
+    let (object, choice) = match plan.endpoint {
+        Endpoint::Chat => (
+            "chat.completion",
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}),
+        ),
+        Endpoint::Completions => (
+            "text_completion",
+            json!({"index": 0, "text": text, "finish_reason": "stop"}),
+        ),
+    };
+    json!({
+        "id": plan.id, "object": object, "created": unix_now(), "model": plan.model,
+        "provider": plan.provider, "choices": [choice], "usage": plan.usage(),
+    })
+}
+
+/// The whole answer as one JSON document, after the same schedule as a stream.
+pub async fn json_response(plan: Plan, log: TruthLog, read_at: Instant, path: &str) -> Value {
+    let ctx = Ctx {
+        log,
+        read_at,
+        started_at: read_at,
+        path: path.to_string(),
+        attempts: vec![Attempt {
+            provider: plan.provider.clone(),
+            fault: None,
+        }],
+        hold: Hold::default(),
+    };
+    let mut truth = Truth {
+        rec: record(&plan, &ctx, false),
+        log: ctx.log,
+    };
+    let done = plan.due(read_at, plan.tokens.max(1));
+    tokio::time::sleep_until(done.into()).await;
+    truth.token_sent(plan.tokens);
+    truth.rec.completed = true;
+    truth.rec.cost_usd = Some(plan.cost_usd(plan.tokens));
+    answer(&plan)
+}
+
+/// The non-streaming reply, with mid-stream faults mapped onto one
+/// document: a stream error becomes a 502, a drop a truncated body, a stall
+/// a later answer.
+pub(crate) async fn json_reply(plan: Plan, ctx: Ctx) -> Response {
+    let mut truth = Truth {
+        rec: record(&plan, &ctx, false),
+        log: ctx.log.clone(),
+    };
+    let _hold = ctx.hold;
+    let n = plan.tokens;
+    let mut shift = Duration::ZERO;
+    if let Some((a, after)) = plan.mid_stream() {
+        let strike = plan.due(ctx.started_at, after.max(1));
+        match (a.fault, a.stall) {
+            (Fault::StreamError, _) | (Fault::Drop, _) => {
+                tokio::time::sleep_until(strike.into()).await;
+                if after > 0 {
+                    truth.token_sent(after);
+                }
+                if a.fault == Fault::StreamError {
+                    truth.rec.status = 502;
+                    return crate::error_response(
+                        StatusCode::BAD_GATEWAY,
+                        format!(
+                            "upstream provider {} failed mid-generation (injected)",
+                            plan.provider
+                        ),
+                        "upstream_error",
+                    );
+                }
+                let text = answer(&plan).to_string();
+                let half = Bytes::from(text.into_bytes()).slice(..8);
+                use futures_util::StreamExt;
+                let body = futures_util::stream::iter([Ok(half)])
+                    .chain(futures_util::stream::once(async { Err(dropped().await) }));
+                let mut r = Response::new(axum::body::Body::from_stream(body));
+                r.headers_mut().insert(
+                    "content-type",
+                    axum::http::HeaderValue::from_static("application/json"),
+                );
+                return r;
+            }
+            (_, Stall::Forever) => std::future::pending::<()>().await,
+            (_, Stall::For(d)) => shift = d,
+        }
     }
+    let done = plan.due(ctx.started_at, n.max(1)) + shift;
+    tokio::time::sleep_until(done.into()).await;
+    truth.token_sent(n);
+    truth.rec.completed = true;
+    truth.rec.cost_usd = Some(plan.cost_usd(n));
+    axum::Json(answer(&plan)).into_response()
 }

@@ -1,6 +1,8 @@
-//! The truth log: for every request, when the emulator read it and when it
-//! handed its first and last content token to the connection, as JSON lines.
-//! Written by a dedicated thread so the async workers never block on disk.
+//! The truth log: for every request, when the emulator read it, how long it
+//! queued, which provider served it (and which were tried before), which
+//! fault was applied, and when it handed its first and last content token to
+//! the connection, as JSON lines. Written by a dedicated thread so the async
+//! workers never block on disk.
 
 use std::io::Write;
 use std::path::Path;
@@ -37,8 +39,36 @@ pub struct TruthRecord {
     pub target_ttft_ms: f64,
     /// The inter-token interval it aimed for.
     pub target_itl_ms: f64,
-    /// True when the response ran to its end (false: the client went away).
+    /// True when the response ran to its end (false: the client went away,
+    /// or a fault cut it short).
     pub completed: bool,
+    /// The HTTP status sent.
+    pub status: u16,
+    /// The provider that served the response (`None`: none did).
+    pub provider: Option<String>,
+    /// Every provider tried, in order, with the fault each met; more than
+    /// one means fallbacks.
+    pub attempts: Vec<Attempt>,
+    /// The fault applied to the response the client got (the last attempt),
+    /// by its `x-emulator-fault` name; `None`: none.
+    pub fault: Option<String>,
+    /// Time spent queued behind serial-mode locks before processing started.
+    pub queue_wait_ms: f64,
+    /// Extra time to first token from a cold start (0: warm).
+    pub cold_start_ms: f64,
+    /// Prompt tokens reported in usage.
+    pub prompt_tokens: u32,
+    /// Cost reported in usage, USD (`None`: no usage was sent).
+    pub cost_usd: Option<f64>,
+}
+
+/// One routing attempt.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Attempt {
+    /// The provider tried.
+    pub provider: String,
+    /// The fault it met, by name; `None`: none.
+    pub fault: Option<String>,
 }
 
 /// Where truth records go. Cloning shares the writer.
@@ -84,6 +114,19 @@ impl TruthLog {
             origin: Instant::now(),
             tx: Some(tx),
         })
+    }
+
+    /// A log kept in memory: every record is sent to the returned receiver
+    /// (for tests and embedding programs).
+    pub fn in_memory() -> (TruthLog, mpsc::Receiver<TruthRecord>) {
+        let (tx, rx) = mpsc::channel::<TruthRecord>();
+        (
+            TruthLog {
+                origin: Instant::now(),
+                tx: Some(tx),
+            },
+            rx,
+        )
     }
 
     /// Milliseconds since the log's origin.
