@@ -1,4 +1,4 @@
-//! The schema of what firsttoken measures.
+//! The schema of what firsttoken measures, and the stores that keep it.
 //!
 //! A [`Sample`] is one streamed request with every timing stamp it passed,
 //! in milliseconds from the request's start on a monotonic clock, `None`
@@ -6,6 +6,11 @@
 //! --json` prints, one object per line, and what later stages store and
 //! analyse. The JSON form is versioned and documented by the JSON Schema in
 //! `docs/schema/sample.v1.schema.json` ([`SAMPLE_SCHEMA`]).
+//!
+//! A [`SessionMeta`] and its [`SampleRow`]s (a sample plus where it sat in
+//! the session, and its [`Provenance`]) are kept by a [`Store`]: SQLite by
+//! default, PostgreSQL for a `postgres://` URL, each sample committed as it
+//! completes. [`export`] writes them as JSON Lines or CSV and reads them back.
 //!
 //! ```
 //! use firsttoken_record::{Connection, Sample};
@@ -19,7 +24,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod export;
 pub mod session;
+pub mod store;
+
+pub use session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+pub use store::{Store, StoreError};
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.
 pub const SAMPLE_SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");

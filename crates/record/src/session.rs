@@ -2,6 +2,7 @@
 //! provider, stored raw with everything needed to trust it later.
 
 use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -111,8 +112,15 @@ pub struct SessionMeta {
     pub seed: u64,
     /// firsttoken version that ran it.
     pub tool_version: String,
-    /// Host name of the machine that ran it.
+    /// Host name of the machine that ran it ([`crate::store::host_name`] on this one).
     pub host: String,
+    /// Process id of the process that ran it. With `host`, it tells whether a
+    /// session still `running` in the store has lost its process: the store
+    /// marks such a session `partial` when it is next opened on that host.
+    /// `None` asks the store to record the calling process; imported sessions
+    /// have none.
+    #[serde(default)]
+    pub pid: Option<u32>,
     /// Grouping labels.
     pub labels: Labels,
     /// Provenance of the session's samples.
@@ -146,4 +154,97 @@ pub struct SampleRow {
     pub provenance: Provenance,
     /// The measurement.
     pub sample: Sample,
+}
+
+/// `t` as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T02:30:00.123Z`
+/// (the form every `*_at` field uses, so text order is time order).
+pub fn utc_rfc3339(t: SystemTime) -> String {
+    let (days, secs, millis) = split_unix(t);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// A new time-ordered session id, e.g. `20261130T023000Z-3f9a`: the UTC
+/// second `t` and four random hex digits (enough to keep two sessions
+/// started in the same second on different machines apart).
+pub fn new_session_id(t: SystemTime) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let (days, secs, _) = split_unix(t);
+    let (y, m, d) = civil_from_days(days);
+    // RandomState is seeded per process from the OS; mixing in the time and
+    // the pid keeps ids apart across processes and calls.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        t.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z-{:04x}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        h.finish() & 0xffff
+    )
+}
+
+/// Days since 1970-01-01, seconds into the day, milliseconds into the second.
+fn split_unix(t: SystemTime) -> (i64, u64, u32) {
+    // A clock before 1970 is a misconfigured host; clamp to the epoch.
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let s = d.as_secs();
+    ((s / 86_400) as i64, s % 86_400, d.subsec_millis())
+}
+
+/// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn formats_utc_times_and_ids() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_919_400_123); // 2026-11-29T02:30:00.123Z
+        assert_eq!(utc_rfc3339(t), "2026-11-29T02:30:00.123Z");
+        assert_eq!(utc_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(&utc_rfc3339(leap)[..10], "2000-02-29");
+        let id = new_session_id(t);
+        assert!(id.starts_with("20261129T023000Z-"), "{id}");
+        assert_eq!(id.len(), "20261129T023000Z-3f9a".len());
+    }
+
+    #[test]
+    fn provenance_names_round_trip() {
+        for p in [
+            Provenance::Measured,
+            Provenance::Emulated,
+            Provenance::Imported,
+            Provenance::Synthetic,
+        ] {
+            assert_eq!(p.as_str().parse::<Provenance>(), Ok(p));
+        }
+        assert!("guessed".parse::<Provenance>().is_err());
+    }
 }

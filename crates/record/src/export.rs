@@ -1,0 +1,256 @@
+//! Raw exports of stored samples (JSON Lines, CSV) and reading them back for import.
+//!
+//! # JSON Lines shape (versioned)
+//!
+//! One JSON object per line, each with a `"schema"` member naming its kind
+//! and version ([`EXPORT_SCHEMA`], `docs/schema/export.v1.schema.json`):
+//!
+//! - `{"schema": "firsttoken.session.v1", …}`: a [`SessionMeta`] (`id`,
+//!   `started_at`, `ended_at`, `status: {"state": "running" | "complete" |
+//!   "partial", "reason"?}`, `spec`, `seed`, `tool_version`, `host`, `pid`,
+//!   `labels: {network, code_version, vantage, tags}`, `provenance`,
+//!   `cleanup`, `client_lag_p99_ms`);
+//! - `{"schema": "firsttoken.sample_row.v1", …}`: a [`SampleRow`]
+//!   (`session_id`, `phase`, `path`, `strategy`, `concurrency`,
+//!   `intended_start_ms`, `actual_start_ms`, `started_at`, `provenance`) with
+//!   the measurement under `sample`, exactly the `firsttoken probe --json`
+//!   object of `docs/schema/sample.v1.schema.json`.
+//!
+//! [`write_session_jsonl`] writes a session line, then its samples: the
+//! form `firsttoken import` reads. [`write_jsonl`] writes sample lines only.
+//! Readers ignore members they do not know; a new incompatible shape gets
+//! a new `schema` version.
+//!
+//! # CSV shape
+//!
+//! A header row of [`SAMPLE_COLUMNS`] (the `samples` table's columns), then
+//! one record per sample: empty for null, `true`/`false` for `warmup`,
+//! `server_timing` and `tls` as JSON text. Fields are quoted per RFC 4180
+//! when they hold a comma, quote, CR or LF (quotes doubled); records end
+//! with CRLF.
+
+use std::io::{BufRead, Write};
+
+use serde::Serialize;
+
+use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
+use crate::store::{Cell, SAMPLE_COLUMNS, StoreError, sample_cells};
+
+/// The JSON Schema (draft 2020-12) of one export line; its `sample` member
+/// refers to [`crate::SAMPLE_SCHEMA`] by `$id`.
+pub const EXPORT_SCHEMA: &str = include_str!("../../../docs/schema/export.v1.schema.json");
+
+/// `schema` of a session line.
+pub const SESSION_LINE_SCHEMA: &str = "firsttoken.session.v1";
+/// `schema` of a sample line.
+pub const SAMPLE_ROW_LINE_SCHEMA: &str = "firsttoken.sample_row.v1";
+/// The tag an imported session keeps its original id in.
+pub const IMPORTED_FROM_TAG: &str = "imported_from";
+/// The tag an imported session keeps its original provenance in.
+pub const ORIGINAL_PROVENANCE_TAG: &str = "original_provenance";
+
+#[derive(Serialize)]
+struct Line<'a, T> {
+    schema: &'static str,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+fn write_line<T: Serialize>(
+    w: &mut impl Write,
+    schema: &'static str,
+    v: &T,
+) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *w, &Line { schema, inner: v }).map_err(std::io::Error::from)?;
+    w.write_all(b"\n")
+}
+
+/// Writes one `firsttoken.sample_row.v1` line per row.
+pub fn write_jsonl(rows: &[SampleRow], mut w: impl Write) -> std::io::Result<()> {
+    for r in rows {
+        write_line(&mut w, SAMPLE_ROW_LINE_SCHEMA, r)?;
+    }
+    w.flush()
+}
+
+/// Writes the session line, then one line per row: a complete export.
+pub fn write_session_jsonl(
+    session: &SessionMeta,
+    rows: &[SampleRow],
+    mut w: impl Write,
+) -> std::io::Result<()> {
+    write_line(&mut w, SESSION_LINE_SCHEMA, session)?;
+    write_jsonl(rows, w)
+}
+
+/// Writes a header row and one CSV record per sample (see the module docs).
+/// Fails with `InvalidData` on a value the store would refuse too (a
+/// non-finite time).
+pub fn write_csv(rows: &[SampleRow], mut w: impl Write) -> std::io::Result<()> {
+    let header: Vec<String> = SAMPLE_COLUMNS.iter().map(|c| csv_field(c)).collect();
+    w.write_all(header.join(",").as_bytes())?;
+    w.write_all(b"\r\n")?;
+    for r in rows {
+        let cells =
+            sample_cells(r).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
+        let fields: Vec<String> = cells.iter().map(|c| csv_field(&cell_text(c))).collect();
+        w.write_all(fields.join(",").as_bytes())?;
+        w.write_all(b"\r\n")?;
+    }
+    w.flush()
+}
+
+fn cell_text(c: &Cell) -> String {
+    match c {
+        Cell::Null => String::new(),
+        Cell::Int(v) => v.to_string(),
+        Cell::Real(v) => v.to_string(),
+        Cell::Text(s) => s.clone(),
+        Cell::Bool(b) => b.to_string(),
+        Cell::Json(v) => v.to_string(),
+    }
+}
+
+/// One RFC 4180 field: quoted (with quotes doubled) when it holds a comma,
+/// a quote, CR or LF.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Reads an export: every session line and every sample line, as written
+/// (nothing is marked imported here; [`mark_imported`] and
+/// [`crate::store::Store::insert_imported`] do that). Blank lines are
+/// skipped. A line that is not JSON, has no or an unknown `schema`, or does
+/// not fit its schema is an error naming its 1-based line number.
+pub fn read_jsonl(r: impl BufRead) -> Result<(Vec<SessionMeta>, Vec<SampleRow>), StoreError> {
+    let mut sessions = Vec::new();
+    let mut rows = Vec::new();
+    for (i, line) in r.lines().enumerate() {
+        let line_no = i + 1;
+        let line = line.map_err(|source| StoreError::Read {
+            line: line_no,
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |message: String| StoreError::Malformed {
+            line: line_no,
+            message,
+        };
+        let mut v: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let schema = v
+            .as_object_mut()
+            .ok_or_else(|| bad("not a JSON object".into()))?
+            .remove("schema");
+        match schema.as_ref().and_then(|s| s.as_str()) {
+            Some(SESSION_LINE_SCHEMA) => sessions.push(
+                serde_json::from_value(v).map_err(|e| bad(format!("bad session record: {e}")))?,
+            ),
+            Some(SAMPLE_ROW_LINE_SCHEMA) => rows.push(
+                serde_json::from_value(v).map_err(|e| bad(format!("bad sample record: {e}")))?,
+            ),
+            Some(other) => {
+                return Err(bad(format!(
+                    "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA} and {SAMPLE_ROW_LINE_SCHEMA})"
+                )));
+            }
+            None => return Err(bad("no \"schema\" member".into())),
+        }
+    }
+    Ok((sessions, rows))
+}
+
+/// Pairs each session read from an export with its samples (in file
+/// order). A sample whose session has no session line is an error: an
+/// import needs the session's spec, seed and labels, which
+/// [`write_session_jsonl`] writes.
+pub fn group_for_import(
+    sessions: Vec<SessionMeta>,
+    rows: Vec<SampleRow>,
+) -> Result<Vec<(SessionMeta, Vec<SampleRow>)>, StoreError> {
+    let mut groups: Vec<(SessionMeta, Vec<SampleRow>)> =
+        sessions.into_iter().map(|s| (s, Vec::new())).collect();
+    for r in rows {
+        match groups.iter_mut().find(|(s, _)| s.id == r.session_id) {
+            Some((_, v)) => v.push(r),
+            None => {
+                return Err(StoreError::NoSessionRecord {
+                    session_id: r.session_id,
+                });
+            }
+        }
+    }
+    Ok(groups)
+}
+
+/// The session and rows as they are stored on import: the numbers as they
+/// were, but the session gets `new_id` (the original goes into the
+/// `imported_from` tag, its provenance into `original_provenance`), every
+/// sample and the session become [`Provenance::Imported`], the owner pid is
+/// dropped, and a session exported while still running becomes `partial`.
+pub fn mark_imported(
+    meta: &SessionMeta,
+    rows: &[SampleRow],
+    new_id: &str,
+) -> (SessionMeta, Vec<SampleRow>) {
+    let mut m = meta.clone();
+    m.id = new_id.to_owned();
+    m.labels
+        .tags
+        .insert(IMPORTED_FROM_TAG.to_owned(), meta.id.clone());
+    if meta.provenance != Provenance::Imported {
+        m.labels.tags.insert(
+            ORIGINAL_PROVENANCE_TAG.to_owned(),
+            meta.provenance.as_str().to_owned(),
+        );
+    }
+    m.provenance = Provenance::Imported;
+    m.pid = None;
+    if m.status == SessionStatus::Running {
+        m.status = SessionStatus::Partial {
+            reason: "imported: the session was still running when it was exported".into(),
+        };
+    }
+    let rows = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.session_id = new_id.to_owned();
+            r.provenance = Provenance::Imported;
+            r
+        })
+        .collect();
+    (m, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(""), "");
+    }
+
+    #[test]
+    fn malformed_lines_name_their_line_number() {
+        let input = "\n{\"schema\":\"firsttoken.sample_row.v1\",\"phase\":1}\n";
+        let e = read_jsonl(input.as_bytes()).unwrap_err();
+        assert!(matches!(e, StoreError::Malformed { line: 2, .. }), "{e}");
+        let e = read_jsonl("{\"a\":1}\nnot json\n".as_bytes()).unwrap_err();
+        assert!(matches!(e, StoreError::Malformed { line: 1, .. }), "{e}");
+        let e = read_jsonl("{\"schema\":\"firsttoken.session.v9\"}\n".as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
+        assert!(e.to_string().contains("v9"), "{e}");
+    }
+}
