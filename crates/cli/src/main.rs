@@ -3,6 +3,7 @@
 
 mod emulate;
 mod probe;
+mod session;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,18 @@ enum Command {
     Probe(Box<probe::ProbeArgs>),
     /// Run the OpenAI-compatible provider emulator (known TTFT, for tests and demos).
     Emulate(emulate::EmulateArgs),
+    /// Write a commented session config (firsttoken.toml).
+    Init(session::InitArgs),
+    /// Run one measurement session from the config (or a preset) and store every sample.
+    Run(Box<session::RunArgs>),
+    /// List stored sessions.
+    Sessions(session::SessionsArgs),
+    /// Write a session's raw samples as JSON lines or CSV.
+    Export(session::ExportArgs),
+    /// Read a JSONL export into the store (marked imported).
+    Import(session::ImportArgs),
+    /// Retry a session's test-account cleanup.
+    Cleanup(session::CleanupArgs),
 }
 
 /// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
@@ -51,10 +64,25 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Probe(args) => probe::run(*args).await,
             Command::Emulate(args) => emulate::run(args).await,
+            Command::Init(args) => session::init(args),
+            Command::Run(args) => session::run(*args).await,
+            Command::Sessions(args) => session::sessions(args).await,
+            Command::Export(args) => session::export(args).await,
+            Command::Import(args) => session::import(args).await,
+            Command::Cleanup(args) => session::cleanup(args).await,
         }
     });
     match result {
         Ok(code) => code,
+        // A reader that stops early (`| head`) is not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(EXIT_USAGE)

@@ -230,12 +230,18 @@ impl<S: RequestSource + 'static> Runner<S> {
         out
     }
 
-    async fn emit(&self, samples: Vec<SessionSample>, budget: &Budget) -> bool {
+    /// Send samples to the recorder (a `&Runner` across an await would need
+    /// `Runner: Sync`, which open connections are not; so only the sender is borrowed).
+    async fn emit(
+        tx: &mpsc::Sender<SessionSample>,
+        samples: Vec<SessionSample>,
+        budget: &Budget,
+    ) -> bool {
         for s in samples {
             if let Some(c) = s.sample.cost_usd {
                 budget.record(c);
             }
-            if self.tx.send(s).await.is_err() {
+            if tx.send(s).await.is_err() {
                 return false;
             }
         }
@@ -255,7 +261,7 @@ impl<S: RequestSource + 'static> Runner<S> {
                 let out =
                     Self::one(self.ctx.clone(), &mut slot, p.clone(), (self.seq, 0), None).await;
                 self.put(p.dest, 0, slot);
-                Ok(self.emit(out, budget).await)
+                Ok(Self::emit(&self.tx, out, budget).await)
             }
             Step::AfterIdle(gap, p) => {
                 tokio::select! {
@@ -289,7 +295,7 @@ impl<S: RequestSource + 'static> Runner<S> {
                         ready.push((slot, p));
                     }
                 }
-                let mut ok = self.emit(warmups, budget).await;
+                let mut ok = Self::emit(&self.tx, warmups, budget).await;
                 let handles: Vec<_> = ready
                     .into_iter()
                     .enumerate()
@@ -305,7 +311,7 @@ impl<S: RequestSource + 'static> Runner<S> {
                 for h in handles {
                     if let Ok((dest, i, slot, s)) = h.await {
                         self.put(dest, i, slot);
-                        ok &= self.emit(vec![s], budget).await;
+                        ok &= Self::emit(&self.tx, vec![s], budget).await;
                     }
                 }
                 Ok(ok)
@@ -343,11 +349,11 @@ impl<S: RequestSource + 'static> Runner<S> {
             let tx = self.tx.clone();
             handles.push(tokio::spawn(async move {
                 let mut slot = slot;
-                let out = Self::one(ctx, &mut slot, p.clone(), (seq, 0), Some(intended)).await;
+                // No warm-up here: it would delay the start past the intended
+                // time. An idle pooled connection is reused, else a new one opens.
+                let out = Self::measure(ctx, &mut slot, p.clone(), (seq, 0), Some(intended)).await;
                 pool.lock().await.push((p.dest, slot));
-                for s in out {
-                    let _ = tx.send(s).await;
-                }
+                let _ = tx.send(out).await;
             }));
         }
         for h in handles {

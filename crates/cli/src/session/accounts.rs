@@ -1,0 +1,186 @@
+//! Test hygiene: sign up the session's own test accounts
+//! (`bench-<session>-<n>@bench.invalid`), and at the end delete exactly
+//! those ids and count what is left.
+
+use anyhow::{Context, anyhow, bail};
+use bytes::Bytes;
+
+use firsttoken_drive::Slot;
+use firsttoken_plan::config::{AuthSection, CleanupSection};
+use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
+use firsttoken_record::session::Cleanup;
+
+use super::source::fill;
+
+/// Accounts created for a session.
+#[derive(Debug, Default)]
+pub struct Accounts {
+    /// Account ids as the app reported them.
+    pub ids: Vec<String>,
+    /// Their bearer tokens.
+    pub tokens: Vec<String>,
+}
+
+fn pointer_text(v: &serde_json::Value, pointer: &str) -> Option<String> {
+    match v.pointer(pointer)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Sign up `auth.accounts` accounts. Ids created before a failure are kept in
+/// `created` so cleanup still removes them.
+pub async fn sign_up(
+    app: &ProbeSpec,
+    base_url: &str,
+    auth: &AuthSection,
+    session_id: &str,
+    created: &mut Accounts,
+) -> anyhow::Result<()> {
+    let mut spec = app.clone();
+    spec.request.target = Target::parse(&format!(
+        "{}{}",
+        base_url.trim_end_matches('/'),
+        auth.signup_path
+    ))?;
+    let mut slot = Slot::new(&spec)?;
+    let short: String = session_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    for n in 0..auth.accounts {
+        let email = format!("bench-{short}-{n}@bench.invalid");
+        // A per-account password nobody needs to know again: the session keeps the token.
+        let password = format!("ft-{short}-{n}-{}", std::process::id());
+        let mut req = RequestTemplate::new(spec.request.target.clone(), Some("POST"), None)?;
+        req.headers = spec.request.headers.clone();
+        req.body = Some(Bytes::from(fill(
+            &auth.body,
+            &[("email", &email), ("password", &password)],
+        )));
+        let (status, body) = slot
+            .fetch(&req)
+            .await
+            .map_err(|e| anyhow!("sign-up of {email} failed: {e}"))?;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+        if !(200..300).contains(&status) {
+            bail!(
+                "sign-up of {email} answered HTTP {status}: {}",
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            );
+        }
+        let id = pointer_text(&v, &auth.id_pointer).with_context(|| {
+            format!(
+                "the sign-up response has no id at {} (app.auth.id_pointer)",
+                auth.id_pointer
+            )
+        })?;
+        created.ids.push(id);
+        let token = pointer_text(&v, &auth.token_pointer).with_context(|| {
+            format!(
+                "the sign-up response has no token at {} (app.auth.token_pointer)",
+                auth.token_pointer
+            )
+        })?;
+        created.tokens.push(token);
+    }
+    Ok(())
+}
+
+fn quoted_ids(ids: &[String]) -> String {
+    ids.iter()
+        .map(|id| format!("'{}'", id.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Delete exactly `ids` and count the residue, as configured. Never fails:
+/// problems are recorded in the returned [`Cleanup`].
+pub async fn clean_up(
+    cfg: &CleanupSection,
+    base_url: &str,
+    app: &ProbeSpec,
+    ids: &[String],
+    tokens: &[String],
+) -> Cleanup {
+    let mut out = Cleanup {
+        created_ids: ids.to_vec(),
+        ..Cleanup::default()
+    };
+    if ids.is_empty() {
+        out.residual = Some(0);
+        return out;
+    }
+    if let Err(e) = run_cleanup(cfg, base_url, app, ids, tokens, &mut out).await {
+        out.error = Some(format!("{e:#}"));
+    }
+    out
+}
+
+async fn run_cleanup(
+    cfg: &CleanupSection,
+    base_url: &str,
+    app: &ProbeSpec,
+    ids: &[String],
+    tokens: &[String],
+    out: &mut Cleanup,
+) -> anyhow::Result<()> {
+    if let Some(path) = &cfg.http_delete {
+        let mut spec = app.clone();
+        spec.request.target = Target::parse(&format!(
+            "{}{}",
+            base_url.trim_end_matches('/'),
+            path.replace("{id}", "0")
+        ))?;
+        let mut slot = Slot::new(&spec)?;
+        for (i, id) in ids.iter().enumerate() {
+            let target = Target::parse(&format!(
+                "{}{}",
+                base_url.trim_end_matches('/'),
+                path.replace("{id}", id)
+            ))?;
+            let mut req = RequestTemplate::new(target, Some("DELETE"), None)?;
+            if let Some(t) = tokens.get(i) {
+                req.add_header_line(&format!("Authorization: Bearer {t}"))?;
+            }
+            let (status, _) = slot
+                .fetch(&req)
+                .await
+                .map_err(|e| anyhow!("DELETE for id {id}: {e}"))?;
+            if (200..300).contains(&status) || status == 404 {
+                out.deleted += u64::from(status != 404);
+            } else {
+                bail!("DELETE for id {id} answered HTTP {status}");
+            }
+        }
+    }
+    let url = match &cfg.database_url_env {
+        Some(var) => Some(std::env::var(var).with_context(|| {
+            format!("app.cleanup.database_url_env names {var}, which is not set")
+        })?),
+        None => None,
+    };
+    let list = quoted_ids(ids);
+    if let (Some(url), Some(sql)) = (&url, &cfg.delete_sql) {
+        out.deleted += super::appdb::execute(url, &sql.replace("{ids}", &list)).await?;
+    }
+    if let (Some(url), Some(sql)) = (&url, &cfg.count_sql) {
+        out.residual = Some(super::appdb::count(url, &sql.replace("{ids}", &list)).await?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_quoted_safely() {
+        assert_eq!(quoted_ids(&["1".into(), "a'b".into()]), "'1','a''b'");
+    }
+}

@@ -1,0 +1,259 @@
+//! `firsttoken init`, `run`, `sessions`, `export`, `import`, `cleanup`:
+//! sessions from config to store.
+
+mod accounts;
+mod appdb;
+mod run;
+pub mod source;
+mod summary;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+
+use firsttoken_record::store::Store;
+
+pub use run::{RunArgs, run};
+
+/// Default store when neither the flag nor the config names one.
+pub const DEFAULT_STORE: &str = "firsttoken.db";
+
+/// `firsttoken init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the config.
+    #[arg(default_value = "firsttoken.toml")]
+    path: PathBuf,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Write the commented default config.
+pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
+    if a.path.exists() && !a.force {
+        bail!("{} exists; pass --force to overwrite it", a.path.display());
+    }
+    std::fs::write(&a.path, firsttoken_plan::config::DEFAULT_CONFIG)
+        .with_context(|| format!("cannot write {}", a.path.display()))?;
+    println!(
+        "wrote {} — edit the [app] and [direct] sections, then run `firsttoken run`",
+        a.path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The store option shared by the session commands.
+#[derive(Debug, Args)]
+pub struct StoreArg {
+    /// Result store: a SQLite file or a postgres:// URL.
+    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+}
+
+impl StoreArg {
+    async fn open(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(&self.store).await?)
+    }
+}
+
+/// `firsttoken sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+/// List sessions, newest first.
+pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
+    let store = a.store.open().await?;
+    let list = store.sessions().await?;
+    if list.is_empty() {
+        println!("no sessions in {}", a.store.store);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+        .set_width(100);
+    t.set_header(vec![
+        "id",
+        "started (UTC)",
+        "status",
+        "provenance",
+        "network",
+        "code version",
+        "vantage",
+    ]);
+    for s in list {
+        let status = match &s.status {
+            firsttoken_record::session::SessionStatus::Running => "running".to_string(),
+            firsttoken_record::session::SessionStatus::Complete => "complete".to_string(),
+            firsttoken_record::session::SessionStatus::Partial { reason } => {
+                format!("partial: {reason}")
+            }
+        };
+        t.add_row(vec![
+            s.id,
+            s.started_at.chars().take(19).collect(),
+            status,
+            s.provenance.as_str().to_string(),
+            s.labels.network,
+            s.labels.code_version,
+            s.labels.vantage,
+        ]);
+    }
+    println!("{t}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per sample.
+    Jsonl,
+    /// Flat columns with a header row.
+    Csv,
+}
+
+/// `firsttoken export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Session id (or a unique prefix).
+    #[arg(long)]
+    session: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    format: ExportFormat,
+    /// Output file (default: stdout).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+}
+
+/// Write a session's raw samples.
+pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = a.store.open().await?;
+    let meta = store
+        .session(&a.session)
+        .await?
+        .with_context(|| format!("no session {:?} in {}", a.session, a.store.store))?;
+    let rows = store.samples(&meta.id).await?;
+    let mut out: Box<dyn Write> = match &a.out {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    match a.format {
+        ExportFormat::Jsonl => {
+            firsttoken_record::export::write_session_jsonl(&meta, &rows, &mut out)?
+        }
+        ExportFormat::Csv => firsttoken_record::export::write_csv(&rows, &mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `firsttoken import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// A JSONL export.
+    file: PathBuf,
+}
+
+/// Read an export into the store, marked `imported`.
+pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let store = a.store.open().await?;
+    let f = std::fs::File::open(&a.file)
+        .with_context(|| format!("cannot open {}", a.file.display()))?;
+    let (sessions, rows) = firsttoken_record::export::read_jsonl(std::io::BufReader::new(f))
+        .with_context(|| format!("cannot import {}", a.file.display()))?;
+    let mut n = 0;
+    for meta in sessions {
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| r.session_id == meta.id)
+            .cloned()
+            .collect();
+        n += mine.len();
+        let imported = store.insert_imported(&meta, &mine).await?;
+        println!(
+            "imported session {} as {} ({} samples)",
+            meta.id,
+            imported.id,
+            mine.len()
+        );
+    }
+    if n == 0 {
+        bail!("{} holds no samples", a.file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `firsttoken cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Session id (or a unique prefix).
+    #[arg(long)]
+    session: String,
+    /// The session config that names how to clean up ([app.cleanup]).
+    #[arg(long, short, default_value = "firsttoken.toml")]
+    config: PathBuf,
+}
+
+/// Retry deleting a session's test accounts and record the result.
+pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
+    let cfg = firsttoken_plan::config::Config::load(&a.config)?;
+    let store = a.store.open().await?;
+    let meta = store
+        .session(&a.session)
+        .await?
+        .with_context(|| format!("no session {:?} in {}", a.session, a.store.store))?;
+    let Some(previous) = meta.cleanup.clone() else {
+        println!(
+            "session {} created no test accounts: nothing to clean up",
+            meta.id
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let section = cfg
+        .app
+        .cleanup
+        .as_ref()
+        .context("the config has no [app.cleanup] section")?;
+    let source = source::Source::new(&cfg)?;
+    let result = accounts::clean_up(
+        section,
+        &cfg.app.base_url,
+        source.app_spec(),
+        &previous.created_ids,
+        &[],
+    )
+    .await;
+    store.set_cleanup(&meta.id, &result).await?;
+    match (&result.error, result.residual) {
+        (None, Some(0)) => {
+            println!(
+                "cleanup of {}: {} rows deleted, 0 residual",
+                meta.id, result.deleted
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        (Some(e), _) => {
+            eprintln!("cleanup of {} failed: {e}", meta.id);
+            Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
+        }
+        (None, r) => {
+            eprintln!("cleanup of {}: residual {r:?} rows", meta.id);
+            Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
+        }
+    }
+}

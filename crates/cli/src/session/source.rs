@@ -1,0 +1,227 @@
+//! Turning the config into requests: one connection spec per destination
+//! and a request per planned step (prompt substituted, auth and API key set).
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
+
+use firsttoken_drive::session::RequestSource;
+use firsttoken_plan::config::Config;
+use firsttoken_plan::protocol::{Dest, Planned};
+use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
+
+/// Everything needed to build any request of the session.
+pub struct Source {
+    app: Vec<ProbeSpec>,
+    direct: Vec<(ProbeSpec, serde_json::Value)>,
+    ping: Option<ProbeSpec>,
+    direct_model: Option<String>,
+    prompts: Vec<String>,
+    /// Bearer tokens of the session's test accounts, rotated over requests.
+    tokens: Vec<String>,
+}
+
+/// JSON-escape `s` for use inside a JSON string literal.
+fn json_escape(s: &str) -> String {
+    let quoted = serde_json::Value::String(s.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// Fill `{name}` placeholders of a body template with JSON-escaped values.
+pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = template.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{k}}}"), &json_escape(v));
+    }
+    out
+}
+
+fn sensitive(name: &str, value: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
+    let mut v = HeaderValue::from_str(value)
+        .context("a header value has characters a header cannot carry")?;
+    v.set_sensitive(true);
+    Ok((HeaderName::from_bytes(name.as_bytes())?, v))
+}
+
+fn base_spec(
+    url: &str,
+    format: StreamFormat,
+    timeout: Option<std::time::Duration>,
+    body: bool,
+) -> anyhow::Result<ProbeSpec> {
+    let target = Target::parse(url)?;
+    let request = RequestTemplate::new(target, None, body.then(Bytes::new))?;
+    let mut spec = ProbeSpec::new(request);
+    spec.format = format;
+    if let Some(t) = timeout {
+        spec.timeouts.request = t;
+    }
+    Ok(spec)
+}
+
+impl Source {
+    /// Build from a validated config; reads prompts from their file and the API key from its env var.
+    pub fn new(cfg: &Config) -> anyhow::Result<Source> {
+        let mut prompts = cfg.prompts.list.clone();
+        if let Some(file) = &cfg.prompts.file {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the prompts file {file}"))?;
+            prompts.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        if prompts.is_empty() {
+            bail!("no prompts: prompts.list is empty and prompts.file has no lines");
+        }
+        let timeout = cfg.session.timeout;
+        let base = cfg.app.base_url.trim_end_matches('/');
+        let mut app = Vec::new();
+        for p in &cfg.app.paths {
+            let mut spec = base_spec(
+                &format!("{base}{}", p.path),
+                p.format.parse()?,
+                timeout,
+                true,
+            )?;
+            for (k, v) in &cfg.app.headers {
+                spec.request
+                    .add_header_line(&format!("{k}: {}", crate::probe::expand_env(v)?))?;
+            }
+            spec.request.body = Some(Bytes::from(p.body.clone()));
+            app.push(spec);
+        }
+        let mut direct = Vec::new();
+        if let Some(d) = &cfg.direct {
+            let key = match &d.api_key_env {
+                Some(var) => Some(std::env::var(var).with_context(|| {
+                    format!("direct.api_key_env names {var}, which is not set in the environment")
+                })?),
+                None => None,
+            };
+            let strategies: Vec<(String, serde_json::Value)> = if d.strategies.is_empty() {
+                vec![("default".into(), serde_json::json!({}))]
+            } else {
+                d.strategies
+                    .iter()
+                    .map(|s| Ok((s.name.clone(), serde_json::to_value(&s.extra)?)))
+                    .collect::<anyhow::Result<_>>()?
+            };
+            for (_, extra) in strategies {
+                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true)?;
+                if let Some(k) = &key {
+                    spec.request
+                        .headers
+                        .push(sensitive("authorization", &format!("Bearer {k}"))?);
+                }
+                direct.push((spec, extra));
+            }
+        }
+        let ping = match &cfg.ping {
+            Some(p) => Some(base_spec(&p.url, StreamFormat::Text, timeout, false)?),
+            None => None,
+        };
+        Ok(Source {
+            app,
+            direct,
+            ping,
+            direct_model: cfg.direct.as_ref().map(|d| d.model.clone()),
+            prompts,
+            tokens: Vec::new(),
+        })
+    }
+
+    /// Use these bearer tokens on app requests.
+    pub fn set_tokens(&mut self, tokens: Vec<String>) {
+        self.tokens = tokens;
+    }
+
+    /// The spec of app path 0 (for set-up calls against the app's base URL).
+    pub fn app_spec(&self) -> &ProbeSpec {
+        &self.app[0]
+    }
+
+    fn direct_body(&self, extra: &serde_json::Value, prompt: &str) -> Bytes {
+        let mut body = serde_json::json!({
+            "model": self.direct_model,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": prompt}],
+        });
+        merge(&mut body, extra);
+        Bytes::from(body.to_string())
+    }
+}
+
+/// Deep-merge `extra` into `base` (objects merge, anything else replaces).
+pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
+    match (base, extra) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, e) => *b = e.clone(),
+    }
+}
+
+impl RequestSource for Source {
+    fn spec(&self, dest: Dest) -> &ProbeSpec {
+        match dest {
+            Dest::App(i) => &self.app[i.min(self.app.len() - 1)],
+            Dest::Direct(i) => &self.direct[i.min(self.direct.len().saturating_sub(1))].0,
+            // Config validation guarantees a [ping] section when pings are planned.
+            Dest::Ping => self.ping.as_ref().unwrap_or(&self.app[0]),
+        }
+    }
+
+    fn request(&self, planned: &Planned) -> RequestTemplate {
+        let prompt = &self.prompts[planned.prompt % self.prompts.len()];
+        match planned.dest {
+            Dest::App(_) => {
+                let mut r = self.spec(planned.dest).request.clone();
+                let template = r
+                    .body
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .unwrap_or_default();
+                r.body = Some(Bytes::from(fill(&template, &[("prompt", prompt)])));
+                if !self.tokens.is_empty() {
+                    let token = &self.tokens[planned.prompt % self.tokens.len()];
+                    if let Ok(h) = sensitive("authorization", &format!("Bearer {token}")) {
+                        r.headers.push(h);
+                    }
+                }
+                r
+            }
+            Dest::Direct(i) => {
+                let (spec, extra) = &self.direct[i.min(self.direct.len().saturating_sub(1))];
+                let mut r = spec.request.clone();
+                r.body = Some(self.direct_body(extra, prompt));
+                r
+            }
+            Dest::Ping => self.spec(Dest::Ping).request.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_escapes_and_merge_is_deep() {
+        assert_eq!(
+            fill(r#"{"m": "{prompt}"}"#, &[("prompt", "say \"hi\"\n")]),
+            r#"{"m": "say \"hi\"\n"}"#
+        );
+        let mut a = serde_json::json!({"model": "m", "provider": {"order": ["a"]}});
+        merge(&mut a, &serde_json::json!({"provider": {"ignore": ["b"]}}));
+        assert_eq!(
+            a,
+            serde_json::json!({"model": "m", "provider": {"order": ["a"], "ignore": ["b"]}})
+        );
+    }
+}
