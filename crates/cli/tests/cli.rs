@@ -4,98 +4,15 @@
 //! the documented ones (0 ok, 1 failed requests, 2 usage), and secrets from
 //! header values must never reach stdout or stderr.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+mod common;
 
+use std::process::Output;
+
+use common::{EmulatorProcess, assert_code, firsttoken, text};
 use serde_json::Value;
 
 const SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
 const SECRET: &str = "sk-secret-123";
-/// Longest any one command may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// `firsttoken emulate` as a child process, killed when dropped (also when a test panics).
-struct EmulatorProcess {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-}
-
-impl EmulatorProcess {
-    fn start() -> EmulatorProcess {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
-            .args(["emulate", "--listen", "127.0.0.1:0"])
-            .args(["--ttft-ms", "30", "--itl-ms", "2", "--tokens", "4"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start firsttoken emulate");
-        let mut guard = EmulatorProcess {
-            child,
-            base: String::new(),
-        };
-        let stdout = guard.child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        // Read the first line, then keep draining so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
-            }
-            for _ in lines {}
-        });
-        let first = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the emulator prints its address within 30 s");
-        guard.base = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .to_string();
-        assert!(guard.base.starts_with("http://127.0.0.1:"), "{first}");
-        guard
-    }
-
-    fn url(&self) -> String {
-        format!("{}/v1/chat/completions", self.base)
-    }
-}
-
-impl Drop for EmulatorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Run `firsttoken ARGS…` with a deadline.
-fn firsttoken(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = assert_cmd::Command::cargo_bin("firsttoken").expect("the firsttoken binary");
-    cmd.args(args).timeout(COMMAND_TIMEOUT);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("firsttoken ran")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-#[track_caller]
-fn assert_code(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-}
-
 /// stdout as JSON lines, each validated against the sample schema.
 #[track_caller]
 fn json_lines(out: &Output) -> Vec<Value> {

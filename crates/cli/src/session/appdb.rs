@@ -46,13 +46,15 @@ pub async fn count(url: &str, sql: &str) -> anyhow::Result<i64> {
             .context("the cleanup count query failed")?;
         drop(client);
         let _ = task.await;
-        row.try_get::<_, i64>(0).context("the count query must return one integer")
+        row.try_get::<_, i64>(0)
+            .context("the count query must return one integer")
     } else {
         let (url, sql) = (url.to_string(), sql.to_string());
         tokio::task::spawn_blocking(move || -> anyhow::Result<i64> {
             let c = rusqlite::Connection::open(&url)
                 .with_context(|| format!("cannot open the app database {url}"))?;
-            c.query_row(&sql, [], |r| r.get::<_, i64>(0)).context("the cleanup count query failed")
+            c.query_row(&sql, [], |r| r.get::<_, i64>(0))
+                .context("the cleanup count query failed")
         })
         .await?
     }
