@@ -13,8 +13,11 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-/// Serve `app` on `listener` until `shutdown` is cancelled, then wait for
-/// open requests to finish. With `tls`, every connection is a TLS one.
+/// How long a stop waits for open responses before closing them.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serve `app` on `listener` until `shutdown` is cancelled, then wait up to
+/// [`SHUTDOWN_GRACE`] for open requests to finish. With `tls`, every connection is a TLS one.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -62,7 +65,9 @@ pub async fn serve(
         }
     }
     drop(listener);
-    graceful.shutdown().await;
+    // Let open responses finish, but not forever: a stalled stream
+    // (`stall: forever`) must not keep the process alive after Ctrl-C.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
     Ok(())
 }
 
