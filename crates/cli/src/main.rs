@@ -3,6 +3,7 @@
 
 mod emulate;
 mod probe;
+mod refapp;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,8 @@ enum Command {
     Probe(Box<probe::ProbeArgs>),
     /// Run the OpenAI-compatible provider emulator (known TTFT, for tests and demos).
     Emulate(emulate::EmulateArgs),
+    /// Run the reference streaming LLM app (the system under test in demos).
+    Refapp(Box<refapp::RefappArgs>),
 }
 
 /// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Probe(args) => probe::run(*args).await,
             Command::Emulate(args) => emulate::run(args).await,
+            Command::Refapp(args) => refapp::run(*args).await,
         }
     });
     match result {
