@@ -96,9 +96,12 @@ pub(crate) async fn login(
 pub(crate) async fn conversation_messages(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(id): Path<i64>,
+    Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let user_id = authenticate(&state, &headers).await?;
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("no conversation {id:?}")))?;
     let messages = state
         .inner
         .store
@@ -143,4 +146,13 @@ pub(crate) async fn version(State(state): State<AppState>) -> Response {
 /// Any other path.
 pub(crate) async fn not_found() -> ApiError {
     ApiError::not_found("no such endpoint")
+}
+
+/// A known path with the wrong method.
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request_error",
+        "method not allowed on this endpoint",
+    )
 }

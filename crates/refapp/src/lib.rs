@@ -201,6 +201,7 @@ pub fn app(state: AppState) -> Router {
         .route("/health", get(api::health))
         .route("/version", get(api::version))
         .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

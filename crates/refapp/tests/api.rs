@@ -304,6 +304,15 @@ async fn health_version_request_id_and_unknown_routes() {
     let (s, v) = app.get_json("/nope", None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(v["error"]["code"], 404);
+    let (s, v) = app.get_json("/api/chat", None).await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(v["error"]["code"], 405);
+    let (_, token) = app.user().await;
+    let (s, v) = app
+        .get_json("/api/conversations/abc/messages", Some(&token))
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+    assert_eq!(v["error"]["code"], 404);
 
     let resp = app
         .http
@@ -423,6 +432,110 @@ async fn upstream_failing_mid_stream_is_an_sse_error_event() {
         .await;
     assert_eq!(v["messages"][1]["status"], "failed", "{v}");
     assert_eq!(v["messages"][1]["content"], "partial ");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_gets_model_key_provider_order_and_the_prompt() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let upstream = fake_upstream(Fake::Records(tx)).await;
+    let app = App::sqlite(&format!("http://{upstream}/v1/"), |o| {
+        o.model = "vendor/model-x".into();
+        o.upstream_key = Some("sk-test-123".into());
+        o.provider_order = vec!["alpha".into(), "beta".into()];
+    })
+    .await;
+    let (_, token) = app.user().await;
+    let r = app
+        .ask(
+            "/api/docs/ask",
+            &token,
+            json!({"message": "What is the dividend policy?"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.content(), "ok");
+    let raw = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let head = head.to_lowercase();
+    assert!(
+        head.starts_with("post /v1/chat/completions http/1.1"),
+        "{head}"
+    );
+    assert!(head.contains("authorization: bearer sk-test-123"), "{head}");
+    assert!(
+        head.contains(&format!(
+            "x-request-id: {}",
+            r.header("x-request-id").unwrap()
+        )),
+        "{head}"
+    );
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["model"], "vendor/model-x");
+    assert_eq!(v["stream"], true);
+    assert_eq!(v["provider"], json!({"order": ["alpha", "beta"]}));
+    let messages = v["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "What is the dividend policy?"
+    );
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.contains("[fairway-dividend-policy#1]"), "{system}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_leaving_mid_stream_stores_an_interrupted_answer() {
+    let emu = Emulator::start(20, 40, 50).await;
+    let app = App::sqlite(&emu.base_url(), |_| {}).await;
+    let (_, token) = app.user().await;
+    let mut resp = app
+        .http
+        .post(app.url("/api/chat"))
+        .bearer_auth(&token)
+        .body(json!({"message": "hello"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let conversation: i64 = resp.headers()["x-conversation-id"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("\"content\":\"The \"") {
+        let c = tokio::time::timeout(WAIT, resp.chunk())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&c.expect("more body")));
+    }
+    drop(resp); // the client goes away ~2 s before the answer would end
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, v) = app
+            .get_json(
+                &format!("/api/conversations/{conversation}/messages"),
+                Some(&token),
+            )
+            .await;
+        if let Some(answer) = v["messages"].get(1) {
+            assert_eq!(answer["status"], "interrupted", "{v}");
+            let words = answer["content"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count();
+            assert!((1..50).contains(&words), "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing stored: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     app.stop().await;
 }
 
@@ -552,6 +665,8 @@ enum Fake {
     Status500,
     Silent,
     BreaksMidStream,
+    /// Answer a short good stream and hand over the raw request.
+    Records(tokio::sync::mpsc::UnboundedSender<Vec<u8>>),
 }
 
 /// A misbehaving upstream on loopback.
@@ -573,7 +688,16 @@ async fn fake_upstream(kind: Fake) -> std::net::SocketAddr {
                         Ok(n) => got.extend_from_slice(&buf[..n]),
                     }
                 }
-                match *kind {
+                match &*kind {
+                    Fake::Records(tx) => {
+                        let _ = tx.send(got);
+                        let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = s.write_all(resp.as_bytes()).await;
+                    }
                     Fake::Status500 => {
                         let body =
                             r#"{"error":{"message":"model overloaded","type":"server_error"}}"#;

@@ -141,6 +141,51 @@ async fn cold_start_delays_the_first_request_after_an_idle_gap() {
     app.stop().await;
 }
 
+/// The largest gap between content chunks of one long stream while eight
+/// other requests each make 3000 database round trips.
+async fn stall_while_others_query(blocking: bool) -> f64 {
+    let emu = Emulator::start(20, 10, 60).await;
+    let app = App::sqlite(&emu.base_url(), |o| {
+        o.blocking_db = blocking;
+        o.db_roundtrips = 3000;
+    })
+    .await;
+    let (_, token) = app.user().await;
+    let long = async {
+        let r = app
+            .ask("/api/chat", &token, json!({"message": "long one"}))
+            .await;
+        let times: Vec<_> = r
+            .chunks_json()
+            .into_iter()
+            .filter(|(v, _)| v.pointer("/choices/0/delta/content").is_some())
+            .map(|(_, e)| e.at)
+            .collect();
+        times
+            .windows(2)
+            .map(|w| ms(w[1] - w[0]))
+            .fold(0.0, f64::max)
+    };
+    let others = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        futures_util::future::join_all((0..8).map(|_| chat(&app, &token))).await
+    };
+    let (gap, _) = tokio::join!(long, others);
+    app.stop().await;
+    gap
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_db_stalls_other_streams() {
+    let normal = stall_while_others_query(false).await;
+    let blocking = stall_while_others_query(true).await;
+    eprintln!("largest inter-chunk gap: default {normal:.1} ms, --blocking-db {blocking:.1} ms");
+    assert!(
+        blocking > normal,
+        "default {normal:.1} ms, blocking {blocking:.1} ms"
+    );
+}
+
 #[tokio::test]
 async fn blocking_db_still_answers_under_concurrency() {
     let emu = Emulator::start(50, 2, 4).await;
