@@ -3,6 +3,7 @@
 
 mod emulate;
 mod probe;
+mod refapp;
 mod session;
 
 use std::process::ExitCode;
@@ -42,6 +43,8 @@ enum Command {
     Import(session::ImportArgs),
     /// Retry a session's test-account cleanup.
     Cleanup(session::CleanupArgs),
+    /// Run the reference streaming LLM app (the system under test in demos).
+    Refapp(Box<refapp::RefappArgs>),
 }
 
 /// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
             Command::Export(args) => session::export(args).await,
             Command::Import(args) => session::import(args).await,
             Command::Cleanup(args) => session::cleanup(args).await,
+            Command::Refapp(args) => refapp::run(*args).await,
         }
     });
     match result {

@@ -1,0 +1,185 @@
+//! `firsttoken refapp`: the reference streaming LLM app as a server.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+
+use firsttoken_refapp::{AppState, Config, Options, serve};
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Routes: POST /api/auth/signup, /api/auth/login ({\"email\", \"password\"});
+POST /api/chat, /api/docs/ask, /api/message ({\"conversation_id\"?, \"message\"}, bearer token, SSE);
+GET /api/conversations/{id}/messages, /health, /version.
+The first line on stdout is the address it listens on, e.g. `listening on http://127.0.0.1:8090`.
+Known-bad modes (--serial, --blocking-db, --db-roundtrips, --buffered, --cold-start-ms) are off by default."
+)]
+pub struct RefappArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    listen: SocketAddr,
+    /// A SQLite file path (or sqlite://PATH), or postgres://user@host:port/db.
+    #[arg(long, value_name = "URL", default_value = "./firsttoken-refapp.db")]
+    database_url: String,
+    /// Base URL of an OpenAI-compatible API (`/chat/completions` is appended).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8089/v1")]
+    upstream_url: String,
+    /// Name of the environment variable holding the upstream API key (the key is never logged).
+    #[arg(long, value_name = "NAME")]
+    upstream_key_env: Option<String>,
+    /// Model name sent upstream.
+    #[arg(long, default_value = "emulated-model")]
+    model: String,
+    /// Provider preference sent as "provider": {"order": [...]} (OpenRouter style).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    provider_order: Vec<String>,
+    /// What GET /version reports instead of the git revision the app was built from.
+    #[arg(long, value_name = "LABEL")]
+    version_label: Option<String>,
+    /// Largest accepted request body; larger ones get 413.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    max_body_bytes: usize,
+    /// Passages retrieved per document question.
+    #[arg(long, default_value_t = 3)]
+    passages: usize,
+    /// Recent messages of a conversation put in the prompt.
+    #[arg(long, default_value_t = 20)]
+    history_limit: u32,
+    /// How long a database call may wait for a lock or connection before 503.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    db_timeout_ms: u64,
+    /// Longest silence from upstream (before headers or between chunks) before giving up.
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    upstream_timeout_ms: u64,
+    /// Known-bad: handle one request at a time.
+    #[arg(long)]
+    serial: bool,
+    /// Known-bad: run SQLite calls synchronously on the async worker threads.
+    #[arg(long)]
+    blocking_db: bool,
+    /// Known-bad: make N extra sequential database queries before streaming.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    db_roundtrips: u32,
+    /// Known-bad: no streaming; send the whole answer at once.
+    #[arg(long)]
+    buffered: bool,
+    /// Known-bad: delay a request by MS when the app has been idle (and the first one).
+    #[arg(long, value_name = "MS")]
+    cold_start_ms: Option<u64>,
+    /// How long without requests counts as idle for --cold-start-ms.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 30_000,
+        requires = "cold_start_ms"
+    )]
+    cold_start_idle_ms: u64,
+}
+
+/// Validated `refapp` arguments.
+struct RefappSpec {
+    listen: SocketAddr,
+    config: Config,
+}
+
+impl TryFrom<RefappArgs> for RefappSpec {
+    type Error = anyhow::Error;
+
+    fn try_from(a: RefappArgs) -> anyhow::Result<Self> {
+        let upstream_key = match &a.upstream_key_env {
+            None => None,
+            Some(name) => match std::env::var(name) {
+                Ok(k) if !k.trim().is_empty() => Some(k),
+                _ => anyhow::bail!(
+                    "--upstream-key-env {name}: the environment variable {name} is not set or empty"
+                ),
+            },
+        };
+        let options = Options {
+            database_url: a.database_url,
+            upstream_url: a.upstream_url,
+            upstream_key,
+            model: a.model,
+            provider_order: a.provider_order,
+            version_label: a.version_label,
+            max_body_bytes: a.max_body_bytes,
+            history_limit: a.history_limit,
+            passages: a.passages,
+            db_timeout: Duration::from_millis(a.db_timeout_ms),
+            upstream_read_timeout: Duration::from_millis(a.upstream_timeout_ms),
+            serial: a.serial,
+            blocking_db: a.blocking_db,
+            db_roundtrips: a.db_roundtrips,
+            buffered: a.buffered,
+            cold_start: a.cold_start_ms.map(Duration::from_millis),
+            cold_start_idle: Duration::from_millis(a.cold_start_idle_ms),
+            ..Options::default()
+        };
+        Ok(RefappSpec {
+            listen: a.listen,
+            config: Config::new(options)?,
+        })
+    }
+}
+
+/// Serve until Ctrl-C or SIGTERM.
+pub async fn run(args: RefappArgs) -> anyhow::Result<ExitCode> {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let RefappSpec { listen, config } = RefappSpec::try_from(args)?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {listen} (is another server using it? try --listen 127.0.0.1:0)"
+            )
+        })?;
+    let addr = listener.local_addr()?;
+    let summary = format!(
+        "refapp: database {}, upstream {} (model {}), known-bad modes: {}",
+        config.database().redacted(),
+        config.chat_completions_url(),
+        config.options().model,
+        known_bad(&config)
+    );
+    let state = AppState::new(config).await?;
+    println!("listening on http://{addr}");
+    eprintln!("{summary}; Ctrl-C stops");
+    let shutdown = crate::shutdown_token();
+    serve(listener, state, shutdown).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn known_bad(config: &Config) -> String {
+    let kb = config.known_bad();
+    let mut on = Vec::new();
+    if kb.serial {
+        on.push("serial".to_string());
+    }
+    if kb.blocking_db {
+        on.push("blocking-db".into());
+    }
+    if kb.db_roundtrips > 0 {
+        on.push(format!("db-roundtrips {}", kb.db_roundtrips));
+    }
+    if kb.buffered {
+        on.push("buffered".into());
+    }
+    if let Some((delay, idle)) = kb.cold_start {
+        on.push(format!(
+            "cold-start {} ms after {} ms idle",
+            delay.as_millis(),
+            idle.as_millis()
+        ));
+    }
+    if on.is_empty() {
+        "none".into()
+    } else {
+        on.join(", ")
+    }
+}

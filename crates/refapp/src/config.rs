@@ -1,0 +1,437 @@
+//! What the app is told to do: [`Options`] as given (every field public, with
+//! defaults), validated once into a [`Config`].
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the app keeps users, tokens, conversations and messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file (created when missing).
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection string (`postgres://user@host:port/db`); a
+    /// schema can be chosen with `?options=-c%20search_path%3Dmy_schema`.
+    Postgres(String),
+}
+
+impl Database {
+    /// `postgres://…` or `postgresql://…` selects PostgreSQL; `sqlite://PATH`,
+    /// `sqlite:PATH` or a bare path selects a SQLite file.
+    pub fn parse(url: &str) -> Result<Database, ConfigError> {
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Database::Postgres(url.to_string()));
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        if path.is_empty() {
+            return Err(ConfigError::new("database_url", "is empty"));
+        }
+        if path == ":memory:" || path.contains("mode=memory") {
+            // The store opens several connections; each would get its own
+            // empty in-memory database.
+            return Err(ConfigError::new(
+                "database_url",
+                "in-memory SQLite is not supported; give a file path",
+            ));
+        }
+        if let Some((scheme, _)) = path.split_once("://") {
+            return Err(ConfigError::new(
+                "database_url",
+                format!("unknown scheme {scheme:?}: use postgres://… or a SQLite file path"),
+            ));
+        }
+        Ok(Database::Sqlite(PathBuf::from(path)))
+    }
+
+    /// The URL with any password replaced by `***`, for logs and errors.
+    pub fn redacted(&self) -> String {
+        match self {
+            Database::Sqlite(p) => format!("sqlite:{}", p.display()),
+            Database::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// The app's settings as given, before validation. Start from
+/// `Options::default()` and change what you need.
+#[derive(Clone)]
+pub struct Options {
+    /// `postgres://…` or a SQLite path (see [`Database::parse`]).
+    pub database_url: String,
+    /// Base URL of an OpenAI-compatible API; `/chat/completions` is appended.
+    pub upstream_url: String,
+    /// The upstream API key, sent as `Authorization: Bearer …` (never logged).
+    pub upstream_key: Option<String>,
+    /// Model name sent upstream.
+    pub model: String,
+    /// Provider preference sent as `"provider": {"order": [...]}` (OpenRouter
+    /// style); nothing is sent when empty.
+    pub provider_order: Vec<String>,
+    /// What `GET /version` reports instead of the build's git revision.
+    pub version_label: Option<String>,
+    /// Largest accepted request body in bytes; larger ones get 413.
+    pub max_body_bytes: usize,
+    /// Recent messages of a conversation put in the prompt.
+    pub history_limit: u32,
+    /// Passages retrieved for a document question.
+    pub passages: usize,
+    /// How long a database operation may wait (SQLite busy timeout,
+    /// PostgreSQL pool wait and connect timeout) before the request gets 503.
+    pub db_timeout: Duration,
+    /// Upstream TCP (and TLS) connect timeout.
+    pub upstream_connect_timeout: Duration,
+    /// Longest silence from upstream (before headers or between chunks).
+    pub upstream_read_timeout: Duration,
+    /// Lifetime of a bearer token.
+    pub token_ttl: Duration,
+    /// Known-bad mode: one request at a time.
+    pub serial: bool,
+    /// Known-bad mode: SQLite work runs synchronously on the async worker.
+    pub blocking_db: bool,
+    /// Known-bad mode: this many extra sequential queries before streaming.
+    pub db_roundtrips: u32,
+    /// Known-bad mode: no streaming, the whole answer at once.
+    pub buffered: bool,
+    /// Known-bad mode: this delay before serving a request that comes after
+    /// an idle gap (or is the first one).
+    pub cold_start: Option<Duration>,
+    /// How long without requests counts as idle for `cold_start`.
+    pub cold_start_idle: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            database_url: "./firsttoken-refapp.db".into(),
+            upstream_url: "http://127.0.0.1:8089/v1".into(),
+            upstream_key: None,
+            model: "emulated-model".into(),
+            provider_order: Vec::new(),
+            version_label: None,
+            max_body_bytes: 64 * 1024,
+            history_limit: 20,
+            passages: 3,
+            db_timeout: Duration::from_secs(5),
+            upstream_connect_timeout: Duration::from_secs(10),
+            upstream_read_timeout: Duration::from_secs(120),
+            token_ttl: Duration::from_secs(30 * 24 * 3600),
+            serial: false,
+            blocking_db: false,
+            db_roundtrips: 0,
+            buffered: false,
+            cold_start: None,
+            cold_start_idle: Duration::from_secs(30),
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("database_url", &redact_password(&self.database_url))
+            .field("upstream_url", &self.upstream_url)
+            .field("upstream_key", &self.upstream_key.as_ref().map(|_| "***"))
+            .field("model", &self.model)
+            .field("provider_order", &self.provider_order)
+            .field("version_label", &self.version_label)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("history_limit", &self.history_limit)
+            .field("passages", &self.passages)
+            .field("db_timeout", &self.db_timeout)
+            .field("upstream_connect_timeout", &self.upstream_connect_timeout)
+            .field("upstream_read_timeout", &self.upstream_read_timeout)
+            .field("token_ttl", &self.token_ttl)
+            .field("known_bad", &KnownBad::from(self))
+            .finish()
+    }
+}
+
+/// The known-bad modes, all off by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KnownBad {
+    /// One request at a time.
+    pub serial: bool,
+    /// SQLite work on the async worker threads.
+    pub blocking_db: bool,
+    /// Extra sequential queries before streaming.
+    pub db_roundtrips: u32,
+    /// The whole answer at once.
+    pub buffered: bool,
+    /// Delay after an idle gap, and the gap.
+    pub cold_start: Option<(Duration, Duration)>,
+}
+
+impl From<&Options> for KnownBad {
+    fn from(o: &Options) -> Self {
+        KnownBad {
+            serial: o.serial,
+            blocking_db: o.blocking_db,
+            db_roundtrips: o.db_roundtrips,
+            buffered: o.buffered,
+            cold_start: o.cold_start.map(|d| (d, o.cold_start_idle)),
+        }
+    }
+}
+
+impl KnownBad {
+    /// True when no known-bad mode is on.
+    pub fn is_none(&self) -> bool {
+        *self == KnownBad::default()
+    }
+}
+
+/// A setting is unusable.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid {field}: {message}")]
+pub struct ConfigError {
+    /// Which setting.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(field: &'static str, message: impl Into<String>) -> Self {
+        ConfigError {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// Validated settings; build with [`Config::new`].
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) database: Database,
+    pub(crate) chat_completions_url: reqwest::Url,
+    pub(crate) upstream_key: Option<String>,
+    pub(crate) options: Options,
+    pub(crate) known_bad: KnownBad,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("database", &self.database.redacted())
+            .field("chat_completions_url", &self.chat_completions_url.as_str())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Check `options` and build the configuration.
+    pub fn new(options: Options) -> Result<Config, ConfigError> {
+        let database = Database::parse(&options.database_url)?;
+        let base = reqwest::Url::parse(options.upstream_url.trim())
+            .map_err(|e| ConfigError::new("upstream_url", format!("{e}")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+            return Err(ConfigError::new(
+                "upstream_url",
+                "must be an http:// or https:// URL with a host",
+            ));
+        }
+        if base.query().is_some() || base.fragment().is_some() {
+            return Err(ConfigError::new(
+                "upstream_url",
+                "must be a base URL without query or fragment, e.g. http://127.0.0.1:8089/v1",
+            ));
+        }
+        let mut with_slash = base.clone();
+        if !with_slash.path().ends_with('/') {
+            let p = format!("{}/", with_slash.path());
+            with_slash.set_path(&p);
+        }
+        let chat_completions_url = with_slash
+            .join("chat/completions")
+            .map_err(|e| ConfigError::new("upstream_url", format!("{e}")))?;
+        let upstream_key = match &options.upstream_key {
+            Some(k) if k.trim().is_empty() => {
+                return Err(ConfigError::new("upstream_key", "is empty"));
+            }
+            Some(k) if reqwest::header::HeaderValue::from_str(&format!("Bearer {k}")).is_err() => {
+                return Err(ConfigError::new(
+                    "upstream_key",
+                    "contains characters not allowed in an HTTP header",
+                ));
+            }
+            k => k.clone(),
+        };
+        if options.model.trim().is_empty() {
+            return Err(ConfigError::new("model", "is empty"));
+        }
+        if options.provider_order.iter().any(|p| p.trim().is_empty()) {
+            return Err(ConfigError::new(
+                "provider_order",
+                "has an empty provider name",
+            ));
+        }
+        if let Some(l) = &options.version_label
+            && l.trim().is_empty()
+        {
+            return Err(ConfigError::new("version_label", "is empty"));
+        }
+        if options.max_body_bytes < 256 {
+            return Err(ConfigError::new(
+                "max_body_bytes",
+                "must be at least 256 bytes",
+            ));
+        }
+        if options.passages == 0 || options.passages > 20 {
+            return Err(ConfigError::new("passages", "must be between 1 and 20"));
+        }
+        if options.history_limit > 1000 {
+            return Err(ConfigError::new("history_limit", "must be at most 1000"));
+        }
+        for (field, d) in [
+            ("db_timeout", options.db_timeout),
+            ("upstream_connect_timeout", options.upstream_connect_timeout),
+            ("upstream_read_timeout", options.upstream_read_timeout),
+            ("token_ttl", options.token_ttl),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::new(field, "must be greater than zero"));
+            }
+        }
+        if options.db_roundtrips > 10_000 {
+            return Err(ConfigError::new("db_roundtrips", "must be at most 10000"));
+        }
+        if options.blocking_db && matches!(database, Database::Postgres(_)) {
+            // tokio-postgres has no synchronous API: blocking a worker on it
+            // can deadlock the runtime instead of merely slowing it, and a
+            // silent fallback would lie about the mode.
+            return Err(ConfigError::new(
+                "blocking_db",
+                "applies to the SQLite store only",
+            ));
+        }
+        if options.cold_start.is_some() && options.cold_start_idle.is_zero() {
+            return Err(ConfigError::new(
+                "cold_start_idle",
+                "must be greater than zero",
+            ));
+        }
+        Ok(Config {
+            database,
+            chat_completions_url,
+            upstream_key,
+            known_bad: KnownBad::from(&options),
+            options,
+        })
+    }
+
+    /// The database chosen.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// The full upstream URL requests go to.
+    pub fn chat_completions_url(&self) -> &str {
+        self.chat_completions_url.as_str()
+    }
+
+    /// The settings as given.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The known-bad modes that are on.
+    pub fn known_bad(&self) -> KnownBad {
+        self.known_bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_urls() {
+        assert_eq!(
+            Database::parse("postgres://u@h/db").ok(),
+            Some(Database::Postgres("postgres://u@h/db".into()))
+        );
+        assert_eq!(
+            Database::parse("sqlite://a/b.db").ok(),
+            Some(Database::Sqlite("a/b.db".into()))
+        );
+        assert_eq!(
+            Database::parse("x.db").ok(),
+            Some(Database::Sqlite("x.db".into()))
+        );
+        assert!(Database::parse("mysql://h/db").is_err());
+        assert!(Database::parse(":memory:").is_err());
+        assert!(Database::parse("").is_err());
+    }
+
+    #[test]
+    fn password_is_redacted() {
+        assert_eq!(
+            redact_password("postgres://u:secret@h:5/db?x=1"),
+            "postgres://u:***@h:5/db?x=1"
+        );
+        assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn upstream_url_gets_the_endpoint() {
+        for base in ["http://127.0.0.1:8089/v1", "http://127.0.0.1:8089/v1/"] {
+            let c = Config::new(Options {
+                upstream_url: base.into(),
+                ..Options::default()
+            })
+            .map_err(|e| e.to_string());
+            assert_eq!(
+                c.map(|c| c.chat_completions_url().to_string()),
+                Ok("http://127.0.0.1:8089/v1/chat/completions".to_string())
+            );
+        }
+        assert!(
+            Config::new(Options {
+                upstream_url: "ftp://x/v1".into(),
+                ..Options::default()
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn blocking_db_needs_sqlite() {
+        let e = Config::new(Options {
+            database_url: "postgres://u@h/db".into(),
+            blocking_db: true,
+            ..Options::default()
+        });
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let o = Options {
+            upstream_key: Some("sk-very-secret".into()),
+            ..Options::default()
+        };
+        assert!(!format!("{o:?}").contains("very-secret"));
+        let c = Config::new(o).map(|c| format!("{c:?}")).unwrap_or_default();
+        assert!(!c.is_empty() && !c.contains("very-secret"));
+    }
+}

@@ -1,0 +1,238 @@
+//! The reference streaming LLM app: a small but real chat backend, written
+//! the way a careful Rust team would (axum, tokio, a pooled upstream client,
+//! SQLite or PostgreSQL), so firsttoken has an honest system to measure.
+//! It depends on none of firsttoken's crates.
+//!
+//! Routes:
+//! - `POST /api/auth/signup`, `POST /api/auth/login`: `{"email", "password"}`
+//!   → `{"user_id", "email", "token", "token_type": "bearer", "expires_at"}`.
+//! - `POST /api/chat` (fast path), `POST /api/docs/ask` (BM25 retrieval over a
+//!   bundled corpus), `POST /api/message` (routed by [`route::decide`]):
+//!   `{"conversation_id"?: int, "message": string}` with a bearer token →
+//!   an SSE stream of OpenAI `chat.completion.chunk`s.
+//! - `GET /api/conversations/{id}/messages`, `GET /health`, `GET /version`.
+//!
+//! Every answer carries `Server-Timing` (`auth`, `db`, `retrieve`,
+//! `upstream_connect`: what happened before the stream), `X-Route`,
+//! `X-Request-Id`, and ends with `event: server-timing` (`upstream_ttft`,
+//! `stream`, `store`, `total`) after `data: [DONE]`.
+//!
+//! Known-bad modes, all off by default, reproduce common latency mistakes:
+//! serial handling, blocking database calls on the runtime, extra database
+//! round trips, buffering the whole answer, and a cold start after idling.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use firsttoken_refapp::{Config, Options, run};
+//! let config = Config::new(Options {
+//!     database_url: "/tmp/refapp.db".into(),
+//!     upstream_url: "http://127.0.0.1:8089/v1".into(),
+//!     ..Options::default()
+//! })?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8090").await?;
+//! let shutdown = tokio_util::sync::CancellationToken::new();
+//! run(listener, config, shutdown).await?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+mod answer;
+mod api;
+mod auth;
+pub mod config;
+mod http;
+pub mod retrieve;
+pub mod route;
+pub mod store;
+mod upstream;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{Config, ConfigError, Database, KnownBad, Options};
+pub use retrieve::DocIndex;
+pub use store::{Store, StoreError, StoreOptions};
+
+/// The git revision the crate was built from (`unknown` without git).
+pub const GIT_REVISION: &str = env!("FIRSTTOKEN_REFAPP_GIT_REVISION");
+
+/// The app cannot start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum RefappError {
+    /// A setting is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The database cannot be opened or migrated.
+    #[error("cannot open the database {target}: {cause}")]
+    Store {
+        /// The database (password redacted).
+        target: String,
+        /// Why (in the message, not chained, so it is printed once).
+        cause: StoreError,
+    },
+    /// The upstream HTTP client cannot be built (e.g. no TLS roots).
+    #[error("cannot build the upstream HTTP client: {0}")]
+    Client(String),
+    /// Accepting connections failed.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct Shared {
+    config: Config,
+    store: Store,
+    upstream: upstream::Upstream,
+    index: DocIndex,
+    serial: Option<Arc<Semaphore>>,
+    cold: Option<ColdStart>,
+}
+
+struct ColdStart {
+    delay: Duration,
+    idle: Duration,
+    last: Mutex<Option<Instant>>,
+}
+
+/// The app's state: configuration, store, upstream client, document index.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Shared>,
+}
+
+impl AppState {
+    /// Open the store (running migrations), build the upstream client and
+    /// the document index.
+    pub async fn new(config: Config) -> Result<AppState, RefappError> {
+        let store = Store::open(
+            config.database(),
+            StoreOptions {
+                timeout: config.options.db_timeout,
+                blocking: config.known_bad.blocking_db,
+            },
+        )
+        .await
+        .map_err(|cause| RefappError::Store {
+            target: config.database().redacted(),
+            cause,
+        })?;
+        Self::with_store(config, store)
+    }
+
+    /// Like [`AppState::new`] with a store opened by the caller.
+    pub fn with_store(config: Config, store: Store) -> Result<AppState, RefappError> {
+        let upstream =
+            upstream::Upstream::new(&config).map_err(|e| RefappError::Client(e.to_string()))?;
+        let kb = config.known_bad;
+        Ok(AppState {
+            inner: Arc::new(Shared {
+                serial: kb.serial.then(|| Arc::new(Semaphore::new(1))),
+                cold: kb.cold_start.map(|(delay, idle)| ColdStart {
+                    delay,
+                    idle,
+                    last: Mutex::new(None),
+                }),
+                index: DocIndex::bundled(),
+                upstream,
+                store,
+                config,
+            }),
+        })
+    }
+
+    /// The store, e.g. for a test to look at or clean up what was written.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// With `--serial`, the one permit (waits for it); otherwise `None`.
+    async fn serial_permit(&self) -> Option<OwnedSemaphorePermit> {
+        let sem = self.inner.serial.clone()?;
+        // The semaphore is never closed, so acquiring only waits.
+        sem.acquire_owned().await.ok()
+    }
+
+    /// With `--cold-start-ms`, the delay owed by a request arriving now.
+    fn cold_start_delay(&self) -> Option<Duration> {
+        let cold = self.inner.cold.as_ref()?;
+        let now = Instant::now();
+        let mut last = cold.last.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = last.is_none_or(|t| now.duration_since(t) >= cold.idle);
+        *last = Some(now);
+        idle.then_some(cold.delay)
+    }
+
+    /// Mark activity (an answer finished), for the cold-start idle clock:
+    /// a long stream keeps the app warm.
+    fn touch(&self) {
+        if let Some(cold) = &self.inner.cold {
+            *cold.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        }
+    }
+}
+
+/// The app's routes.
+pub fn app(state: AppState) -> Router {
+    let limit = state.inner.config.options.max_body_bytes;
+    Router::new()
+        .route("/api/auth/signup", post(api::signup))
+        .route("/api/auth/login", post(api::login))
+        .route("/api/chat", post(answer::chat))
+        .route("/api/docs/ask", post(answer::docs_ask))
+        .route("/api/message", post(answer::message))
+        .route(
+            "/api/conversations/{id}/messages",
+            get(api::conversation_messages),
+        )
+        .route("/health", get(api::health))
+        .route("/version", get(api::version))
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::stamp,
+        ))
+        .with_state(state)
+}
+
+/// Serve `state` on `listener` until `shutdown` is cancelled, then let open
+/// requests finish. Accepted sockets get TCP_NODELAY: without it, Nagle's
+/// algorithm and delayed ACKs hold small SSE writes back by ~40 ms.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> Result<(), RefappError> {
+    let listener = listener.tap_io(|s| {
+        let _ = s.set_nodelay(true);
+    });
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
+/// Open everything for `config`, then [`serve`] until `shutdown`.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: CancellationToken,
+) -> Result<(), RefappError> {
+    let state = AppState::new(config).await?;
+    serve(listener, state, shutdown).await
+}

@@ -1,0 +1,341 @@
+//! The app on PostgreSQL (`DATABASE_URL`), each test in its own schema
+//! `refapp_test_<random>` (chosen through the URL's `options=-c search_path=…`),
+//! dropped at the end. Without `DATABASE_URL` the tests say so loudly and pass.
+//!
+//! "Database down" is simulated honestly: the app reaches PostgreSQL through
+//! a TCP relay that the test cuts mid-run, so the pool's connections break
+//! and new ones are refused. The app then answers 503; a PostgreSQL that is
+//! unreachable at start is a startup error instead (migrations run at start).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::{App, Emulator, WAIT, closed_port, email};
+use firsttoken_refapp::{AppState, Config, Options};
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+fn database_url() -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(u) if !u.trim().is_empty() => Some(u),
+        _ => {
+            eprintln!("SKIPPED: DATABASE_URL not set (PostgreSQL tests did not run)");
+            None
+        }
+    }
+}
+
+/// A throwaway schema, dropped on drop.
+struct Schema {
+    base_url: String,
+    name: String,
+}
+
+impl Schema {
+    async fn create(base_url: &str) -> Schema {
+        let name = common::unique("refapp_test_");
+        let (client, conn) = tokio_postgres::connect(base_url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to DATABASE_URL");
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .await
+            .expect("create schema");
+        Schema {
+            base_url: base_url.to_string(),
+            name,
+        }
+    }
+
+    /// The URL with this schema first on the search path, optionally via
+    /// another host:port.
+    fn url(&self, via: Option<SocketAddr>) -> String {
+        let mut url = self.base_url.clone();
+        if let Some(addr) = via {
+            let (scheme, rest) = url.split_once("://").unwrap();
+            let (userinfo, hostpath) = match rest.rsplit_once('@') {
+                Some((u, h)) => (format!("{u}@"), h.to_string()),
+                None => (String::new(), rest.to_string()),
+            };
+            let path = hostpath.find(['/', '?']).map_or("", |i| &hostpath[i..]);
+            url = format!("{scheme}://{userinfo}{addr}{path}");
+        }
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}options=-c%20search_path%3D{}", self.name)
+    }
+
+    async fn client(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.url(None), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let (url, name) = (self.base_url.clone(), self.name.clone());
+        // Drop runs inside the test's runtime: clean up from a thread of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async {
+                if let Ok((c, conn)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+                    tokio::spawn(conn);
+                    let _ = c
+                        .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn options(db: String, upstream: &Emulator) -> Options {
+    Options {
+        database_url: db,
+        upstream_url: upstream.base_url(),
+        db_timeout: Duration::from_secs(2),
+        ..Options::default()
+    }
+}
+
+#[tokio::test]
+async fn postgres_accounts_chat_docs_and_cascading_delete() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::create(&url).await;
+    let emu = Emulator::start(50, 5, 6).await;
+    let app = App::start(options(schema.url(None), &emu)).await;
+
+    let (s, v) = app.get_json("/health", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["database"], "postgres");
+
+    let creds = json!({"email": email(), "password": "correct horse battery"});
+    let (s, v, _) = app.post_json("/api/auth/signup", None, &creds).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let user_id = v["user_id"].as_i64().unwrap();
+    let (s, _, _) = app.post_json("/api/auth/signup", None, &creds).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    let (s, v, _) = app.post_json("/api/auth/login", None, &creds).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let token = v["token"].as_str().unwrap().to_string();
+    let (s, _, _) = app
+        .post_json("/api/chat", Some("ftr_bogus"), &json!({"message": "hi"}))
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
+    let r = app
+        .ask("/api/chat", &token, json!({"message": "hello there"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let conversation = r.meta()["conversation_id"].as_i64().unwrap();
+    let h = r.server_timing_header();
+    assert!(
+        ["auth", "db", "upstream_connect"]
+            .iter()
+            .all(|k| h.contains_key(*k))
+    );
+    let r2 = app
+        .ask(
+            "/api/message",
+            &token,
+            json!({"conversation_id": conversation, "message": "What does the mortgage rate sheet say about rate locks?"}),
+        )
+        .await;
+    assert_eq!(r2.status, StatusCode::OK, "{}", r2.body);
+    assert_eq!(r2.header("x-route"), Some("docs"));
+    assert!(r2.server_timing_header().contains_key("retrieve"));
+    let ids = r2.meta()["passage_ids"].clone();
+    assert!(ids.as_array().is_some_and(|a| !a.is_empty()));
+
+    let (s, v) = app
+        .get_json(
+            &format!("/api/conversations/{conversation}/messages"),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4, "{v}");
+    assert_eq!(msgs[1]["content"], r.content().as_str());
+    assert_eq!(msgs[3]["passage_ids"], ids);
+    assert!(msgs[3]["created_at"].as_str().unwrap().ends_with('Z'));
+
+    // Roundtrips show in the db phase here too.
+    app.stop().await;
+    let busy = App::start(Options {
+        db_roundtrips: 200,
+        ..options(schema.url(None), &emu)
+    })
+    .await;
+    let r3 = busy
+        .ask(
+            "/api/chat",
+            &token,
+            json!({"conversation_id": conversation, "message": "again"}),
+        )
+        .await;
+    assert_eq!(r3.status, StatusCode::OK);
+    assert!(r3.server_timing_header()["db"] > h["db"]);
+
+    // Deleting the user empties its rows everywhere.
+    assert!(busy.state.store().delete_user(user_id).await.unwrap());
+    let c = schema.client().await;
+    for table in ["users", "tokens", "conversations", "messages"] {
+        let n: i64 = c
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table}");
+    }
+    busy.stop().await;
+}
+
+#[tokio::test]
+async fn postgres_migrations_are_idempotent() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::create(&url).await;
+    let emu = Emulator::start(10, 1, 1).await;
+    for _ in 0..2 {
+        let config = Config::new(options(schema.url(None), &emu)).unwrap();
+        let state = tokio::time::timeout(WAIT, AppState::new(config))
+            .await
+            .unwrap();
+        assert!(state.is_ok(), "{:?}", state.err());
+    }
+    let c = schema.client().await;
+    let versions: i64 = c
+        .query_one("SELECT count(*) FROM schema_version", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(versions, 1);
+}
+
+#[tokio::test]
+async fn postgres_unreachable_at_start_is_a_clear_startup_error() {
+    if database_url().is_none() {
+        return;
+    }
+    let closed = closed_port().await;
+    let config = Config::new(Options {
+        database_url: format!("postgres://postgres@{closed}/test"),
+        db_timeout: Duration::from_secs(1),
+        ..Options::default()
+    })
+    .unwrap();
+    let t = Instant::now();
+    let r = tokio::time::timeout(WAIT, AppState::new(config))
+        .await
+        .unwrap();
+    let e = r.err().expect("startup error").to_string();
+    assert!(
+        e.contains("cannot open the database postgres://") && e.contains("unavailable"),
+        "{e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn postgres_going_down_mid_run_is_503() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::create(&url).await;
+    let target = pg_addr(&url).await;
+    let relay = Relay::start(target).await;
+    let emu = Emulator::start(20, 1, 2).await;
+    let app = App::start(Options {
+        db_timeout: Duration::from_millis(500),
+        ..options(schema.url(Some(relay.addr)), &emu)
+    })
+    .await;
+    let (_, token) = app.user().await;
+    let r = app.ask("/api/chat", &token, json!({"message": "hi"})).await;
+    assert_eq!(r.status, StatusCode::OK);
+
+    relay.cut();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t = Instant::now();
+    let (s, v, _) = app
+        .post_json("/api/chat", Some(&token), &json!({"message": "hi"}))
+        .await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    assert_eq!(v["error"]["type"], "database_unavailable");
+    let (s, v) = app.get_json("/health", None).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    app.stop().await;
+}
+
+/// The host:port of a postgres:// URL.
+async fn pg_addr(url: &str) -> SocketAddr {
+    let rest = url.split_once("://").unwrap().1;
+    let host_part = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let end = host_part.find(['/', '?']).unwrap_or(host_part.len());
+    let hostport = &host_part[..end];
+    let hostport = if hostport.contains(':') {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:5432")
+    };
+    tokio::net::lookup_host(hostport)
+        .await
+        .unwrap()
+        .next()
+        .unwrap()
+}
+
+/// A TCP relay to PostgreSQL that can be cut: the listener closes and every
+/// relayed connection is dropped.
+struct Relay {
+    addr: SocketAddr,
+    cut: CancellationToken,
+}
+
+impl Relay {
+    async fn start(target: SocketAddr) -> Relay {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let cut = CancellationToken::new();
+        let c = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut inbound, _) = tokio::select! {
+                    _ = c.cancelled() => return,
+                    r = l.accept() => match r { Ok(x) => x, Err(_) => return },
+                };
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = c.cancelled() => {}
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    }
+                });
+            }
+        });
+        Relay { addr, cut }
+    }
+
+    fn cut(&self) {
+        self.cut.cancel();
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.cut.cancel();
+    }
+}
