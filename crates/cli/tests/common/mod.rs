@@ -19,9 +19,23 @@ pub struct EmulatorProcess {
 
 impl EmulatorProcess {
     pub fn start() -> EmulatorProcess {
+        EmulatorProcess::start_with(&[
+            "emulate",
+            "--listen",
+            "127.0.0.1:0",
+            "--ttft-ms",
+            "30",
+            "--itl-ms",
+            "2",
+            "--tokens",
+            "4",
+        ])
+    }
+
+    /// Any `firsttoken` server subcommand that prints `listening on URL` first.
+    pub fn start_with(args: &[&str]) -> EmulatorProcess {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
-            .args(["emulate", "--listen", "127.0.0.1:0"])
-            .args(["--ttft-ms", "30", "--itl-ms", "2", "--tokens", "4"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

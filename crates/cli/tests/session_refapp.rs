@@ -1,0 +1,314 @@
+//! Sessions against the reference app with test accounts: sign-up of
+//! `@bench.invalid` users, their tokens on every request, and cleanup by
+//! exact id with 0 residual rows verified, also after Ctrl-C; on SQLite and
+//! (when `DATABASE_URL` is set) PostgreSQL for both the app and the store.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{EmulatorProcess, assert_code, firsttoken, text};
+
+fn config(app: &str, emu: &str, warm: u32) -> String {
+    format!(
+        r#"
+[session]
+network = "loopback-test"
+emulated = true
+
+[app]
+base_url = "{app}"
+version_path = "/version"
+
+[[app.paths]]
+name = "chat"
+path = "/api/chat"
+body = '{{"message": "{{prompt}}"}}'
+
+[[app.paths]]
+name = "docs"
+path = "/api/docs/ask"
+body = '{{"message": "{{prompt}}"}}'
+
+[app.auth]
+signup_path = "/api/auth/signup"
+body = '{{"email": "{{email}}", "password": "{{password}}"}}'
+token_pointer = "/token"
+id_pointer = "/user_id"
+accounts = 2
+
+[app.cleanup]
+database_url_env = "FT_TEST_APP_DB"
+delete_sql = "DELETE FROM users WHERE id IN ({{ids}})"
+count_sql = "SELECT count(*) FROM users WHERE id IN ({{ids}})"
+
+[direct]
+url = "{emu}/v1/chat/completions"
+model = "emulated-model"
+
+[ping]
+url = "{app}/health"
+
+[prompts]
+list = ["What was the operating margin according to the annual report?", "hello"]
+
+[phases]
+ping = 1
+warm = {warm}
+fresh = 1
+direct = 1
+"#
+    )
+}
+
+struct World {
+    _emu: EmulatorProcess,
+    _app: EmulatorProcess,
+    dir: tempfile::TempDir,
+    app_db: String,
+    cfg: String,
+}
+
+fn world(app_db: Option<String>, warm: u32) -> World {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app_db = app_db.unwrap_or_else(|| dir.path().join("app.db").display().to_string());
+    let upstream = format!("{}/v1", emu.base);
+    let app = EmulatorProcess::start_with(&[
+        "refapp",
+        "--listen",
+        "127.0.0.1:0",
+        "--database-url",
+        &app_db,
+        "--upstream-url",
+        &upstream,
+        "--version-label",
+        "test-v1",
+    ]);
+    let cfg_path = dir.path().join("ft.toml");
+    std::fs::write(&cfg_path, config(&app.base, &emu.base, warm)).unwrap();
+    World {
+        _emu: emu,
+        _app: app,
+        cfg: cfg_path.display().to_string(),
+        app_db,
+        dir,
+    }
+}
+
+fn users_left(app_db: &str) -> i64 {
+    if app_db.starts_with("postgres") {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (c, conn) = tokio_postgres::connect(app_db, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            c.query_one(
+                "SELECT count(*) FROM users WHERE email LIKE '%@bench.invalid'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+        })
+    } else {
+        let c = rusqlite::Connection::open(app_db).unwrap();
+        c.query_row(
+            "SELECT count(*) FROM users WHERE email LIKE '%@bench.invalid'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
+}
+
+fn session_line(store: &str) -> serde_json::Value {
+    let out = firsttoken(&["sessions", "--store", store], &[]);
+    assert_code(&out, 0);
+    let id = text(&out.stdout)
+        .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
+        .find(|w| w.len() > 16 && w.contains("Z-"))
+        .expect("a session id")
+        .to_string();
+    let exp = firsttoken(&["export", "--store", store, "--session", &id], &[]);
+    assert_code(&exp, 0);
+    serde_json::from_str(text(&exp.stdout).lines().next().unwrap()).unwrap()
+}
+
+fn run_complete(w: &World, store: &str) {
+    let out = firsttoken(
+        &["run", "-c", &w.cfg, "--store", store],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
+    assert_code(&out, 0);
+    let summary = text(&out.stdout);
+    assert!(summary.contains("0 residual rows"), "{summary}");
+    let session = session_line(store);
+    assert_eq!(
+        session["labels"]["code_version"], "test-v1",
+        "read from the app's /version"
+    );
+    let cleanup = &session["cleanup"];
+    assert_eq!(
+        cleanup["created_ids"].as_array().map(Vec::len),
+        Some(2),
+        "{cleanup}"
+    );
+    assert_eq!(cleanup["residual"], 0, "{cleanup}");
+    assert_eq!(
+        users_left(&w.app_db),
+        0,
+        "the test accounts are gone from the app"
+    );
+}
+
+#[test]
+fn test_accounts_are_created_used_and_removed_on_sqlite() {
+    let w = world(None, 2);
+    let store = w.dir.path().join("s.db").display().to_string();
+    run_complete(&w, &store);
+    // Requests went through the accounts' tokens: the app routed and answered them.
+    let exp = firsttoken(
+        &[
+            "export",
+            "--store",
+            &store,
+            "--session",
+            session_line(&store)["id"].as_str().unwrap(),
+        ],
+        &[],
+    );
+    let rows: Vec<serde_json::Value> = text(&exp.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let app_rows: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["path"] == "chat" || r["path"] == "docs")
+        .collect();
+    assert!(!app_rows.is_empty());
+    assert!(
+        app_rows.iter().all(|r| r["sample"]["status"] == 200),
+        "every app request was authorised"
+    );
+    assert!(
+        app_rows.iter().any(|r| r["sample"]["route"] == "docs"),
+        "the docs path reported its route"
+    );
+    assert!(
+        app_rows
+            .iter()
+            .all(|r| r["sample"]["server_timing"]["total"].is_number()),
+        "Server-Timing read"
+    );
+}
+
+#[test]
+fn ctrl_c_still_cleans_up_to_zero_residual_rows() {
+    let w = world(None, 500);
+    let store = w.dir.path().join("s.db").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+        .args(["run", "-c", &w.cfg, "--store", &store, "-q"])
+        .env("FT_TEST_APP_DB", &w.app_db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "run did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+    let session = session_line(&store);
+    assert_eq!(session["status"]["state"], "partial");
+    assert_eq!(session["cleanup"]["residual"], 0, "{}", session["cleanup"]);
+    assert_eq!(users_left(&w.app_db), 0);
+}
+
+#[test]
+fn a_missing_cleanup_database_is_reported_not_hidden() {
+    let w = world(None, 1);
+    let store = w.dir.path().join("s.db").display().to_string();
+    // FT_TEST_APP_DB unset: the accounts cannot be deleted, and the run says so.
+    let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &[]);
+    assert_code(&out, 1);
+    assert!(
+        text(&out.stdout).contains("cleanup FAILED"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        users_left(&w.app_db),
+        2,
+        "nothing was deleted without the database"
+    );
+    // `firsttoken cleanup` retries with the database named.
+    let id = session_line(&store)["id"].as_str().unwrap().to_string();
+    let retry = firsttoken(
+        &["cleanup", "--store", &store, "--session", &id, "-c", &w.cfg],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
+    assert_code(&retry, 0);
+    assert_eq!(users_left(&w.app_db), 0);
+    assert_eq!(session_line(&store)["cleanup"]["residual"], 0);
+}
+
+#[test]
+fn postgres_app_and_postgres_store() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("SKIPPED: DATABASE_URL not set (PostgreSQL refapp session test)");
+        return;
+    };
+    let schema = format!("ft_cli_refapp_{}", std::process::id());
+    let exec = |sql: String| {
+        let url = url.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            c.batch_execute(&sql).await.unwrap();
+        });
+    };
+    exec(format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema}_app; CREATE SCHEMA IF NOT EXISTS {schema}_store"
+    ));
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let app_db = format!("{url}{sep}options=-c%20search_path%3D{schema}_app");
+    let store = format!("{url}{sep}options=-c%20search_path%3D{schema}_store");
+    let result = std::panic::catch_unwind(|| {
+        let w = world(Some(app_db.clone()), 2);
+        run_complete(&w, &store);
+        assert!(Path::new(&w.cfg).exists());
+    });
+    exec(format!(
+        "DROP SCHEMA {schema}_app CASCADE; DROP SCHEMA {schema}_store CASCADE"
+    ));
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
