@@ -198,7 +198,8 @@ fn main() {
         GroupKey::Concurrency,
         GroupKey::Day,
     ];
-    // Each part alone first (for the breakdown), then everything at once.
+    // Each part alone first (for the breakdown), then everything at once
+    // (analyze() = pooled + the eight diagnostics).
     let time = |name: &str, f: &dyn Fn() -> usize| {
         let t = Instant::now();
         let n = f();
@@ -208,6 +209,7 @@ fn main() {
         );
     };
     use firsttoken_analyze::diagnose::*;
+    // group_summaries is the plain grouped table (analyze() reports the pooled form).
     time("groups", &|| {
         firsttoken_analyze::group::group_summaries(
             &frame,
