@@ -5,6 +5,25 @@
 //! for sorted values `x[0..n]` and `p` in `[0, 100]`, the rank is
 //! `h = (n − 1)·p/100` and the result `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])`.
 //!
+//! On top of that:
+//!
+//! - [`estimate`]: the one shape of an estimate, `Estimate { point,
+//!   standard_error, ci }`, and [`Stat`], an estimate or "n too small".
+//! - [`bootstrap`]: exact bootstrap CIs of percentiles in O(n) after a sort,
+//!   and seeded bootstrap CIs of differences and ratios.
+//! - [`rank`]: Mann–Whitney U and Cliff's delta; [`mod@compare`]: comparisons
+//!   with a verdict (faster / slower / no significant change).
+//! - [`frame`]: rows validated into a compact table ([`Frame`]);
+//!   [`mod@group`]: grouping by ten keys (provenance always one of them);
+//!   [`session`]: per-session medians and pooled distributions.
+//! - [`diagnose`]: app overhead, connection cost, concurrency wall, cold
+//!   start, providers, paths and routes, drift, claims and limits.
+//! - [`analyze()`]: all of it at once, as one serializable [`Analysis`].
+//!
+//! Warm-up samples and failed samples never enter timing statistics;
+//! failures are counted as error rates. Every random draw comes from
+//! [`Settings::seed`], the session's seed, never the clock.
+//!
 //! ```
 //! use firsttoken_analyze::{percentile, Summary};
 //! let xs = [1.0, 2.0, 3.0, 4.0];
@@ -12,10 +31,264 @@
 //! let s = Summary::of(&xs).unwrap();
 //! assert_eq!((s.n, s.min, s.max), (4, 1.0, 4.0));
 //! ```
+//!
+//! ```
+//! use firsttoken_analyze::{Percentile, Samples, Settings};
+//! let ttft = Samples::new((1..=40).map(|i| 100.0 + f64::from(i)).collect()).unwrap();
+//! let p95 = ttft.stat(Percentile::P95, &Settings::new(42));
+//! let e = p95.estimate().unwrap();
+//! assert!(e.ci.lower <= e.point && e.point <= e.ci.upper);
+//! // p99 needs 100 samples.
+//! assert!(ttft.stat(Percentile::P99, &Settings::new(42)).estimate().is_none());
+//! ```
 #![deny(missing_docs)]
 
-use firsttoken_record::{Phase, Sample};
+pub mod bootstrap;
+pub mod compare;
+pub mod diagnose;
+pub mod estimate;
+pub mod frame;
+pub mod group;
+pub mod rank;
+pub mod samples;
+pub mod session;
+
+mod analysis;
+mod fmt;
+mod special;
+#[cfg(test)]
+mod testutil;
+
+pub use analysis::{Analysis, analyze, analyze_rows};
+pub use compare::{Comparison, Verdict, compare};
+pub use estimate::{Ci, Estimate, Percentile, Stat, min_n};
+pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
+pub use group::{Group, GroupKey, GroupLabel, group};
+pub use samples::{Counts, MetricSummary, Samples};
+
 use serde::Serialize;
+
+/// What can go wrong in analysis: bad input, never a statistic that cannot
+/// be computed (that is a [`Stat::TooSmall`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnalyzeError {
+    /// A percentile rank outside [0, 100).
+    #[error("percentile {p} is outside [0, 100)")]
+    BadPercentile {
+        /// The rank given.
+        p: f64,
+    },
+    /// A NaN or infinite value among samples.
+    #[error("value {value} at position {index} is not finite")]
+    NonFinite {
+        /// Its position.
+        index: usize,
+        /// The value.
+        value: f64,
+    },
+    /// A stored timing that is negative or not finite.
+    #[error(
+        "session {session_id} seq {seq}: {field} = {value} is not a finite non-negative number"
+    )]
+    InvalidValue {
+        /// Session of the row.
+        session_id: String,
+        /// Sequence number of the row's sample.
+        seq: u64,
+        /// Field name.
+        field: &'static str,
+        /// The value.
+        value: f64,
+    },
+    /// A phase name that is not one of the seven protocol phases.
+    #[error(
+        "session {session_id} seq {seq}: unknown phase {phase:?} (expected ping, cold, warm, fresh, direct, concurrency or rate)"
+    )]
+    UnknownPhase {
+        /// Session of the row.
+        session_id: String,
+        /// Sequence number of the row's sample.
+        seq: u64,
+        /// The phase found.
+        phase: String,
+    },
+    /// A `started_at` that is not RFC 3339.
+    #[error("session {session_id} seq {seq}: started_at {value:?} is not an RFC 3339 timestamp")]
+    InvalidTimestamp {
+        /// Session of the row.
+        session_id: String,
+        /// Sequence number of the row's sample.
+        seq: u64,
+        /// The text found.
+        value: String,
+    },
+    /// The same session given twice.
+    #[error("session {id} is listed twice")]
+    DuplicateSession {
+        /// Its id.
+        id: String,
+    },
+    /// A session id not in the data.
+    #[error("no session {id} in the data")]
+    UnknownSession {
+        /// The id asked for.
+        id: String,
+    },
+    /// A grouping key that does not exist.
+    #[error(
+        "unknown grouping key {key:?} (expected network, code_version, vantage, day, path, phase, strategy, concurrency, provider or provenance)"
+    )]
+    UnknownGroupKey {
+        /// The key given.
+        key: String,
+    },
+    /// A metric name that does not exist.
+    #[error(
+        "unknown metric {name:?} (expected ttft, ttfb, e2e, tokens_per_s, dns, connect, tls or rtt)"
+    )]
+    UnknownMetric {
+        /// The name given.
+        name: String,
+    },
+    /// A setting out of range.
+    #[error("{name} = {value}: {reason}")]
+    InvalidSetting {
+        /// Setting name.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// What is allowed.
+        reason: &'static str,
+    },
+    /// Two samples of different provenance kinds.
+    #[error("cannot compare {a} with {b}: provenance kinds are never pooled or compared")]
+    MixedProvenance {
+        /// First side.
+        a: String,
+        /// Second side.
+        b: String,
+    },
+}
+
+/// How statistics are computed: the bootstrap seed (from the session spec),
+/// confidence level, replicates for differences, and the comparison rule's
+/// α and noise threshold. Recorded with every [`Analysis`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Settings {
+    seed: u64,
+    level: f64,
+    replicates: usize,
+    alpha: f64,
+    noise_threshold: f64,
+}
+
+impl Settings {
+    /// Defaults with `seed`: 95 % intervals, 2000 replicates, α = 0.05,
+    /// noise threshold 5 %.
+    pub fn new(seed: u64) -> Settings {
+        Settings {
+            seed,
+            level: 0.95,
+            replicates: 2000,
+            alpha: 0.05,
+            noise_threshold: 0.05,
+        }
+    }
+
+    /// Defaults seeded from the sessions analysed: the seed of a single
+    /// session, or a hash of every (id, seed) pair in id order, so the same
+    /// sessions always give the same draws.
+    pub fn from_sessions(sessions: &[firsttoken_record::session::SessionMeta]) -> Settings {
+        if let [one] = sessions {
+            return Settings::new(one.seed);
+        }
+        let mut ids: Vec<(&str, u64)> = sessions.iter().map(|s| (s.id.as_str(), s.seed)).collect();
+        ids.sort_unstable();
+        let seed = ids.iter().fold(0u64, |acc, (id, seed)| {
+            bootstrap::derive_seed(acc ^ seed, id)
+        });
+        Settings::new(seed)
+    }
+
+    /// With another confidence level, in (0, 1).
+    pub fn with_level(mut self, level: f64) -> Result<Settings, AnalyzeError> {
+        if !(level > 0.0 && level < 1.0) {
+            return Err(AnalyzeError::InvalidSetting {
+                name: "level",
+                value: level,
+                reason: "must lie in (0, 1)",
+            });
+        }
+        self.level = level;
+        Ok(self)
+    }
+
+    /// With another number of bootstrap replicates for differences (≥ 100).
+    pub fn with_replicates(mut self, replicates: usize) -> Result<Settings, AnalyzeError> {
+        if replicates < 100 {
+            return Err(AnalyzeError::InvalidSetting {
+                name: "replicates",
+                value: replicates as f64,
+                reason: "must be at least 100",
+            });
+        }
+        self.replicates = replicates;
+        Ok(self)
+    }
+
+    /// With another significance level, in (0, 1).
+    pub fn with_alpha(mut self, alpha: f64) -> Result<Settings, AnalyzeError> {
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(AnalyzeError::InvalidSetting {
+                name: "alpha",
+                value: alpha,
+                reason: "must lie in (0, 1)",
+            });
+        }
+        self.alpha = alpha;
+        Ok(self)
+    }
+
+    /// With another noise threshold (relative median change), in [0, 1).
+    pub fn with_noise_threshold(mut self, t: f64) -> Result<Settings, AnalyzeError> {
+        if !(0.0..1.0).contains(&t) {
+            return Err(AnalyzeError::InvalidSetting {
+                name: "noise_threshold",
+                value: t,
+                reason: "must lie in [0, 1)",
+            });
+        }
+        self.noise_threshold = t;
+        Ok(self)
+    }
+
+    /// The bootstrap seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Confidence level of every interval.
+    pub fn level(&self) -> f64 {
+        self.level
+    }
+
+    /// Bootstrap replicates for differences and ratios.
+    pub fn replicates(&self) -> usize {
+        self.replicates
+    }
+
+    /// Significance level of the rank test.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Relative median change that counts as noise.
+    pub fn noise_threshold(&self) -> f64 {
+        self.noise_threshold
+    }
+}
+
+use firsttoken_record::{Phase, Sample};
 
 /// The `p`-th percentile (0–100) of `sorted`, which must be sorted ascending
 /// and free of NaN. `None` for an empty slice or `p` outside 0–100.

@@ -1,0 +1,186 @@
+//! Everything at once: grouped percentiles, per-session medians and every
+//! diagnostic, as one serializable [`Analysis`] for the report stage.
+
+use firsttoken_record::session::{SampleRow, SessionMeta};
+use serde::Serialize;
+
+use crate::diagnose::{
+    ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers, Routes,
+    cold_start_frame, concurrency_wall_frame, connection_cost_frame, drift_frame, limits_frame,
+    overhead_frame, providers_frame, routes_frame,
+};
+use crate::frame::{Frame, Metric, PhaseKind};
+use crate::group::{GroupKey, effective_keys};
+use crate::session::{PooledGroup, pooled_where};
+use crate::{AnalyzeError, Settings};
+
+/// A full analysis of a set of sessions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// How it was computed (seed, level, replicates, α, noise threshold).
+    pub settings: Settings,
+    /// Rows analysed (warm-ups and failures included; statistics leave them out).
+    pub rows: usize,
+    /// Grouping keys used (provenance always last if not given).
+    pub keys: Vec<GroupKey>,
+    /// TTFT per group (pooled across its sessions, percentiles with CIs),
+    /// with each session's median. Pings have no TTFT and are left out here;
+    /// their RTT is the baseline in `overhead` and `drift`.
+    pub groups: Vec<PooledGroup>,
+    /// App overhead per provenance kind.
+    pub overhead: Vec<Overhead>,
+    /// Connection cost per provenance kind.
+    pub connection: Vec<ConnectionCost>,
+    /// Concurrency wall per provenance kind.
+    pub concurrency: Vec<ConcurrencyWall>,
+    /// Cold probes per provenance kind.
+    pub cold: Vec<ColdStart>,
+    /// Strategies and providers per provenance kind.
+    pub providers: Vec<Providers>,
+    /// Paths and routes per provenance kind.
+    pub routes: Vec<Routes>,
+    /// Day-to-day drift per provenance kind.
+    pub drift: Vec<Drift>,
+    /// What the data cannot support.
+    pub limits: Limits,
+}
+
+/// Analyse a frame: TTFT grouped by `keys` (pooled, with per-session
+/// medians) and every diagnostic.
+pub fn analyze(
+    frame: &Frame,
+    sessions: &[SessionMeta],
+    keys: &[GroupKey],
+    settings: &Settings,
+) -> Analysis {
+    Analysis {
+        settings: *settings,
+        rows: frame.len(),
+        keys: effective_keys(keys),
+        groups: pooled_where(frame, keys, Metric::Ttft, settings, |o| {
+            o.phase != PhaseKind::Ping
+        }),
+        overhead: overhead_frame(frame, settings),
+        connection: connection_cost_frame(frame, settings),
+        concurrency: concurrency_wall_frame(frame, settings),
+        cold: cold_start_frame(frame, settings),
+        providers: providers_frame(frame, settings),
+        routes: routes_frame(frame, settings),
+        drift: drift_frame(frame, settings),
+        limits: limits_frame(frame, sessions),
+    }
+}
+
+/// [`analyze`] over rows.
+pub fn analyze_rows(
+    rows: &[SampleRow],
+    sessions: &[SessionMeta],
+    keys: &[GroupKey],
+    settings: &Settings,
+) -> Result<Analysis, AnalyzeError> {
+    Ok(analyze(
+        &Frame::from_rows(rows, sessions)?,
+        sessions,
+        keys,
+        settings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{meta, row, spread};
+    use firsttoken_record::session::Provenance;
+
+    /// The article's session shape: 10 ping, 3 cold, 120 warm, 40 fresh,
+    /// 90 direct over 3 strategies, 60 concurrent (c = 1, 3, 5 × 20).
+    fn article() -> (Vec<SampleRow>, Vec<SessionMeta>) {
+        let mut rows = Vec::new();
+        for t in spread(40.0, 4.0, 10) {
+            let mut r = row("s", "ping", Some("ping"), None);
+            r.sample.ttfb_ms = Some(t);
+            rows.push(r);
+        }
+        for t in [9000.0, 8000.0, 7000.0] {
+            rows.push(row("s", "cold", Some("chat"), Some(t)));
+        }
+        for (i, t) in spread(2400.0, 300.0, 120).into_iter().enumerate() {
+            let path = if i % 2 == 0 { "chat" } else { "docs" };
+            rows.push(row(
+                "s",
+                "warm",
+                Some(path),
+                Some(t + if i % 2 == 1 { 600.0 } else { 0.0 }),
+            ));
+        }
+        for t in spread(2600.0, 300.0, 40) {
+            let mut r = row("s", "fresh", Some("chat"), Some(t));
+            r.sample.dns_ms = Some(20.0);
+            r.sample.connect_ms = Some(60.0);
+            r.sample.tls_ms = Some(150.0);
+            rows.push(r);
+        }
+        for (i, t) in spread(500.0, 80.0, 90).into_iter().enumerate() {
+            let mut r = row("s", "direct", Some("direct"), Some(t));
+            r.strategy = Some(["latency", "throughput", "default"][i % 3].into());
+            r.sample.tokens_per_s = Some(50.0 + (i % 3) as f64 * 20.0);
+            rows.push(r);
+        }
+        for (i, t) in spread(2400.0, 200.0, 60).into_iter().enumerate() {
+            let k = [1u32, 3, 5][i / 20];
+            let mut r = row(
+                "s",
+                "concurrency",
+                Some("chat"),
+                Some(t * (1.0 + (i % k as usize) as f64)),
+            );
+            r.concurrency = Some(k);
+            rows.push(r);
+        }
+        (rows, vec![meta("s", Provenance::Measured)])
+    }
+
+    #[test]
+    fn a_whole_session_analyses_reproducibly() {
+        let (rows, sessions) = article();
+        assert_eq!(rows.len(), 323);
+        let settings = Settings::from_sessions(&sessions);
+        assert_eq!(settings.seed(), 7);
+        let keys = [GroupKey::Phase, GroupKey::Path];
+        let a = analyze_rows(&rows, &sessions, &keys, &settings).unwrap();
+        let b = analyze_rows(&rows, &sessions, &keys, &settings).unwrap();
+        assert_eq!(a, b, "same seed, same analysis");
+        let other = analyze_rows(&rows, &sessions, &keys, &Settings::new(8)).unwrap();
+        assert_ne!(
+            a.overhead[0].overhead_median, other.overhead[0].overhead_median,
+            "differences are bootstrapped from the seed"
+        );
+        assert_eq!(
+            a.keys,
+            vec![GroupKey::Phase, GroupKey::Path, GroupKey::Provenance]
+        );
+        assert_eq!(a.rows, 323);
+        for d in [
+            &a.overhead.len(),
+            &a.connection.len(),
+            &a.concurrency.len(),
+            &a.cold.len(),
+            &a.providers.len(),
+            &a.routes.len(),
+            &a.drift.len(),
+        ] {
+            assert_eq!(*d, 1);
+        }
+        assert_eq!(a.cold[0].probes.len(), 3);
+        assert_eq!(a.providers[0].strategies.len(), 3);
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["settings"]["replicates"], 2000);
+        assert_eq!(
+            json["groups"][0]["label"]["phase"], "cold",
+            "pings are not TTFT groups"
+        );
+        assert_eq!(json["groups"][0]["pooled"]["metric"], "ttft");
+        assert_eq!(json["overhead"][0]["overhead_median"]["status"], "ok");
+        assert!(json["limits"]["items"].as_array().unwrap().len() >= 3);
+    }
+}

@@ -1,0 +1,347 @@
+//! Comparing two samples (sessions or groups): differences of the medians
+//! and of the p95 with bootstrap CIs ([`crate::bootstrap`]), a Mann–Whitney
+//! U test and Cliff's delta ([`crate::rank`]), and a verdict.
+//!
+//! The verdict is *faster* or *slower* only when three things hold at once
+//! (a deliberately conservative rule, as in hyperfine's and criterion's
+//! "change within noise threshold"): the rank test is significant
+//! (p < α, default 0.05), the CI of the median difference excludes 0, and
+//! the median moved by more than the noise threshold (default 5 %) relative
+//! to the baseline `b`. Otherwise: *no significant change*.
+
+use serde::Serialize;
+
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, Metric, PhaseKind};
+use crate::group::Group;
+use crate::rank::{CliffsDelta, MannWhitney, cliffs_delta, mann_whitney};
+use crate::samples::Samples;
+use crate::{AnalyzeError, Settings, bootstrap, fmt};
+
+/// Outcome of a comparison of `a` against the baseline `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// `a` is significantly better (lower latency, or higher throughput).
+    Faster,
+    /// `a` is significantly worse.
+    Slower,
+    /// No change beyond noise (or too little data to tell).
+    NoChange,
+}
+
+impl Verdict {
+    /// Words for a summary line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoChange => "no significant change",
+        }
+    }
+}
+
+/// `a` against the baseline `b`: both medians and p95s, their differences
+/// (a − b) with CIs, the rank test, the effect size and the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Name of the compared sample.
+    pub a: String,
+    /// Name of the baseline.
+    pub b: String,
+    /// What was compared.
+    pub metric: Metric,
+    /// Values in `a`.
+    pub n_a: usize,
+    /// Values in `b`.
+    pub n_b: usize,
+    /// Median of `a`.
+    pub median_a: Stat,
+    /// Median of `b`.
+    pub median_b: Stat,
+    /// Median of `a` − median of `b`.
+    pub median_difference: Stat,
+    /// (median a − median b) / median b.
+    pub relative_median_difference: Option<f64>,
+    /// p95 of `a`.
+    pub p95_a: Stat,
+    /// p95 of `b`.
+    pub p95_b: Stat,
+    /// p95 of `a` − p95 of `b`.
+    pub p95_difference: Stat,
+    /// Mann–Whitney U test of `a` against `b`.
+    pub mann_whitney: Option<MannWhitney>,
+    /// Cliff's delta of `a` against `b` (positive: `a` tends to be larger).
+    pub cliffs_delta: Option<CliffsDelta>,
+    /// Significance level used.
+    pub alpha: f64,
+    /// Relative median change below which nothing counts as a change.
+    pub noise_threshold: f64,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// Compare `a` (named `names.0`) against the baseline `b` (`names.1`).
+/// Bootstrap draws are seeded from the settings' seed and the names.
+pub fn compare(
+    a: &Samples,
+    b: &Samples,
+    names: (&str, &str),
+    metric: Metric,
+    settings: &Settings,
+) -> Comparison {
+    let label = format!("compare/{}/{}/{}", names.0, names.1, metric.name());
+    let median_difference =
+        bootstrap::difference_stat(a, b, Percentile::P50, settings, &format!("{label}/p50"));
+    let p95_difference =
+        bootstrap::difference_stat(a, b, Percentile::P95, settings, &format!("{label}/p95"));
+    let median_a = a.stat(Percentile::P50, settings);
+    let median_b = b.stat(Percentile::P50, settings);
+    let relative = match (median_a.point(), median_b.point()) {
+        (Some(x), Some(y)) if y != 0.0 => Some((x - y) / y.abs()),
+        _ => None,
+    };
+    let mw = mann_whitney(a, b);
+    let cd = cliffs_delta(a, b);
+    let significant = mw.is_some_and(|m| m.p_value < settings.alpha())
+        && median_difference.ci().is_some_and(|c| c.excludes_zero())
+        && relative.is_some_and(|r| r.abs() > settings.noise_threshold());
+    let verdict = match median_difference.point() {
+        Some(d) if significant => {
+            if (d < 0.0) != metric.higher_is_better() {
+                Verdict::Faster
+            } else {
+                Verdict::Slower
+            }
+        }
+        _ => Verdict::NoChange,
+    };
+    let summary = summarize(
+        names,
+        metric,
+        verdict,
+        &median_difference,
+        relative,
+        &p95_difference,
+        mw,
+        cd,
+        (a.len(), b.len()),
+    );
+    Comparison {
+        a: names.0.to_string(),
+        b: names.1.to_string(),
+        metric,
+        n_a: a.len(),
+        n_b: b.len(),
+        median_a,
+        median_b,
+        median_difference,
+        relative_median_difference: relative,
+        p95_a: a.stat(Percentile::P95, settings),
+        p95_b: b.stat(Percentile::P95, settings),
+        p95_difference,
+        mann_whitney: mw,
+        cliffs_delta: cd,
+        alpha: settings.alpha(),
+        noise_threshold: settings.noise_threshold(),
+        verdict,
+        summary,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summarize(
+    names: (&str, &str),
+    metric: Metric,
+    verdict: Verdict,
+    median: &Stat,
+    relative: Option<f64>,
+    p95: &Stat,
+    mw: Option<MannWhitney>,
+    cd: Option<CliffsDelta>,
+    n: (usize, usize),
+) -> String {
+    let Some(_) = median.point() else {
+        return format!(
+            "n too small to compare {} with {} (n = {} and {})",
+            names.0, names.1, n.0, n.1
+        );
+    };
+    let head = match verdict {
+        Verdict::NoChange => format!("no significant change between {} and {}", names.0, names.1),
+        v => format!("{} is {} than {}", names.0, v.as_str(), names.1),
+    };
+    let mut s = format!("{head}: median {}", fmt::signed_stat(metric, median));
+    if let Some(r) = relative {
+        s.push_str(&format!(" ({})", fmt::relative(r)));
+    }
+    if p95.point().is_some() {
+        s.push_str(&format!(", p95 {}", fmt::signed_stat(metric, p95)));
+    }
+    if let Some(m) = mw {
+        s.push_str(&format!("; Mann–Whitney {}", fmt::p_value(m.p_value)));
+    }
+    if let Some(c) = cd {
+        s.push_str(&format!(
+            ", Cliff's δ = {:+.2} ({})",
+            c.delta,
+            c.magnitude.as_str()
+        ));
+    }
+    s
+}
+
+/// Compare two groups of a frame on `metric`. Groups of different
+/// provenance are never compared: `Err(MixedProvenance)`.
+pub fn compare_groups(
+    frame: &Frame,
+    a: &Group,
+    b: &Group,
+    metric: Metric,
+    settings: &Settings,
+) -> Result<Comparison, AnalyzeError> {
+    if a.provenance != b.provenance {
+        return Err(AnalyzeError::MixedProvenance {
+            a: a.label.to_string(),
+            b: b.label.to_string(),
+        });
+    }
+    let sa = Samples::of_rows(frame, &a.rows, metric);
+    let sb = Samples::of_rows(frame, &b.rows, metric);
+    Ok(compare(
+        &sa,
+        &sb,
+        (&a.label.to_string(), &b.label.to_string()),
+        metric,
+        settings,
+    ))
+}
+
+/// Compare session `a` against session `b` on `metric`, over the rows of
+/// `phase` (all phases when `None`; mixing phases rarely makes sense).
+pub fn compare_sessions(
+    frame: &Frame,
+    a: &str,
+    b: &str,
+    phase: Option<PhaseKind>,
+    metric: Metric,
+    settings: &Settings,
+) -> Result<Comparison, AnalyzeError> {
+    let pick = |id: &str| -> Result<
+        (Vec<u32>, Option<firsttoken_record::session::Provenance>),
+        AnalyzeError,
+    > {
+        let six = frame
+            .sessions
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| AnalyzeError::UnknownSession { id: id.to_string() })?
+            as u32;
+        let mut prov = None;
+        let rows = (0..frame.len() as u32)
+            .filter(|&i| {
+                let o = frame.obs(i);
+                o.session == six && phase.is_none_or(|p| o.phase == p)
+            })
+            .inspect(|&i| prov = Some(frame.obs(i).provenance))
+            .collect();
+        Ok((rows, prov))
+    };
+    let (ra, pa) = pick(a)?;
+    let (rb, pb) = pick(b)?;
+    if let (Some(x), Some(y)) = (pa, pb)
+        && x != y
+    {
+        return Err(AnalyzeError::MixedProvenance {
+            a: format!("{a} ({})", x.as_str()),
+            b: format!("{b} ({})", y.as_str()),
+        });
+    }
+    let sa = Samples::of_rows(frame, &ra, metric);
+    let sb = Samples::of_rows(frame, &rb, metric);
+    Ok(compare(&sa, &sb, (a, b), metric, settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{meta, row};
+    use firsttoken_record::session::Provenance;
+
+    fn spread(center: f64, n: usize) -> Samples {
+        // Deterministic values around `center`, ±10 %.
+        Samples::new(
+            (0..n)
+                .map(|i| center * (0.9 + 0.2 * (i as f64 * 0.618_034).fract()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn clear_difference_is_faster_or_slower() {
+        let s = Settings::new(7);
+        let fast = spread(800.0, 60);
+        let slow = spread(1000.0, 60);
+        let c = compare(&fast, &slow, ("new", "old"), Metric::Ttft, &s);
+        assert_eq!(c.verdict, Verdict::Faster, "{}", c.summary);
+        assert!(c.median_difference.ci().unwrap().upper < 0.0);
+        assert!(
+            c.summary.starts_with("new is faster than old: median -"),
+            "{}",
+            c.summary
+        );
+        let c = compare(&slow, &fast, ("old", "new"), Metric::Ttft, &s);
+        assert_eq!(c.verdict, Verdict::Slower);
+        // Higher throughput is faster.
+        let c = compare(&slow, &fast, ("a", "b"), Metric::TokensPerS, &s);
+        assert_eq!(c.verdict, Verdict::Faster);
+    }
+
+    #[test]
+    fn small_shift_is_within_noise() {
+        let s = Settings::new(7);
+        // 2 % apart: significant by the rank test with this many values, but
+        // below the 5 % noise threshold.
+        let a = spread(1020.0, 2000);
+        let b = spread(1000.0, 2000);
+        let c = compare(&a, &b, ("a", "b"), Metric::Ttft, &s);
+        assert!(c.mann_whitney.unwrap().p_value < 0.05);
+        assert_eq!(c.verdict, Verdict::NoChange, "{}", c.summary);
+        let c = compare(&b, &b, ("b", "b"), Metric::Ttft, &s);
+        assert_eq!(c.verdict, Verdict::NoChange);
+        let one = Samples::new(vec![1.0]).unwrap();
+        let c = compare(&one, &b, ("one", "b"), Metric::Ttft, &s);
+        assert_eq!(c.verdict, Verdict::NoChange);
+        assert!(c.summary.starts_with("n too small"), "{}", c.summary);
+    }
+
+    #[test]
+    fn groups_of_different_provenance_are_not_compared() {
+        let sessions = [
+            meta("m", Provenance::Measured),
+            meta("e", Provenance::Emulated),
+        ];
+        let mut rows = Vec::new();
+        for i in 0..30 {
+            rows.push(row("m", "warm", Some("chat"), Some(100.0 + f64::from(i))));
+            let mut r = row("e", "warm", Some("chat"), Some(200.0 + f64::from(i)));
+            r.provenance = Provenance::Emulated;
+            rows.push(r);
+        }
+        let frame = Frame::from_rows(&rows, &sessions).unwrap();
+        let s = Settings::new(1);
+        assert!(matches!(
+            compare_sessions(&frame, "m", "e", Some(PhaseKind::Warm), Metric::Ttft, &s),
+            Err(AnalyzeError::MixedProvenance { .. })
+        ));
+        let groups = crate::group::group_frame(&frame, &[crate::group::GroupKey::Path]);
+        assert_eq!(groups.len(), 2, "provenance splits the groups");
+        assert!(compare_groups(&frame, &groups[0], &groups[1], Metric::Ttft, &s).is_err());
+        assert!(compare_sessions(&frame, "m", "x", None, Metric::Ttft, &s).is_err());
+        let c = compare_sessions(&frame, "m", "m", None, Metric::Ttft, &s).unwrap();
+        assert_eq!(c.verdict, Verdict::NoChange);
+    }
+}

@@ -1,0 +1,288 @@
+//! The concurrency wall: does the app slow down when k requests arrive
+//! together?
+//!
+//! For each level k of the concurrency phase: the median TTFT and its ratio
+//! to the median at c = 1 (bootstrap CI of the ratio, [`crate::bootstrap`]),
+//! next to two references: the ideal 1.0 (k parallel slots) and the serial
+//! model (k+1)/2 (one request at a time: the i-th of a burst waits for the
+//! i−1 before it, so TTFTs are 1, 2, …, k service times, median (k+1)/2).
+//! Without a c = 1 level the warm phase (sequential requests) is the baseline.
+//!
+//! Effective parallelism P: in the fluid model of P parallel slots a burst
+//! of k waits (k−1)/(2P) service times at the median, so the ratio is
+//! r(k) = 1 + (k−1)/(2P). P is fitted by least squares on r − 1 over the
+//! levels k > 1: 1/(2P) = Σ(r−1)(k−1) / Σ(k−1)². P = 1 is the serial
+//! server, P → ∞ an ideal one.
+//!
+//! Verdict: *scales* when the ratio at the highest level is not above
+//! 1 + noise threshold (its CI reaches that low) or P ≥ that level;
+//! *one at a time* when P < 1.5; *limited* between.
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::{provenances_with, rows_of};
+use crate::bootstrap::ratio_stat;
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, Metric, PhaseKind, partition};
+use crate::samples::{MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+/// How the app copes with concurrent requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WallVerdict {
+    /// TTFT grows like the serial model: one request at a time.
+    OneAtATime,
+    /// Some parallelism, less than the levels tried.
+    Limited,
+    /// TTFT stays flat across the levels tried.
+    Scales,
+    /// Not enough data (no baseline, or no level above 1).
+    Insufficient,
+}
+
+/// One concurrency level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConcurrencyLevel {
+    /// Requests in flight together.
+    pub concurrency: u32,
+    /// TTFT at this level.
+    pub ttft: MetricSummary,
+    /// Median TTFT ÷ baseline median.
+    pub ratio: Stat,
+    /// (k+1)/2: the ratio of a one-at-a-time server.
+    pub serial_model: f64,
+    /// 1.0: the ratio of a server with k parallel slots.
+    pub ideal: f64,
+}
+
+/// The concurrency wall for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConcurrencyWall {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Where the baseline comes from: `c=1`, `warm`, or `none`.
+    pub baseline: &'static str,
+    /// Baseline median TTFT.
+    pub baseline_median: Stat,
+    /// Levels in increasing order.
+    pub levels: Vec<ConcurrencyLevel>,
+    /// Fitted effective parallelism; `None` when no slowdown was measured
+    /// (unbounded) or there is too little data.
+    pub effective_parallelism: Option<f64>,
+    /// The verdict.
+    pub verdict: WallVerdict,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// [`concurrency_wall_frame`] over rows.
+pub fn concurrency_wall(
+    rows: &[SampleRow],
+    settings: &Settings,
+) -> Result<Vec<ConcurrencyWall>, AnalyzeError> {
+    Ok(concurrency_wall_frame(
+        &Frame::from_rows(rows, &[])?,
+        settings,
+    ))
+}
+
+/// The concurrency wall per provenance kind with concurrency rows.
+pub fn concurrency_wall_frame(frame: &Frame, settings: &Settings) -> Vec<ConcurrencyWall> {
+    provenances_with(frame, &[PhaseKind::Concurrency])
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall {
+    let rows = rows_of(frame, prov, &[PhaseKind::Concurrency]);
+    let mut parts = partition(&rows, |i| u64::from(frame.obs(i).concurrency));
+    parts.retain(|(k, _)| *k > 0);
+    parts.sort_unstable_by_key(|(k, _)| *k);
+    let by_level: Vec<(u32, &[u32])> = parts
+        .iter()
+        .map(|(k, r)| (*k as u32, r.as_slice()))
+        .collect();
+    let c1 = by_level.iter().find(|(k, _)| *k == 1).map(|(_, r)| *r);
+    let (baseline, base) = match c1 {
+        Some(r) => ("c=1", Samples::of_rows(frame, r, Metric::Ttft)),
+        None => {
+            let warm = rows_of(frame, prov, &[PhaseKind::Warm]);
+            let s = Samples::of_rows(frame, &warm, Metric::Ttft);
+            (if s.is_empty() { "none" } else { "warm" }, s)
+        }
+    };
+    let baseline_median = base.stat(Percentile::P50, settings);
+    let levels: Vec<ConcurrencyLevel> = by_level
+        .iter()
+        .map(|&(k, r)| {
+            let (s, c) = gather(frame, r, Metric::Ttft);
+            let label = format!("concurrency/{}/c{k}", prov.as_str());
+            ConcurrencyLevel {
+                concurrency: k,
+                ttft: MetricSummary::new(Metric::Ttft, &s, c, settings),
+                ratio: ratio_stat(&s, &base, Percentile::P50, settings, &label),
+                serial_model: (f64::from(k) + 1.0) / 2.0,
+                ideal: 1.0,
+            }
+        })
+        .collect();
+
+    let fit: Vec<(f64, f64)> = levels
+        .iter()
+        .filter(|l| l.concurrency > 1)
+        .filter_map(|l| l.ratio.point().map(|r| (f64::from(l.concurrency), r)))
+        .collect();
+    let top = levels
+        .iter()
+        .rev()
+        .find(|l| l.concurrency > 1 && l.ratio.estimate().is_some());
+    let (num, den) = fit.iter().fold((0.0, 0.0), |(n, d), &(k, r)| {
+        (n + (r - 1.0) * (k - 1.0), d + (k - 1.0) * (k - 1.0))
+    });
+    let effective_parallelism = (den > 0.0 && num > 0.0).then(|| den / (2.0 * num));
+    let (verdict, summary) = match top {
+        None => (
+            WallVerdict::Insufficient,
+            format!(
+                "too few requests to judge concurrency (baseline: {baseline}, levels: {})",
+                levels
+                    .iter()
+                    .map(|l| format!("c={} n={}", l.concurrency, l.ttft.n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Some(top) => judge(top, effective_parallelism, settings),
+    };
+    ConcurrencyWall {
+        provenance: prov,
+        baseline,
+        baseline_median,
+        levels,
+        effective_parallelism,
+        verdict,
+        summary,
+    }
+}
+
+fn judge(top: &ConcurrencyLevel, p: Option<f64>, settings: &Settings) -> (WallVerdict, String) {
+    // `top` has a ratio estimate (checked by the caller).
+    let Some(e) = top.ratio.estimate() else {
+        return (WallVerdict::Insufficient, String::new());
+    };
+    let k = top.concurrency;
+    let at = format!(
+        "{} at c={k}",
+        fmt::ratio_ci(e.point, e.ci.lower, e.ci.upper)
+    );
+    let flat = e.ci.lower <= 1.0 + settings.noise_threshold();
+    match p {
+        _ if flat || p.is_none_or(|p| p >= f64::from(k)) => (
+            WallVerdict::Scales,
+            format!(
+                "scales: {at} (ideal 1.0×, serial model {})",
+                fmt::ratio(top.serial_model)
+            ),
+        ),
+        Some(p) if p < 1.5 => (
+            WallVerdict::OneAtATime,
+            format!(
+                "behaves like a one-at-a-time server: {at}, serial model predicts {}",
+                fmt::ratio(top.serial_model)
+            ),
+        ),
+        Some(p) => (
+            WallVerdict::Limited,
+            format!(
+                "handles about {p:.1} requests at a time: {at} (serial model {}, ideal 1.0×)",
+                fmt::ratio(top.serial_model)
+            ),
+        ),
+        None => (WallVerdict::Insufficient, String::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{row, spread};
+
+    /// Bursts of k against a server with `slots` parallel slots and a
+    /// service time of ~800 ms: the i-th request of a burst gets its first
+    /// token after ⌊i/slots⌋ + 1 service times.
+    fn server(slots: usize, levels: &[u32], per_level: usize) -> Vec<SampleRow> {
+        let mut rows = Vec::new();
+        let jitter = spread(0.0, 40.0, 1000);
+        let mut j = 0;
+        for &k in levels {
+            let mut sent = 0;
+            while sent < per_level {
+                for i in 0..k as usize {
+                    let waves = (i / slots + 1) as f64;
+                    let mut r = row(
+                        "s",
+                        "concurrency",
+                        Some("chat"),
+                        Some(800.0 * waves + jitter[j % 1000]),
+                    );
+                    r.concurrency = Some(k);
+                    rows.push(r);
+                    j += 1;
+                    sent += 1;
+                }
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn serial_server_hits_the_wall() {
+        let rows = server(1, &[1, 3, 5], 60);
+        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        assert_eq!(w.baseline, "c=1");
+        assert_eq!(w.levels.len(), 3);
+        let r5 = w.levels[2].ratio.point().unwrap();
+        assert!((r5 - 3.0).abs() < 0.15, "{r5}");
+        assert!((w.levels[1].ratio.point().unwrap() - 2.0).abs() < 0.15);
+        let p = w.effective_parallelism.unwrap();
+        assert!((p - 1.0).abs() < 0.1, "{p}");
+        assert_eq!(w.verdict, WallVerdict::OneAtATime);
+        assert!(
+            w.summary
+                .starts_with("behaves like a one-at-a-time server: 3.0× [")
+                && w.summary.ends_with("at c=5, serial model predicts 3.0×"),
+            "{}",
+            w.summary
+        );
+    }
+
+    #[test]
+    fn parallel_server_scales() {
+        let rows = server(8, &[1, 3, 5], 60);
+        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        assert!((w.levels[2].ratio.point().unwrap() - 1.0).abs() < 0.1);
+        assert_eq!(w.verdict, WallVerdict::Scales, "{}", w.summary);
+        assert!(w.summary.starts_with("scales: 1.00× [0.9"), "{}", w.summary);
+    }
+
+    #[test]
+    fn two_slots_are_limited_and_warm_is_the_fallback_baseline() {
+        let mut rows = server(2, &[4, 8], 80);
+        for t in spread(800.0, 40.0, 60) {
+            rows.push(row("s", "warm", Some("chat"), Some(t)));
+        }
+        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        assert_eq!(w.baseline, "warm");
+        assert_eq!(w.verdict, WallVerdict::Limited, "{}", w.summary);
+        let p = w.effective_parallelism.unwrap();
+        assert!((1.5..3.0).contains(&p), "{p}");
+        assert!(w.summary.starts_with("handles about"), "{}", w.summary);
+        // Nothing to compare against.
+        let lone = server(1, &[3], 30);
+        let w = &concurrency_wall(&lone, &Settings::new(4)).unwrap()[0];
+        assert_eq!((w.baseline, w.verdict), ("none", WallVerdict::Insufficient));
+    }
+}

@@ -1,0 +1,179 @@
+//! Connection cost: what a new connection adds to the time to first token.
+//!
+//! Cost = TTFT on a fresh connection (fresh phase: DNS, TCP and TLS before
+//! the request) − TTFT on a reused one (warm phase), as differences of the
+//! medians and p95s with bootstrap CIs, over sessions that have both. The
+//! fresh requests' own stamps split it: the median DNS lookup, TCP connect
+//! (after DNS) and TLS handshake (after TCP) durations, each with its CI;
+//! "other" = cost − their sum (request setup on a cold connection: TCP slow
+//! start, HTTP/2 settings, per-connection work in the app).
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::{both, provenances_with, rows_of, session_set, within};
+use crate::bootstrap::difference_stat;
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, Metric, PhaseKind};
+use crate::samples::{MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+/// Fresh − warm TTFT and its split, for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectionCost {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Sessions with both fresh and warm requests.
+    pub sessions: usize,
+    /// TTFT on fresh connections.
+    pub fresh: MetricSummary,
+    /// TTFT on reused connections.
+    pub warm: MetricSummary,
+    /// Fresh median − warm median.
+    pub cost_median: Stat,
+    /// Fresh p95 − warm p95.
+    pub cost_p95: Stat,
+    /// Median DNS lookup of the fresh requests.
+    pub dns: Stat,
+    /// Median TCP connect (after DNS).
+    pub connect: Stat,
+    /// Median TLS handshake (after TCP).
+    pub tls: Stat,
+    /// Cost median − (dns + connect + tls medians), ms.
+    pub other_ms: Option<f64>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// [`connection_cost_frame`] over rows.
+pub fn connection_cost(
+    rows: &[SampleRow],
+    settings: &Settings,
+) -> Result<Vec<ConnectionCost>, AnalyzeError> {
+    Ok(connection_cost_frame(
+        &Frame::from_rows(rows, &[])?,
+        settings,
+    ))
+}
+
+/// Connection cost per provenance kind that has fresh requests.
+pub fn connection_cost_frame(frame: &Frame, settings: &Settings) -> Vec<ConnectionCost> {
+    provenances_with(frame, &[PhaseKind::Fresh])
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
+    let fresh_all = rows_of(frame, prov, &[PhaseKind::Fresh]);
+    let warm_all = rows_of(frame, prov, &[PhaseKind::Warm]);
+    let set = both(
+        &session_set(frame, &fresh_all),
+        &session_set(frame, &warm_all),
+    );
+    let sessions = set.iter().filter(|&&b| b).count();
+    let fresh_rows = within(frame, &fresh_all, &set);
+    let warm_rows = within(frame, &warm_all, &set);
+    let (fs, fc) = gather(frame, &fresh_rows, Metric::Ttft);
+    let (ws, wc) = gather(frame, &warm_rows, Metric::Ttft);
+    let label = format!("connection/{}", prov.as_str());
+    let cost_median = difference_stat(&fs, &ws, Percentile::P50, settings, &format!("{label}/p50"));
+    let cost_p95 = difference_stat(&fs, &ws, Percentile::P95, settings, &format!("{label}/p95"));
+    let phase = |m: Metric| Samples::of_rows(frame, &fresh_rows, m).stat(Percentile::P50, settings);
+    let (dns, connect, tls) = (
+        phase(Metric::Dns),
+        phase(Metric::Connect),
+        phase(Metric::Tls),
+    );
+    let split: f64 = [&dns, &connect, &tls]
+        .iter()
+        .filter_map(|s| s.point())
+        .sum();
+    let other_ms = cost_median.point().map(|c| c - split);
+    let fresh = MetricSummary::new(Metric::Ttft, &fs, fc, settings);
+    let warm = MetricSummary::new(Metric::Ttft, &ws, wc, settings);
+    let summary = match cost_median.estimate() {
+        _ if sessions == 0 => {
+            "no session has both fresh and warm requests: connection cost unknown".to_string()
+        }
+        None => format!(
+            "too few requests to estimate connection cost (fresh n = {}, warm n = {})",
+            fs.len(),
+            ws.len()
+        ),
+        Some(e) => {
+            let part = |name: &str, s: &Stat| match s.point() {
+                Some(v) => format!("{name} {}", fmt::ms(v)),
+                None => format!("{name} n/a"),
+            };
+            let what = if e.point >= 0.0 {
+                format!("adds {}", fmt::stat(Metric::Ttft, &cost_median))
+            } else {
+                format!(
+                    "changes TTFT by {}",
+                    fmt::signed_stat(Metric::Ttft, &cost_median)
+                )
+            };
+            format!(
+                "a new connection {what} at the median: {}, {}, {}, other {}",
+                part("dns", &dns),
+                part("connect", &connect),
+                part("tls", &tls),
+                fmt::ms(other_ms.unwrap_or(f64::NAN)),
+            )
+        }
+    };
+    ConnectionCost {
+        provenance: prov,
+        sessions,
+        fresh,
+        warm,
+        cost_median,
+        cost_p95,
+        dns,
+        connect,
+        tls,
+        other_ms,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{row, spread};
+
+    #[test]
+    fn connection_cost_is_split_into_dns_connect_tls() {
+        let mut rows = Vec::new();
+        // Fresh: dns 20, connect +45 (stamp 65), tls +90 (stamp 155), TTFT 500 + 180.
+        for (i, t) in spread(680.0, 30.0, 40).into_iter().enumerate() {
+            let mut r = row("s", "fresh", Some("chat"), Some(t));
+            let j = (i % 5) as f64 - 2.0;
+            r.sample.dns_ms = Some(20.0 + j);
+            r.sample.connect_ms = Some(65.0 + j);
+            r.sample.tls_ms = Some(155.0 + 2.0 * j);
+            rows.push(r);
+        }
+        for t in spread(500.0, 30.0, 120) {
+            rows.push(row("s", "warm", Some("chat"), Some(t)));
+        }
+        let c = connection_cost(&rows, &Settings::new(9)).unwrap();
+        assert_eq!(c.len(), 1);
+        let c = &c[0];
+        let e = c.cost_median.estimate().unwrap();
+        assert!((e.point - 180.0).abs() < 12.0, "{e:?}");
+        assert!(e.ci.lower > 100.0);
+        assert_eq!(c.dns.point(), Some(20.0));
+        assert_eq!(c.connect.point(), Some(45.0));
+        assert_eq!(c.tls.point(), Some(90.0));
+        assert!((c.other_ms.unwrap() - 25.0).abs() < 12.0);
+        assert!(
+            c.summary.starts_with("a new connection adds 1")
+                && c.summary
+                    .contains("dns 20 ms, connect 45 ms, tls 90 ms, other"),
+            "{}",
+            c.summary
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! Drift: day-to-day change in the app's TTFT, next to the change in ping
+//! RTT, so a slower day can be told apart from a slower network.
+//!
+//! Days are UTC dates of each request's start. For consecutive days with
+//! data, the app's warm TTFT of the later day is compared with the earlier
+//! ([`mod@crate::compare`]: median difference with CI, rank test, verdict) and
+//! the ping median difference (with CI) is set beside it. A significant app
+//! change is attributed to the network when the ping change is itself
+//! significant (CI excludes 0) and at least half as large; otherwise "not
+//! the network".
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::{provenances_with, rows_of};
+use crate::bootstrap::difference_stat;
+use crate::compare::{Comparison, Verdict, compare};
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, Metric, PhaseKind, format_day, partition};
+use crate::group::distinct_sessions;
+use crate::samples::{Counts, MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+/// One UTC day.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DayStats {
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    /// Sessions with requests that day.
+    pub sessions: usize,
+    /// App TTFT (warm phase).
+    pub app: MetricSummary,
+    /// Ping RTT, `None` without pings that day.
+    pub ping: Option<MetricSummary>,
+}
+
+/// From one day to the next.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DayChange {
+    /// Earlier day.
+    pub from: String,
+    /// Later day.
+    pub to: String,
+    /// Later day's app TTFT against the earlier's.
+    pub app: Comparison,
+    /// Later ping median − earlier ping median.
+    pub ping_change: Stat,
+    /// True when a significant app change is mostly the network's.
+    pub network_explained: bool,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// Day-to-day drift for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Drift {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Days in order.
+    pub days: Vec<DayStats>,
+    /// Consecutive days with app data.
+    pub changes: Vec<DayChange>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// [`drift_frame`] over rows.
+pub fn drift(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Drift>, AnalyzeError> {
+    Ok(drift_frame(&Frame::from_rows(rows, &[])?, settings))
+}
+
+/// Drift per provenance kind with warm requests.
+pub fn drift_frame(frame: &Frame, settings: &Settings) -> Vec<Drift> {
+    provenances_with(frame, &[PhaseKind::Warm])
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+/// Rows per UTC day, in day order.
+fn by_day(frame: &Frame, rows: &[u32]) -> Vec<(i32, Vec<u32>)> {
+    let mut parts = partition(rows, |i| frame.obs(i).day as u32 as u64);
+    parts.sort_unstable_by_key(|(d, _)| *d as u32 as i32);
+    parts
+        .into_iter()
+        .map(|(d, r)| (d as u32 as i32, r))
+        .collect()
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
+    let warm = by_day(frame, &rows_of(frame, prov, &[PhaseKind::Warm]));
+    let ping = by_day(frame, &rows_of(frame, prov, &[PhaseKind::Ping]));
+    // Each day's values, sorted once.
+    let (app, app_counts): (Vec<Samples>, Vec<Counts>) = warm
+        .iter()
+        .map(|(_, r)| gather(frame, r, Metric::Ttft))
+        .unzip();
+    let ping_of = |d: i32| {
+        ping.iter()
+            .find(|(x, _)| *x == d)
+            .map(|(_, r)| r.as_slice())
+    };
+    let pings: Vec<Option<(Samples, Counts)>> = warm
+        .iter()
+        .map(|(d, _)| ping_of(*d).map(|r| gather(frame, r, Metric::Rtt)))
+        .collect();
+    let days: Vec<DayStats> = warm
+        .iter()
+        .enumerate()
+        .map(|(k, (d, rows))| {
+            let mut all = rows.clone();
+            all.extend_from_slice(ping_of(*d).unwrap_or(&[]));
+            DayStats {
+                day: format_day(*d),
+                sessions: distinct_sessions(frame, &all),
+                app: MetricSummary::new(Metric::Ttft, &app[k], app_counts[k], settings),
+                ping: pings[k]
+                    .as_ref()
+                    .map(|(s, c)| MetricSummary::new(Metric::Rtt, s, *c, settings)),
+            }
+        })
+        .collect();
+    let label = format!("drift/{}", prov.as_str());
+    let none = Samples::default();
+    let changes: Vec<DayChange> = (1..warm.len())
+        .map(|k| {
+            let (from, to) = (format_day(warm[k - 1].0), format_day(warm[k].0));
+            let app = compare(&app[k], &app[k - 1], (&to, &from), Metric::Ttft, settings);
+            let ping_change = difference_stat(
+                pings[k].as_ref().map_or(&none, |p| &p.0),
+                pings[k - 1].as_ref().map_or(&none, |p| &p.0),
+                Percentile::P50,
+                settings,
+                &format!("{label}/{from}/{to}/ping"),
+            );
+            let network_explained = match (
+                app.verdict,
+                app.median_difference.point(),
+                ping_change.estimate(),
+            ) {
+                (Verdict::Faster | Verdict::Slower, Some(a), Some(p)) => {
+                    p.ci.excludes_zero()
+                        && p.point.abs() >= 0.5 * a.abs()
+                        && p.point.signum() == a.signum()
+                }
+                _ => false,
+            };
+            let summary = change_summary(&from, &to, &app, &ping_change, network_explained);
+            DayChange {
+                from,
+                to,
+                app,
+                ping_change,
+                network_explained,
+                summary,
+            }
+        })
+        .collect();
+    let summary = if days.len() < 2 {
+        "one day of data: no day-to-day drift to show".to_string()
+    } else {
+        let moved: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.app.verdict != Verdict::NoChange)
+            .map(|c| c.summary.as_str())
+            .collect();
+        if moved.is_empty() {
+            format!(
+                "app TTFT steady over {} days: no significant day-to-day change",
+                days.len()
+            )
+        } else {
+            moved.join("; ")
+        }
+    };
+    Drift {
+        provenance: prov,
+        days,
+        changes,
+        summary,
+    }
+}
+
+fn change_summary(from: &str, to: &str, app: &Comparison, ping: &Stat, network: bool) -> String {
+    let Some(_) = app.median_difference.estimate() else {
+        return format!("{from} → {to}: too few requests to compare");
+    };
+    let mut s = format!(
+        "{from} → {to}: app TTFT {}",
+        fmt::signed_stat(Metric::Ttft, &app.median_difference)
+    );
+    if let Some(r) = app.relative_median_difference {
+        s.push_str(&format!(
+            " ({}, {})",
+            fmt::relative(r),
+            app.verdict.as_str()
+        ));
+    }
+    match ping.estimate() {
+        Some(_) => s.push_str(&format!(
+            " while ping RTT changed {}",
+            fmt::signed_stat(Metric::Rtt, ping)
+        )),
+        None => s.push_str(" (no ping baseline on both days)"),
+    }
+    if app.verdict != Verdict::NoChange && ping.estimate().is_some() {
+        s.push_str(if network {
+            ": the network explains much of it"
+        } else {
+            ": not the network"
+        });
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{row, spread};
+
+    fn day(rows: &mut Vec<SampleRow>, date: &str, app: f64, ping: f64) {
+        for t in spread(app, app * 0.05, 60) {
+            let mut r = row("s", "warm", Some("chat"), Some(t));
+            r.started_at = format!("{date}T12:00:00Z");
+            rows.push(r);
+        }
+        for t in spread(ping, 2.0, 20) {
+            let mut r = row("s", "ping", Some("ping"), None);
+            r.sample.ttfb_ms = Some(t);
+            r.started_at = format!("{date}T12:00:00Z");
+            rows.push(r);
+        }
+    }
+
+    #[test]
+    fn app_drift_next_to_ping() {
+        let mut rows = Vec::new();
+        day(&mut rows, "2026-11-29", 1000.0, 40.0);
+        day(&mut rows, "2026-11-30", 1400.0, 41.0);
+        day(&mut rows, "2026-12-01", 1400.0, 41.0);
+        day(&mut rows, "2026-12-02", 2000.0, 640.0);
+        let d = &drift(&rows, &Settings::new(6)).unwrap()[0];
+        assert_eq!(d.days.len(), 4);
+        assert_eq!(d.days[0].day, "2026-11-29");
+        assert_eq!(d.changes.len(), 3);
+        let c = &d.changes[0];
+        assert_eq!(c.app.verdict, Verdict::Slower);
+        assert!(!c.network_explained);
+        assert!(
+            c.summary
+                .starts_with("2026-11-29 → 2026-11-30: app TTFT +400 ms ["),
+            "{}",
+            c.summary
+        );
+        assert!(c.summary.ends_with(": not the network"), "{}", c.summary);
+        assert_eq!(d.changes[1].app.verdict, Verdict::NoChange);
+        assert!(d.changes[2].network_explained, "{}", d.changes[2].summary);
+        assert!(
+            !d.summary.contains("2026-11-30 → 2026-12-01"),
+            "{}",
+            d.summary
+        );
+        let one = drift(&rows[..80], &Settings::new(6)).unwrap();
+        assert_eq!(
+            one[0].summary,
+            "one day of data: no day-to-day drift to show"
+        );
+    }
+}

@@ -1,0 +1,415 @@
+//! App overhead: how much later the first token arrives through the app
+//! than straight from the provider.
+//!
+//! Overhead = app TTFT (warm phase: reused connection) − direct TTFT
+//! (direct phase: the same prompts sent to the provider on a reused
+//! connection), as differences of the medians and of the p95s with bootstrap
+//! CIs ([`crate::bootstrap`]). Only sessions that have both kinds of request
+//! count, so both sides come from the same time window (the protocol
+//! interleaves them and rotates the same prompts through both). The ping
+//! RTT of those sessions is shown beside it as the network floor.
+//!
+//! Where the app sends `Server-Timing`, its own phases explain part of the
+//! overhead: each phase's median (with CI) over the app's requests, and
+//! "unexplained" = overhead median − Σ phase medians (a sum of medians, not
+//! the median of sums: a breakdown, not an identity). Phases naming the
+//! model call itself or a total (names containing `upstream`, `llm`,
+//! `model`, `provider`, `inference`, `ttft` or `total`) are listed apart in
+//! `model_parts` and not counted as overhead.
+
+use std::collections::HashMap;
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::{both, provenances_with, rows_of, session_set, within};
+use crate::bootstrap::difference_stat;
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
+use crate::samples::{MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+/// Server-Timing names that describe the model call or a total.
+const MODEL_TIMING: [&str; 7] = [
+    "upstream",
+    "llm",
+    "model",
+    "provider",
+    "inference",
+    "ttft",
+    "total",
+];
+
+/// App TTFT above direct TTFT, for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overhead {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Sessions with both app and direct requests.
+    pub sessions: usize,
+    /// App TTFT (warm phase).
+    pub app: MetricSummary,
+    /// Direct-to-provider TTFT.
+    pub direct: MetricSummary,
+    /// Ping RTT in the same sessions, `None` without pings.
+    pub ping: Option<MetricSummary>,
+    /// App median − direct median.
+    pub overhead_median: Stat,
+    /// App p95 − direct p95.
+    pub overhead_p95: Stat,
+    /// Overhead median ÷ direct median.
+    pub relative_overhead: Option<f64>,
+    /// Overhead median per app path.
+    pub per_path: Vec<PathOverhead>,
+    /// The app's own Server-Timing breakdown, where it sends one.
+    pub server_timing: Option<ServerTimingBreakdown>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// Overhead of one app path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathOverhead {
+    /// Path name.
+    pub path: String,
+    /// App TTFT values on it.
+    pub n: usize,
+    /// Its median − direct median.
+    pub overhead_median: Stat,
+}
+
+/// The app's Server-Timing phases over its successful warm requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTimingBreakdown {
+    /// Successful app requests.
+    pub requests: usize,
+    /// Of which sent Server-Timing.
+    pub requests_with_timing: usize,
+    /// App phases, largest median first.
+    pub parts: Vec<TimingPart>,
+    /// Phases naming the model call or a total, not counted as overhead.
+    pub model_parts: Vec<TimingPart>,
+    /// Σ medians of `parts`, ms.
+    pub explained_ms: f64,
+    /// Overhead median − `explained_ms`; `None` without an overhead estimate.
+    pub unexplained_ms: Option<f64>,
+}
+
+/// One Server-Timing phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingPart {
+    /// Phase name as the app sent it.
+    pub name: String,
+    /// Requests reporting it.
+    pub n: usize,
+    /// Its median duration, ms, with CI.
+    pub median: Stat,
+}
+
+/// [`overhead_frame`] over rows.
+pub fn overhead(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Overhead>, AnalyzeError> {
+    Ok(overhead_frame(&Frame::from_rows(rows, &[])?, settings))
+}
+
+/// App overhead per provenance kind that has app or direct requests.
+pub fn overhead_frame(frame: &Frame, settings: &Settings) -> Vec<Overhead> {
+    provenances_with(frame, &[PhaseKind::Warm, PhaseKind::Direct])
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
+    let warm_all = rows_of(frame, prov, &[PhaseKind::Warm]);
+    let direct_all = rows_of(frame, prov, &[PhaseKind::Direct]);
+    let set = both(
+        &session_set(frame, &warm_all),
+        &session_set(frame, &direct_all),
+    );
+    let sessions = set.iter().filter(|&&b| b).count();
+    let app_rows = within(frame, &warm_all, &set);
+    let direct_rows = within(frame, &direct_all, &set);
+    let ping_rows = within(frame, &rows_of(frame, prov, &[PhaseKind::Ping]), &set);
+
+    let (app_s, app_c) = gather(frame, &app_rows, Metric::Ttft);
+    let (direct_s, direct_c) = gather(frame, &direct_rows, Metric::Ttft);
+    let label = format!("overhead/{}", prov.as_str());
+    let overhead_median = difference_stat(
+        &app_s,
+        &direct_s,
+        Percentile::P50,
+        settings,
+        &format!("{label}/p50"),
+    );
+    let overhead_p95 = difference_stat(
+        &app_s,
+        &direct_s,
+        Percentile::P95,
+        settings,
+        &format!("{label}/p95"),
+    );
+    let app = MetricSummary::new(Metric::Ttft, &app_s, app_c, settings);
+    let direct = MetricSummary::new(Metric::Ttft, &direct_s, direct_c, settings);
+    let ping = (!ping_rows.is_empty())
+        .then(|| MetricSummary::of_rows(frame, &ping_rows, Metric::Rtt, settings));
+    let relative_overhead = match (overhead_median.point(), direct.p50.point()) {
+        (Some(o), Some(d)) if d > 0.0 => Some(o / d),
+        _ => None,
+    };
+
+    // Per path: app rows by path id, in name order.
+    let mut by_path = partition(&app_rows, |i| u64::from(frame.obs(i).path));
+    by_path.retain(|(p, _)| *p != u64::from(NONE));
+    by_path.sort_by(|a, b| frame.str(a.0 as u32).cmp(&frame.str(b.0 as u32)));
+    let per_path = by_path
+        .iter()
+        .map(|(pid, rows)| {
+            let path = frame.str(*pid as u32).unwrap_or("-").to_string();
+            let s = Samples::of_rows(frame, rows, Metric::Ttft);
+            PathOverhead {
+                overhead_median: difference_stat(
+                    &s,
+                    &direct_s,
+                    Percentile::P50,
+                    settings,
+                    &format!("{label}/{path}/p50"),
+                ),
+                n: s.len(),
+                path,
+            }
+        })
+        .collect();
+
+    let server_timing = breakdown(frame, &app_rows, &overhead_median, settings);
+    let summary = summarize(
+        sessions,
+        &app,
+        &direct,
+        ping.as_ref(),
+        &overhead_median,
+        server_timing.as_ref(),
+    );
+    Overhead {
+        provenance: prov,
+        sessions,
+        app,
+        direct,
+        ping,
+        overhead_median,
+        overhead_p95,
+        relative_overhead,
+        per_path,
+        server_timing,
+        summary,
+    }
+}
+
+fn breakdown(
+    frame: &Frame,
+    app_rows: &[u32],
+    overhead: &Stat,
+    settings: &Settings,
+) -> Option<ServerTimingBreakdown> {
+    let mut requests = 0usize;
+    let mut with_timing = 0usize;
+    // Durations per phase name over successful app requests.
+    let mut by_name: HashMap<u32, Vec<f64>, FxBuild> = HashMap::default();
+    for &i in app_rows {
+        let o = frame.obs(i);
+        if !o.timed() {
+            continue;
+        }
+        requests += 1;
+        let t = frame.server_timing(o);
+        if !t.is_empty() {
+            with_timing += 1;
+            for &(name, dur) in t {
+                by_name.entry(name).or_default().push(dur);
+            }
+        }
+    }
+    if with_timing == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut model_parts = Vec::new();
+    for (id, durations) in by_name {
+        let name = frame.str(id).unwrap_or("-").to_string();
+        let s = Samples::from_finite(durations);
+        let part = TimingPart {
+            n: s.len(),
+            median: s.stat(Percentile::P50, settings),
+            name,
+        };
+        let lower = part.name.to_ascii_lowercase();
+        if MODEL_TIMING.iter().any(|m| lower.contains(m)) {
+            model_parts.push(part);
+        } else {
+            parts.push(part);
+        }
+    }
+    let key = |p: &TimingPart| p.median.point().unwrap_or(f64::NEG_INFINITY);
+    parts.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
+    model_parts.sort_by(|a, b| a.name.cmp(&b.name));
+    let explained_ms: f64 = parts.iter().filter_map(|p| p.median.point()).sum();
+    Some(ServerTimingBreakdown {
+        requests,
+        requests_with_timing: with_timing,
+        unexplained_ms: overhead.point().map(|o| o - explained_ms),
+        parts,
+        model_parts,
+        explained_ms,
+    })
+}
+
+fn summarize(
+    sessions: usize,
+    app: &MetricSummary,
+    direct: &MetricSummary,
+    ping: Option<&MetricSummary>,
+    overhead: &Stat,
+    st: Option<&ServerTimingBreakdown>,
+) -> String {
+    if sessions == 0 {
+        return "no session has both app and direct requests: app overhead unknown".to_string();
+    }
+    let Some(e) = overhead.estimate() else {
+        return format!(
+            "too few requests to estimate app overhead (app n = {}, direct n = {})",
+            app.n, direct.n
+        );
+    };
+    let (a, d) = (
+        app.p50.point().unwrap_or(f64::NAN),
+        direct.p50.point().unwrap_or(f64::NAN),
+    );
+    let mut s = if e.point >= 0.0 {
+        format!(
+            "the app adds {} above the bare model at the median",
+            fmt::stat(Metric::Ttft, overhead)
+        )
+    } else {
+        format!(
+            "the app is faster than the bare model at the median: {}",
+            fmt::signed_stat(Metric::Ttft, overhead)
+        )
+    };
+    s.push_str(&format!(" (app {}, direct {}", fmt::ms(a), fmt::ms(d)));
+    if let Some(p) = ping.and_then(|p| p.p50.point()) {
+        s.push_str(&format!("; ping {}", fmt::ms(p)));
+    }
+    s.push(')');
+    if let Some(st) = st {
+        let parts: Vec<String> = st
+            .parts
+            .iter()
+            .filter_map(|p| {
+                p.median
+                    .point()
+                    .map(|m| format!("{} {}", p.name, fmt::ms(m)))
+            })
+            .collect();
+        if !parts.is_empty() {
+            s.push_str(&format!(", of which {}", parts.join(", ")));
+            if let Some(u) = st.unexplained_ms {
+                s.push_str(&format!(", unexplained {}", fmt::ms(u)));
+            }
+        }
+    } else {
+        s.push_str("; the app sends no Server-Timing to break it down");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{row, spread};
+
+    fn rows_with_timing() -> Vec<SampleRow> {
+        let mut rows = Vec::new();
+        // App ≈ 2400 ms, direct ≈ 500 ms: 1.9 s above the model; Server-Timing
+        // says db 600, retrieve 200, upstream_ttft ≈ 500 (the model call).
+        for (i, t) in spread(2400.0, 100.0, 60).into_iter().enumerate() {
+            let path = if i % 2 == 0 { "chat" } else { "docs" };
+            let mut r = row("s1", "warm", Some(path), Some(t));
+            r.sample.server_timing = Some(
+                [
+                    ("db".to_string(), 600.0 + (i % 7) as f64),
+                    ("retrieve".to_string(), 200.0 + (i % 5) as f64),
+                    ("upstream_ttft".to_string(), 500.0),
+                ]
+                .into_iter()
+                .collect(),
+            );
+            rows.push(r);
+        }
+        for t in spread(500.0, 50.0, 60) {
+            rows.push(row("s1", "direct", Some("direct"), Some(t)));
+        }
+        for t in spread(40.0, 5.0, 10) {
+            let mut r = row("s1", "ping", Some("ping"), None);
+            r.sample.ttfb_ms = Some(t);
+            rows.push(r);
+        }
+        // Another session with only app requests: not the same time window.
+        for _ in 0..10 {
+            rows.push(row("s2", "warm", Some("chat"), Some(90_000.0)));
+        }
+        rows
+    }
+
+    #[test]
+    fn overhead_with_server_timing() {
+        let o = overhead(&rows_with_timing(), &Settings::new(5)).unwrap();
+        assert_eq!(o.len(), 1);
+        let o = &o[0];
+        assert_eq!(o.sessions, 1);
+        assert_eq!(o.app.n, 60, "s2 has no direct requests and is left out");
+        let e = o.overhead_median.estimate().unwrap();
+        assert!((e.point - 1900.0).abs() < 40.0, "{e:?}");
+        assert!(e.ci.contains(1900.0) && e.ci.lower > 1700.0);
+        assert!((o.ping.as_ref().unwrap().p50.point().unwrap() - 40.0).abs() < 3.0);
+        let st = o.server_timing.as_ref().unwrap();
+        assert_eq!(st.requests_with_timing, 60);
+        let names: Vec<&str> = st.parts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["db", "retrieve"]);
+        assert_eq!(st.model_parts[0].name, "upstream_ttft");
+        assert!((st.explained_ms - 805.0).abs() < 5.0, "{}", st.explained_ms);
+        assert!((st.unexplained_ms.unwrap() - 1095.0).abs() < 45.0);
+        assert!(
+            o.summary.starts_with("the app adds 1.90 s [1.8")
+                && o.summary
+                    .contains("of which db 603 ms, retrieve 202 ms, unexplained 1.1 s"),
+            "{}",
+            o.summary
+        );
+        assert!(o.summary.contains("ping 40 ms"), "{}", o.summary);
+        assert_eq!(o.per_path.len(), 2);
+        assert_eq!(o.per_path[0].path, "chat");
+    }
+
+    #[test]
+    fn overhead_without_direct_or_timing() {
+        let rows: Vec<SampleRow> = (0..20)
+            .map(|i| row("s", "warm", Some("chat"), Some(100.0 + f64::from(i))))
+            .collect();
+        let o = overhead(&rows, &Settings::new(1)).unwrap();
+        assert_eq!(o[0].sessions, 0);
+        assert!(o[0].overhead_median.estimate().is_none());
+        assert!(
+            o[0].summary.starts_with("no session has both"),
+            "{}",
+            o[0].summary
+        );
+        let mut rows = rows;
+        rows.extend((0..20).map(|i| row("s", "direct", Some("direct"), Some(50.0 + f64::from(i)))));
+        let o = overhead(&rows, &Settings::new(1)).unwrap();
+        assert!(o[0].server_timing.is_none());
+        assert!(
+            o[0].summary.ends_with("no Server-Timing to break it down"),
+            "{}",
+            o[0].summary
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! Providers and routing strategies: the trade-off between a fast first
+//! token and sustained throughput.
+//!
+//! Over the direct requests (app overhead would blur it), per routing
+//! strategy and per provider that actually served the request (the stream's
+//! `provider` field): TTFT percentiles, median output tokens/s after the
+//! first token, and median completion time (e2e), each with its bootstrap
+//! CI, plus which providers each strategy landed on. The winners on each
+//! axis are named, and the two strategies with the fastest first token are
+//! compared ([`mod@crate::compare`]) to say whether that lead is real.
+
+use std::collections::HashMap;
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::{provenances_with, rows_of};
+use crate::compare::{Comparison, compare};
+use crate::estimate::{Percentile, Stat};
+use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
+use crate::samples::{MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+/// How many requests went one way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Share {
+    /// Provider (for a strategy) or strategy (for a provider).
+    pub name: String,
+    /// Requests.
+    pub count: usize,
+}
+
+/// One strategy or provider.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProviderStats {
+    /// Strategy name (`default` when unnamed) or provider (`unreported` when the stream did not say).
+    pub name: String,
+    /// TTFT, with counts and error rate.
+    pub ttft: MetricSummary,
+    /// Median output tokens/s after the first token.
+    pub tokens_per_s: Stat,
+    /// Median completion time (e2e), ms.
+    pub e2e: Stat,
+    /// Where its requests went (providers of a strategy, strategies of a provider), most first.
+    pub mix: Vec<Share>,
+}
+
+/// Strategies and providers for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Providers {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Per routing strategy, by name.
+    pub strategies: Vec<ProviderStats>,
+    /// Per served provider, by name.
+    pub providers: Vec<ProviderStats>,
+    /// Strategy with the lowest median TTFT.
+    pub fastest_first_token: Option<String>,
+    /// Strategy with the highest median tokens/s.
+    pub highest_throughput: Option<String>,
+    /// Strategy with the lowest median e2e.
+    pub fastest_completion: Option<String>,
+    /// Fastest-first-token strategy against the runner-up, on TTFT.
+    pub ttft_comparison: Option<Comparison>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// [`providers_frame`] over rows.
+pub fn providers(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Providers>, AnalyzeError> {
+    Ok(providers_frame(&Frame::from_rows(rows, &[])?, settings))
+}
+
+/// Strategies and providers per provenance kind with direct requests.
+pub fn providers_frame(frame: &Frame, settings: &Settings) -> Vec<Providers> {
+    provenances_with(frame, &[PhaseKind::Direct])
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+fn name_of(frame: &Frame, id: u32, missing: &str) -> String {
+    if id == NONE {
+        missing.to_string()
+    } else {
+        frame.str(id).unwrap_or(missing).to_string()
+    }
+}
+
+/// Stats per value of the interned id `key` (named by `name`), with the
+/// mix over the id `other`; each with its rows. In name order.
+fn per(
+    frame: &Frame,
+    rows: &[u32],
+    key: impl Fn(u32) -> u32,
+    other: impl Fn(u32) -> u32,
+    name: impl Fn(u32) -> String,
+    other_name: impl Fn(u32) -> String,
+    settings: &Settings,
+) -> Vec<(ProviderStats, Vec<u32>)> {
+    let mut parts = partition(rows, |i| u64::from(key(i)));
+    parts.sort_by_cached_key(|(k, _)| name(*k as u32));
+    parts
+        .into_iter()
+        .map(|(k, idx)| {
+            let med = |m: Metric| Samples::of_rows(frame, &idx, m).stat(Percentile::P50, settings);
+            let mut by_other: HashMap<u32, usize, FxBuild> = HashMap::default();
+            for &i in &idx {
+                if frame.obs(i).counted() {
+                    *by_other.entry(other(i)).or_default() += 1;
+                }
+            }
+            let mut mix: Vec<Share> = by_other
+                .into_iter()
+                .map(|(id, count)| Share {
+                    name: other_name(id),
+                    count,
+                })
+                .collect();
+            mix.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+            let (ttft, counts) = gather(frame, &idx, Metric::Ttft);
+            let stats = ProviderStats {
+                name: name(k as u32),
+                ttft: MetricSummary::new(Metric::Ttft, &ttft, counts, settings),
+                tokens_per_s: med(Metric::TokensPerS),
+                e2e: med(Metric::E2e),
+                mix,
+            };
+            (stats, idx)
+        })
+        .collect()
+}
+
+fn best(
+    v: &[ProviderStats],
+    f: impl Fn(&ProviderStats) -> Option<f64>,
+    higher: bool,
+) -> Option<&ProviderStats> {
+    v.iter()
+        .filter_map(|s| f(s).map(|x| (s, x)))
+        .min_by(|a, b| {
+            if higher {
+                b.1.total_cmp(&a.1)
+            } else {
+                a.1.total_cmp(&b.1)
+            }
+        })
+        .map(|(s, _)| s)
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
+    let rows = rows_of(frame, prov, &[PhaseKind::Direct]);
+    let strategy = |i: u32| frame.obs(i).strategy;
+    let provider = |i: u32| frame.obs(i).provider;
+    let strategy_name = |id: u32| name_of(frame, id, "default");
+    let provider_name = |id: u32| name_of(frame, id, "unreported");
+    let by_strategy = per(
+        frame,
+        &rows,
+        strategy,
+        provider,
+        strategy_name,
+        provider_name,
+        settings,
+    );
+    let by_provider = per(
+        frame,
+        &rows,
+        provider,
+        strategy,
+        provider_name,
+        strategy_name,
+        settings,
+    );
+    let strategies: Vec<ProviderStats> = by_strategy.iter().map(|(s, _)| s.clone()).collect();
+    let providers: Vec<ProviderStats> = by_provider.into_iter().map(|(s, _)| s).collect();
+    let ttft = |s: &ProviderStats| s.ttft.p50.point();
+    let fast = best(&strategies, ttft, false);
+    let thr = best(&strategies, |s| s.tokens_per_s.point(), true);
+    let done = best(&strategies, |s| s.e2e.point(), false);
+    let ttft_comparison = fast.and_then(|f| {
+        let runner = strategies
+            .iter()
+            .filter(|s| s.name != f.name)
+            .filter_map(|s| ttft(s).map(|x| (s, x)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))?
+            .0;
+        let of = |name: &str| {
+            by_strategy
+                .iter()
+                .find(|(s, _)| s.name == name)
+                .map_or_else(Samples::default, |(_, idx)| {
+                    Samples::of_rows(frame, idx, Metric::Ttft)
+                })
+        };
+        Some(compare(
+            &of(&f.name),
+            &of(&runner.name),
+            (&f.name, &runner.name),
+            Metric::Ttft,
+            settings,
+        ))
+    });
+    let summary = summarize(&strategies, fast, thr, done, ttft_comparison.as_ref());
+    Providers {
+        provenance: prov,
+        fastest_first_token: fast.map(|s| s.name.clone()),
+        highest_throughput: thr.map(|s| s.name.clone()),
+        fastest_completion: done.map(|s| s.name.clone()),
+        ttft_comparison,
+        strategies,
+        providers,
+        summary,
+    }
+}
+
+fn summarize(
+    strategies: &[ProviderStats],
+    fast: Option<&ProviderStats>,
+    thr: Option<&ProviderStats>,
+    done: Option<&ProviderStats>,
+    cmp: Option<&Comparison>,
+) -> String {
+    let ms = |s: &Stat| s.point().map_or("n/a".to_string(), fmt::ms);
+    let tps = |s: &Stat| {
+        s.point().map_or("n/a tok/s".to_string(), |v| {
+            fmt::value(Metric::TokensPerS, v)
+        })
+    };
+    let Some(fast) = fast else {
+        return "too few direct requests to compare strategies or providers".to_string();
+    };
+    if strategies.len() == 1 {
+        let mix: Vec<String> = fast
+            .mix
+            .iter()
+            .map(|m| format!("{} ×{}", m.name, m.count))
+            .collect();
+        return format!(
+            "{}: first token {}, {}, done in {}; served by {}",
+            fast.name,
+            ms(&fast.ttft.p50),
+            tps(&fast.tokens_per_s),
+            ms(&fast.e2e),
+            mix.join(", ")
+        );
+    }
+    let mut s = format!(
+        "fastest first token: {} ({}) at {}",
+        fast.name,
+        ms(&fast.ttft.p50),
+        tps(&fast.tokens_per_s)
+    );
+    if let Some(c) = cmp {
+        s.push_str(&format!(
+            " ({} vs {})",
+            if c.verdict == crate::Verdict::Faster {
+                "a real lead"
+            } else {
+                "no significant lead"
+            },
+            c.b
+        ));
+    }
+    if let Some(t) = thr {
+        s.push_str(&format!(
+            "; highest throughput: {} ({}) with {} to first token",
+            t.name,
+            tps(&t.tokens_per_s),
+            ms(&t.ttft.p50)
+        ));
+    }
+    if let Some(d) = done {
+        s.push_str(&format!(
+            "; quickest to finish: {} ({})",
+            d.name,
+            ms(&d.e2e)
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{row, spread};
+
+    #[test]
+    fn first_token_versus_throughput() {
+        let mut rows = Vec::new();
+        // "latency": fast first token (400 ms) from provider a, slow stream (40 tok/s).
+        // "throughput": slower first token (900 ms) from b/c, fast stream (90 tok/s).
+        for (i, t) in spread(400.0, 40.0, 30).into_iter().enumerate() {
+            let mut r = row("s", "direct", Some("direct"), Some(t));
+            r.strategy = Some("latency".into());
+            r.sample.provider = Some("a".into());
+            r.sample.tokens_per_s = Some(40.0 + (i % 3) as f64);
+            r.sample.e2e_ms = Some(t + 5000.0);
+            rows.push(r);
+        }
+        for (i, t) in spread(900.0, 60.0, 30).into_iter().enumerate() {
+            let mut r = row("s", "direct", Some("direct"), Some(t));
+            r.strategy = Some("throughput".into());
+            r.sample.provider = Some(if i % 3 == 0 { "c" } else { "b" }.into());
+            r.sample.tokens_per_s = Some(90.0 + (i % 3) as f64);
+            r.sample.e2e_ms = Some(t + 2200.0);
+            rows.push(r);
+        }
+        let p = &providers(&rows, &Settings::new(3)).unwrap()[0];
+        assert_eq!(p.strategies.len(), 2);
+        assert_eq!(p.providers.len(), 3);
+        assert_eq!(p.fastest_first_token.as_deref(), Some("latency"));
+        assert_eq!(p.highest_throughput.as_deref(), Some("throughput"));
+        assert_eq!(p.fastest_completion.as_deref(), Some("throughput"));
+        let t = &p.strategies[1];
+        assert_eq!(
+            t.mix,
+            vec![
+                Share {
+                    name: "b".into(),
+                    count: 20
+                },
+                Share {
+                    name: "c".into(),
+                    count: 10
+                }
+            ]
+        );
+        assert_eq!(t.tokens_per_s.point(), Some(91.0));
+        assert_eq!(
+            p.ttft_comparison.as_ref().unwrap().verdict,
+            crate::Verdict::Faster
+        );
+        assert!(
+            p.summary.starts_with("fastest first token: latency (399 ms) at 41 tok/s (a real lead vs throughput); highest throughput: throughput (91 tok/s) with 899 ms to first token; quickest to finish: throughput (3.1 s)"),
+            "{}",
+            p.summary
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Paths and routes: how each app path performs, and whether requests took
+//! the route they were meant to.
+//!
+//! TTFT per path uses the warm phase (reused connections, sequential), so
+//! paths compare like for like; every other path is compared with the
+//! fastest ([`mod@crate::compare`]). The funnel uses every app request (cold,
+//! warm, fresh, concurrency, rate; warm-ups excluded): sent to a path, the
+//! route the app reported (`X-Route`), and how many reached the intended
+//! path (reported route equal to the path name): "of 20 requests sent to
+//! docs, 2 reached it". A path is flagged when some of its reported routes
+//! differ from it. Per reported route, warm TTFT shows what each route
+//! really costs.
+
+use std::collections::HashMap;
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use serde::Serialize;
+
+use super::providers::Share;
+use super::{provenances_with, rows_of};
+use crate::compare::{Comparison, Verdict, compare};
+use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
+use crate::samples::{Counts, MetricSummary, Samples, gather};
+use crate::{AnalyzeError, Settings, fmt};
+
+const APP_PHASES: [PhaseKind; 5] = [
+    PhaseKind::Cold,
+    PhaseKind::Warm,
+    PhaseKind::Fresh,
+    PhaseKind::Concurrency,
+    PhaseKind::Rate,
+];
+
+/// Intended path against reported route.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Funnel {
+    /// Requests sent to the path (warm-ups excluded).
+    pub sent: usize,
+    /// Of which failed.
+    pub failed: usize,
+    /// Of which reported a route.
+    pub reported: usize,
+    /// Of which reported the intended path as their route.
+    pub reached: usize,
+    /// Reported routes (`unreported` when none), most first.
+    pub routes: Vec<Share>,
+    /// "of 20 requests sent to docs, 2 reached it (18 went to chat)".
+    pub summary: String,
+}
+
+/// One app path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathStats {
+    /// Path name.
+    pub path: String,
+    /// Warm TTFT.
+    pub ttft: MetricSummary,
+    /// Its funnel.
+    pub funnel: Funnel,
+}
+
+/// Warm TTFT of requests by the route the app reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteStats {
+    /// Reported route.
+    pub route: String,
+    /// Warm TTFT of the requests that took it.
+    pub ttft: MetricSummary,
+}
+
+/// Paths and routes for one provenance kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Routes {
+    /// Provenance of every row used.
+    pub provenance: Provenance,
+    /// Per app path, by name.
+    pub paths: Vec<PathStats>,
+    /// Per reported route, by name.
+    pub routes: Vec<RouteStats>,
+    /// Path with the lowest warm median TTFT.
+    pub fastest_path: Option<String>,
+    /// Every other path against the fastest.
+    pub comparisons: Vec<Comparison>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+/// [`routes_frame`] over rows.
+pub fn routes(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Routes>, AnalyzeError> {
+    Ok(routes_frame(&Frame::from_rows(rows, &[])?, settings))
+}
+
+/// Paths and routes per provenance kind with app requests.
+pub fn routes_frame(frame: &Frame, settings: &Settings) -> Vec<Routes> {
+    provenances_with(frame, &APP_PHASES)
+        .into_iter()
+        .map(|p| one(frame, p, settings))
+        .collect()
+}
+
+/// Row indices grouped by an interned id, groups in name order, rows with
+/// no value left out.
+fn by_id(frame: &Frame, rows: &[u32], id: impl Fn(u32) -> u32) -> Vec<(u32, Vec<u32>)> {
+    let mut parts = partition(rows, |i| u64::from(id(i)));
+    parts.retain(|(k, _)| *k != u64::from(NONE));
+    parts.sort_by(|a, b| frame.str(a.0 as u32).cmp(&frame.str(b.0 as u32)));
+    parts.into_iter().map(|(k, r)| (k as u32, r)).collect()
+}
+
+fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
+    let app = rows_of(frame, prov, &APP_PHASES);
+    let warm = rows_of(frame, prov, &[PhaseKind::Warm]);
+    let path = |i: u32| frame.obs(i).path;
+    let route = |i: u32| frame.obs(i).route;
+    let warm_by_path: Vec<(u32, Samples, Counts)> = by_id(frame, &warm, path)
+        .into_iter()
+        .map(|(p, r)| {
+            let (s, c) = gather(frame, &r, Metric::Ttft);
+            (p, s, c)
+        })
+        .collect();
+    let empty = (NONE, Samples::default(), Counts::default());
+    let warm_of = |pid: u32| {
+        warm_by_path
+            .iter()
+            .find(|(p, _, _)| *p == pid)
+            .unwrap_or(&empty)
+    };
+    let app_by_path = by_id(frame, &app, path);
+    let paths: Vec<PathStats> = app_by_path
+        .iter()
+        .map(|(pid, rows)| {
+            let name = frame.str(*pid).unwrap_or("-").to_string();
+            let (_, s, c) = warm_of(*pid);
+            PathStats {
+                ttft: MetricSummary::new(Metric::Ttft, s, *c, settings),
+                funnel: funnel(frame, &name, *pid, rows),
+                path: name,
+            }
+        })
+        .collect();
+    let routes = by_id(frame, &warm, route)
+        .into_iter()
+        .map(|(rid, rows)| RouteStats {
+            route: frame.str(rid).unwrap_or("-").to_string(),
+            ttft: MetricSummary::of_rows(frame, &rows, Metric::Ttft, settings),
+        })
+        .collect();
+    let fastest = paths
+        .iter()
+        .zip(&app_by_path)
+        .filter_map(|(p, (pid, _))| p.ttft.p50.point().map(|m| (p, *pid, m)))
+        .min_by(|a, b| a.2.total_cmp(&b.2));
+    let comparisons: Vec<Comparison> = match fastest {
+        None => Vec::new(),
+        Some((f, fid, _)) => {
+            let base = &warm_of(fid).1;
+            paths
+                .iter()
+                .zip(&app_by_path)
+                .filter(|(p, (pid, _))| *pid != fid && p.ttft.n > 0)
+                .map(|(p, (pid, _))| {
+                    compare(
+                        &warm_of(*pid).1,
+                        base,
+                        (&p.path, &f.path),
+                        Metric::Ttft,
+                        settings,
+                    )
+                })
+                .collect()
+        }
+    };
+    let summary = summarize(&paths, &comparisons);
+    Routes {
+        provenance: prov,
+        fastest_path: fastest.map(|(p, _, _)| p.path.clone()),
+        paths,
+        routes,
+        comparisons,
+        summary,
+    }
+}
+
+fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
+    let (mut sent, mut failed, mut reported, mut reached) = (0usize, 0usize, 0usize, 0usize);
+    let mut counts: HashMap<u32, usize, FxBuild> = HashMap::default();
+    for &i in rows {
+        let o = frame.obs(i);
+        if !o.counted() {
+            continue;
+        }
+        sent += 1;
+        failed += usize::from(o.error.is_some());
+        *counts.entry(o.route).or_default() += 1;
+        if o.route != NONE {
+            reported += 1;
+            reached += usize::from(o.route == pid || frame.str(o.route) == Some(name));
+        }
+    }
+    let mut routes: Vec<Share> = counts
+        .into_iter()
+        .map(|(r, count)| Share {
+            name: if r == NONE {
+                "unreported"
+            } else {
+                frame.str(r).unwrap_or("-")
+            }
+            .to_string(),
+            count,
+        })
+        .collect();
+    routes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    let summary = if reported == 0 {
+        format!("the app reported no route for the {sent} requests sent to {name}")
+    } else {
+        let elsewhere: Vec<String> = routes
+            .iter()
+            .filter(|r| r.name != name && r.name != "unreported")
+            .map(|r| format!("{} went to {}", r.count, r.name))
+            .collect();
+        let mut s = format!("of {sent} requests sent to {name}, {reached} reached it");
+        let mut notes = elsewhere;
+        if reported < sent {
+            notes.push(format!("{} unreported", sent - reported));
+        }
+        if !notes.is_empty() {
+            s.push_str(&format!(" ({})", notes.join(", ")));
+        }
+        s
+    };
+    Funnel {
+        sent,
+        failed,
+        reported,
+        reached,
+        routes,
+        summary,
+    }
+}
+
+fn summarize(paths: &[PathStats], comparisons: &[Comparison]) -> String {
+    let mut parts: Vec<String> = comparisons
+        .iter()
+        .map(
+            |c| match (c.verdict, c.median_a.point(), c.median_b.point()) {
+                (Verdict::NoChange, _, _) => {
+                    c.summary.split(':').next().unwrap_or_default().to_string()
+                }
+                (v, Some(a), Some(b)) => format!(
+                    "{} is {} than {} by {} at the median ({} vs {})",
+                    c.a,
+                    v.as_str(),
+                    c.b,
+                    fmt::ms((a - b).abs()),
+                    fmt::ms(a),
+                    fmt::ms(b)
+                ),
+                _ => c.summary.clone(),
+            },
+        )
+        .collect();
+    let misrouted: Vec<&str> = paths
+        .iter()
+        .filter(|p| p.funnel.reached < p.funnel.reported)
+        .map(|p| p.funnel.summary.as_str())
+        .collect();
+    if misrouted.is_empty() {
+        let reported: usize = paths.iter().map(|p| p.funnel.reported).sum();
+        if reported > 0 {
+            parts.push(format!(
+                "all {reported} reported routes matched the intended path"
+            ));
+        } else {
+            parts.push("the app reports no route".to_string());
+        }
+    } else {
+        parts.extend(misrouted.into_iter().map(str::to_string));
+    }
+    if paths.len() == 1 && comparisons.is_empty() {
+        let p = &paths[0];
+        parts.insert(
+            0,
+            format!(
+                "{}: warm TTFT {}",
+                p.path,
+                fmt::stat(Metric::Ttft, &p.ttft.p50)
+            ),
+        );
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{failed, row, spread};
+
+    #[test]
+    fn funnel_counts_and_path_comparison() {
+        let mut rows = Vec::new();
+        for t in spread(900.0, 50.0, 40) {
+            let mut r = row("s", "warm", Some("chat"), Some(t));
+            r.sample.route = Some("chat".into());
+            rows.push(r);
+        }
+        // 20 sent to docs: 2 reached docs, 16 went to chat, 2 unreported.
+        for (i, t) in spread(3000.0, 200.0, 20).into_iter().enumerate() {
+            let mut r = row("s", "warm", Some("docs"), Some(t));
+            r.sample.route = match i {
+                0 | 1 => Some("docs".into()),
+                2 | 3 => None,
+                _ => Some("chat".into()),
+            };
+            rows.push(r);
+        }
+        // Warm-ups and direct rows stay out of the funnel.
+        let mut w = row("s", "warm", Some("docs"), Some(1.0));
+        w.sample.warmup = true;
+        rows.push(w);
+        rows.push(row("s", "direct", Some("direct"), Some(400.0)));
+        rows.push(failed(row("s", "cold", Some("chat"), None)));
+
+        let r = &routes(&rows, &Settings::new(8)).unwrap()[0];
+        assert_eq!(r.paths.len(), 2);
+        let docs = &r.paths[1];
+        assert_eq!(docs.path, "docs");
+        assert_eq!(
+            (docs.funnel.sent, docs.funnel.reported, docs.funnel.reached),
+            (20, 18, 2)
+        );
+        assert_eq!(
+            docs.funnel.summary,
+            "of 20 requests sent to docs, 2 reached it (16 went to chat, 2 unreported)"
+        );
+        let chat = &r.paths[0];
+        assert_eq!(
+            (chat.funnel.sent, chat.funnel.failed, chat.funnel.reached),
+            (41, 1, 40)
+        );
+        assert_eq!(r.fastest_path.as_deref(), Some("chat"));
+        assert_eq!(r.comparisons.len(), 1);
+        assert_eq!(r.comparisons[0].verdict, Verdict::Slower);
+        assert_eq!(r.routes.len(), 2);
+        assert_eq!(r.routes[0].ttft.n, 56);
+        assert!(
+            r.summary
+                == "docs is slower than chat by 2.1 s at the median (3.0 s vs 898 ms); of 20 requests sent to docs, 2 reached it (16 went to chat, 2 unreported)",
+            "{}",
+            r.summary
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! Builders for rows and sessions in tests.
+
+use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
+
+/// A complete session with default labels.
+pub(crate) fn meta(id: &str, provenance: Provenance) -> SessionMeta {
+    SessionMeta {
+        id: id.to_string(),
+        started_at: "2026-11-30T02:30:00Z".into(),
+        ended_at: Some("2026-11-30T02:40:00Z".into()),
+        status: SessionStatus::Complete,
+        spec: serde_json::Value::Null,
+        seed: 7,
+        tool_version: "0.1.0".into(),
+        host: "bench-host".into(),
+        labels: Labels {
+            network: String::new(),
+            code_version: String::new(),
+            vantage: "bench-host".into(),
+            tags: Default::default(),
+        },
+        provenance,
+        cleanup: None,
+        client_lag_p99_ms: None,
+    }
+}
+
+/// A successful measured row of `phase` on `path` with a TTFT.
+pub(crate) fn row(session: &str, phase: &str, path: Option<&str>, ttft: Option<f64>) -> SampleRow {
+    let mut s = Sample::empty(0, 0, Connection::Reused);
+    s.ttft_ms = ttft;
+    s.e2e_ms = ttft.map(|t| t + 500.0);
+    SampleRow {
+        session_id: session.to_string(),
+        phase: phase.to_string(),
+        path: path.map(str::to_string),
+        strategy: None,
+        concurrency: None,
+        intended_start_ms: None,
+        actual_start_ms: 0.0,
+        started_at: "2026-11-30T02:31:00Z".into(),
+        provenance: Provenance::Measured,
+        sample: s,
+    }
+}
+
+/// Mark a row failed.
+pub(crate) fn failed(mut r: SampleRow) -> SampleRow {
+    r.sample.error = Some(SampleError {
+        kind: ErrorKind::Timeout,
+        message: "timed out".into(),
+    });
+    r
+}
+
+/// `n` values spread evenly (golden-ratio sequence) over `center` ± `spread`.
+pub(crate) fn spread(center: f64, spread: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| center + spread * (2.0 * (i as f64 * 0.618_033_988_7).fract() - 1.0))
+        .collect()
+}
