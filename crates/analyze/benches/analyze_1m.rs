@@ -41,6 +41,7 @@ fn session(i: usize) -> SessionMeta {
         seed: 1000 + i as u64,
         tool_version: "0.1.0".into(),
         host: "bench".into(),
+        pid: None,
         labels: Labels {
             network: if i.is_multiple_of(2) {
                 "office-fibre"

@@ -53,22 +53,56 @@ pub fn analyze(
     keys: &[GroupKey],
     settings: &Settings,
 ) -> Analysis {
-    Analysis {
+    let mut a = Analysis {
         settings: *settings,
         rows: frame.len(),
         keys: effective_keys(keys),
         groups: pooled_where(frame, keys, Metric::Ttft, settings, |o| {
             o.phase != PhaseKind::Ping
         }),
-        overhead: overhead_frame(frame, settings),
-        connection: connection_cost_frame(frame, settings),
-        concurrency: concurrency_wall_frame(frame, settings),
-        cold: cold_start_frame(frame, settings),
-        providers: providers_frame(frame, settings),
-        routes: routes_frame(frame, settings),
-        drift: drift_frame(frame, settings),
+        overhead: Vec::new(),
+        connection: Vec::new(),
+        concurrency: Vec::new(),
+        cold: Vec::new(),
+        providers: Vec::new(),
+        routes: Vec::new(),
+        drift: Vec::new(),
         limits: limits_frame(frame, sessions),
+    };
+    // Diagnostics describe one setup: sessions of different code versions
+    // are never pooled into one overhead, wall or cold-start figure.
+    let versions = frame.code_versions();
+    if versions.len() <= 1 {
+        diagnose_into(&mut a, frame, settings, "");
+    } else {
+        for v in versions {
+            let scoped = frame.scoped_to_code_version(&v);
+            diagnose_into(&mut a, &scoped, settings, &format!("code_version={v}"));
+        }
     }
+    a
+}
+
+/// Append every diagnostic of `frame` to `a`, labelled with `scope`.
+fn diagnose_into(a: &mut Analysis, frame: &Frame, settings: &Settings, scope: &str) {
+    macro_rules! scoped {
+        ($field:ident, $items:expr) => {
+            for mut d in $items {
+                if !scope.is_empty() {
+                    d.summary = format!("{scope}: {}", d.summary);
+                    d.scope = scope.to_string();
+                }
+                a.$field.push(d);
+            }
+        };
+    }
+    scoped!(overhead, overhead_frame(frame, settings));
+    scoped!(connection, connection_cost_frame(frame, settings));
+    scoped!(concurrency, concurrency_wall_frame(frame, settings));
+    scoped!(cold, cold_start_frame(frame, settings));
+    scoped!(providers, providers_frame(frame, settings));
+    scoped!(routes, routes_frame(frame, settings));
+    scoped!(drift, drift_frame(frame, settings));
 }
 
 /// [`analyze`] over rows.

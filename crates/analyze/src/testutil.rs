@@ -14,6 +14,7 @@ pub(crate) fn meta(id: &str, provenance: Provenance) -> SessionMeta {
         seed: 7,
         tool_version: "0.1.0".into(),
         host: "bench-host".into(),
+        pid: None,
         labels: Labels {
             network: String::new(),
             code_version: String::new(),

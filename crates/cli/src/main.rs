@@ -1,9 +1,11 @@
 //! `firsttoken`: measure the time to first token that users of a streaming
 //! LLM app really wait, phase by phase.
 
+mod demo;
 mod emulate;
 mod probe;
 mod refapp;
+mod report;
 mod session;
 
 use std::process::ExitCode;
@@ -45,6 +47,14 @@ enum Command {
     Cleanup(session::CleanupArgs),
     /// Run the reference streaming LLM app (the system under test in demos).
     Refapp(Box<refapp::RefappArgs>),
+    /// Analyse stored sessions: grouped percentiles with CIs and every diagnostic.
+    Report(report::ReportArgs),
+    /// Compare a session against a baseline: differences with CIs and a verdict.
+    Compare(report::CompareArgs),
+    /// Fail (exit 1) when thresholds or a baseline comparison fail: for CI pipelines.
+    Check(report::CheckArgs),
+    /// Run the whole story offline: emulator, a slow and a fixed app, both measured and compared.
+    Demo(demo::DemoArgs),
 }
 
 /// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
@@ -73,6 +83,10 @@ fn main() -> ExitCode {
             Command::Export(args) => session::export(args).await,
             Command::Import(args) => session::import(args).await,
             Command::Cleanup(args) => session::cleanup(args).await,
+            Command::Report(args) => report::report(args).await,
+            Command::Compare(args) => report::compare(args).await,
+            Command::Check(args) => report::check(args).await,
+            Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,
         }
     });

@@ -192,6 +192,10 @@ pub struct CleanupSection {
     /// Env var holding the app database URL (postgres://… or a SQLite path).
     #[serde(default)]
     pub database_url_env: Option<String>,
+    /// The app database URL itself, for local set-ups without secrets (a
+    /// SQLite path); use `database_url_env` for anything with a password.
+    #[serde(default)]
+    pub database_url: Option<String>,
     /// Delete statement; `{ids}` becomes the comma-separated quoted id list.
     #[serde(default)]
     pub delete_sql: Option<String>,

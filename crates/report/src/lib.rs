@@ -1,6 +1,9 @@
-//! Renders firsttoken samples and summaries for people and machines:
-//! a per-request terminal line, a summary table (n, min, p50, p90, p99, max
-//! per phase) and JSON lines.
+//! Renders firsttoken results for people and machines: a per-request
+//! terminal line and the probe's summary table (n, min, p50, p90, p99, max
+//! per phase); for sessions, the analysis as a terminal report
+//! ([`terminal`]), Markdown ([`markdown`]), JSON ([`json`]) and a
+//! self-contained HTML page with plots (`html`). Terminal and Markdown come
+//! from one layout ([`doc`]), so they show the same numbers.
 //!
 //! ```
 //! use firsttoken_analyze::RunSummary;
@@ -11,6 +14,12 @@
 //! assert!(table.contains("ttft"));
 //! ```
 #![deny(missing_docs)]
+
+pub mod doc;
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod terminal;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};

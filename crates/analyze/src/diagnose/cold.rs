@@ -44,6 +44,10 @@ pub struct ColdProbe {
 pub struct ColdStart {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Warm TTFT median of the probes' sessions.
     pub warm_median: Stat,
     /// Warm TTFT p95 of the probes' sessions.
@@ -122,6 +126,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ColdStart {
     let summary = summarize(&probes, &warm_median, median_ratio);
     ColdStart {
         provenance: prov,
+        scope: String::new(),
         warm_median,
         warm_p95,
         probes,

@@ -62,6 +62,10 @@ pub struct ConcurrencyLevel {
 pub struct ConcurrencyWall {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Where the baseline comes from: `c=1`, `warm`, or `none`.
     pub baseline: &'static str,
     /// Baseline median TTFT.
@@ -159,6 +163,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
     };
     ConcurrencyWall {
         provenance: prov,
+        scope: String::new(),
         baseline,
         baseline_median,
         levels,
@@ -179,6 +184,18 @@ fn judge(top: &ConcurrencyLevel, p: Option<f64>, settings: &Settings) -> (WallVe
         fmt::ratio_ci(e.point, e.ci.lower, e.ci.upper)
     );
     let flat = e.ci.lower <= 1.0 + settings.noise_threshold();
+    // An interval that holds both the ideal and the one-at-a-time model
+    // cannot tell them apart, whatever the point estimate says.
+    if flat && top.serial_model > 1.0 + settings.noise_threshold() && e.ci.upper >= top.serial_model
+    {
+        return (
+            WallVerdict::Insufficient,
+            format!(
+                "cannot tell: {at} — the interval holds both the ideal 1.0× and the serial model {}; send more requests per level",
+                fmt::ratio(top.serial_model)
+            ),
+        );
+    }
     match p {
         _ if flat || p.is_none_or(|p| p >= f64::from(k)) => (
             WallVerdict::Scales,
@@ -282,7 +299,26 @@ mod tests {
         assert!(w.summary.starts_with("handles about"), "{}", w.summary);
         // Nothing to compare against.
         let lone = server(1, &[3], 30);
+
         let w = &concurrency_wall(&lone, &Settings::new(4)).unwrap()[0];
         assert_eq!((w.baseline, w.verdict), ("none", WallVerdict::Insufficient));
+    }
+
+    #[test]
+    fn an_interval_holding_both_models_is_not_a_verdict() {
+        let mut rows = Vec::new();
+        for (k, values) in [
+            (1u32, [100.0, 150.0, 300.0, 500.0, 900.0]),
+            (5, [150.0, 400.0, 1400.0, 2000.0, 3000.0]),
+        ] {
+            for v in values {
+                let mut r = row("s", "concurrency", Some("chat"), Some(v));
+                r.concurrency = Some(k);
+                rows.push(r);
+            }
+        }
+        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        assert_eq!(w.verdict, WallVerdict::Insufficient, "{}", w.summary);
+        assert!(w.summary.starts_with("cannot tell"), "{}", w.summary);
     }
 }

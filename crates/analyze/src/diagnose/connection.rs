@@ -23,6 +23,10 @@ use crate::{AnalyzeError, Settings, fmt};
 pub struct ConnectionCost {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Sessions with both fresh and warm requests.
     pub sessions: usize,
     /// TTFT on fresh connections.
@@ -125,6 +129,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
     };
     ConnectionCost {
         provenance: prov,
+        scope: String::new(),
         sessions,
         fresh,
         warm,

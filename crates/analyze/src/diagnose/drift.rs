@@ -56,6 +56,10 @@ pub struct DayChange {
 pub struct Drift {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Days in order.
     pub days: Vec<DayStats>,
     /// Consecutive days with app data.
@@ -175,6 +179,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
     };
     Drift {
         provenance: prov,
+        scope: String::new(),
         days,
         changes,
         summary,

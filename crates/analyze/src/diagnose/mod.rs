@@ -12,7 +12,7 @@
 //!
 //! | diagnostic | rows used |
 //! |---|---|
-//! | [`mod@overhead`] | warm (app) vs direct, ping beside, in sessions that have both |
+//! | [`mod@overhead`] | warm (app) vs direct (the `default` strategy when present), ping beside, in sessions that have both |
 //! | [`mod@connection`] | fresh vs warm, in sessions that have both |
 //! | [`mod@concurrency`] | concurrency rows per level, against c = 1 (or warm) |
 //! | [`mod@cold`] | each cold probe against the warm distribution |

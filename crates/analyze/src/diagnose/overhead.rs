@@ -45,6 +45,10 @@ const MODEL_TIMING: [&str; 7] = [
 pub struct Overhead {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Sessions with both app and direct requests.
     pub sessions: usize,
     /// App TTFT (warm phase).
@@ -121,7 +125,14 @@ pub fn overhead_frame(frame: &Frame, settings: &Settings) -> Vec<Overhead> {
 
 fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
     let warm_all = rows_of(frame, prov, &[PhaseKind::Warm]);
-    let direct_all = rows_of(frame, prov, &[PhaseKind::Direct]);
+    let mut direct_all = rows_of(frame, prov, &[PhaseKind::Direct]);
+    // The app calls its provider with the default routing, so the bare model
+    // is the direct requests of the `default` strategy when there are some;
+    // other strategies (ignoring providers) would compare unlike with unlike.
+    let is_default = |i: &u32| frame.str(frame.obs(*i).strategy) == Some("default");
+    if direct_all.iter().any(is_default) {
+        direct_all.retain(is_default);
+    }
     let set = both(
         &session_set(frame, &warm_all),
         &session_set(frame, &direct_all),
@@ -191,6 +202,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
     );
     Overhead {
         provenance: prov,
+        scope: String::new(),
         sessions,
         app,
         direct,

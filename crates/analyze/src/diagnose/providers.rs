@@ -50,6 +50,10 @@ pub struct ProviderStats {
 pub struct Providers {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Per routing strategy, by name.
     pub strategies: Vec<ProviderStats>,
     /// Per served provider, by name.
@@ -204,6 +208,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
     let summary = summarize(&strategies, fast, thr, done, ttft_comparison.as_ref());
     Providers {
         provenance: prov,
+        scope: String::new(),
         fastest_first_token: fast.map(|s| s.name.clone()),
         highest_throughput: thr.map(|s| s.name.clone()),
         fastest_completion: done.map(|s| s.name.clone()),

@@ -73,6 +73,10 @@ pub struct RouteStats {
 pub struct Routes {
     /// Provenance of every row used.
     pub provenance: Provenance,
+    /// The setup these numbers describe when a report covers several
+    /// (e.g. `code_version=before`); empty when there is one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
     /// Per app path, by name.
     pub paths: Vec<PathStats>,
     /// Per reported route, by name.
@@ -174,6 +178,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
     let summary = summarize(&paths, &comparisons);
     Routes {
         provenance: prov,
+        scope: String::new(),
         fastest_path: fastest.map(|(p, _, _)| p.path.clone()),
         paths,
         routes,

@@ -159,11 +159,12 @@ async fn run_cleanup(
             }
         }
     }
-    let url = match &cfg.database_url_env {
-        Some(var) => Some(std::env::var(var).with_context(|| {
+    let url = match (&cfg.database_url_env, &cfg.database_url) {
+        (Some(var), _) => Some(std::env::var(var).with_context(|| {
             format!("app.cleanup.database_url_env names {var}, which is not set")
         })?),
-        None => None,
+        (None, Some(url)) => Some(url.clone()),
+        (None, None) => None,
     };
     let list = quoted_ids(ids);
     if let (Some(url), Some(sql)) = (&url, &cfg.delete_sql) {

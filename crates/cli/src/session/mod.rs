@@ -16,7 +16,7 @@ use clap::{Args, ValueEnum};
 
 use firsttoken_record::store::Store;
 
-pub use run::{RunArgs, run};
+pub use run::{RunArgs, run, run_session_cmd};
 
 /// Default store when neither the flag nor the config names one.
 pub const DEFAULT_STORE: &str = "firsttoken.db";

@@ -172,8 +172,21 @@ fn price(cfg: &Config, s: &mut SessionSample) {
     }
 }
 
-/// Run one session.
+/// How a `run` ended.
+pub struct Outcome {
+    /// The process exit code it asks for.
+    pub code: ExitCode,
+    /// The stored session, when one was created.
+    pub session_id: Option<String>,
+}
+
+/// Run one session (`firsttoken run`).
 pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    Ok(run_session_cmd(a).await?.code)
+}
+
+/// Run one session and say which it was.
+pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
     let mut cfg = match Config::load(&a.config) {
         Ok(c) => c,
         Err(e) => {
@@ -181,7 +194,10 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             if !a.config.exists() {
                 eprintln!("hint: write a commented config with `firsttoken init`");
             }
-            return Ok(ExitCode::from(EXIT_USAGE));
+            return Ok(Outcome {
+                code: ExitCode::from(EXIT_USAGE),
+                session_id: None,
+            });
         }
     };
     if let Some(p) = &a.preset {
@@ -422,13 +438,15 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let clean = cleanup.as_ref().is_none_or(Cleanup::is_clean);
-    Ok(
-        if failed == 0 && status == SessionStatus::Complete && clean {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(EXIT_FAILED_REQUESTS)
-        },
-    )
+    let code = if failed == 0 && status == SessionStatus::Complete && clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED_REQUESTS)
+    };
+    Ok(Outcome {
+        code,
+        session_id: Some(meta.id),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,489 @@
+//! `firsttoken report`, `compare` and `check`: stored samples → analysis →
+//! terminal, Markdown, JSON or HTML; before/after verdicts; CI thresholds.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+
+use firsttoken_analyze::compare::compare_sessions;
+use firsttoken_analyze::{
+    Analysis, Comparison, Frame, FrameBuilder, GroupKey, Metric, Percentile, PhaseKind, Samples,
+    Settings, Stat, Verdict, analyze,
+};
+use firsttoken_record::session::{SampleRow, SessionMeta};
+use firsttoken_record::store::Store;
+
+use crate::session::DEFAULT_STORE;
+use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables for a terminal (100 columns).
+    Terminal,
+    /// Markdown.
+    Markdown,
+    /// JSON (docs/schema/report.v1.schema.json).
+    Json,
+    /// A self-contained HTML page with plots.
+    Html,
+}
+
+/// Sessions to analyse.
+#[derive(Debug, Args)]
+pub struct Selection {
+    /// Result store: a SQLite file or a postgres:// URL.
+    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+    /// Session id or unique prefix (repeatable); default: every session in the store.
+    #[arg(long = "session", value_name = "ID")]
+    sessions: Vec<String>,
+}
+
+/// What was loaded: sessions, the analysis frame and (for HTML) the rows.
+pub struct Loaded {
+    /// Sessions, in the order asked.
+    pub sessions: Vec<SessionMeta>,
+    /// Every sample as a compact table.
+    pub frame: Frame,
+    /// Samples kept for plots of single requests (successful, not warm-ups).
+    pub rows: Vec<SampleRow>,
+}
+
+/// Load sessions and their samples, streaming rows into the frame.
+pub async fn load(store: &Store, ids: &[String], keep_rows: bool) -> anyhow::Result<Loaded> {
+    let sessions = if ids.is_empty() {
+        store.sessions().await?
+    } else {
+        let mut v = Vec::new();
+        for id in ids {
+            v.push(
+                store
+                    .session(id)
+                    .await?
+                    .with_context(|| format!("no session {id:?} in the store"))?,
+            );
+        }
+        v
+    };
+    if sessions.is_empty() {
+        bail!("the store has no sessions: run `firsttoken run` or `firsttoken demo` first");
+    }
+    let mut builder = FrameBuilder::new(&sessions)?;
+    let mut rows = Vec::new();
+    for s in &sessions {
+        for r in store.samples(&s.id).await? {
+            builder.push(&r)?;
+            if keep_rows && !r.sample.warmup && r.sample.is_ok() {
+                rows.push(r);
+            }
+        }
+    }
+    Ok(Loaded {
+        sessions,
+        frame: builder.finish(),
+        rows,
+    })
+}
+
+fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match out {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            println!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// Render an analysis in `format`.
+pub fn render(
+    format: Format,
+    loaded: &Loaded,
+    analysis: &Analysis,
+    comparisons: &[Comparison],
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Terminal => {
+            let doc = firsttoken_report::doc::build(analysis, comparisons);
+            format!(
+                "{}{}",
+                header(&loaded.sessions),
+                firsttoken_report::terminal::render(&doc, 100)
+            )
+        }
+        Format::Markdown => {
+            let doc = firsttoken_report::doc::build(analysis, comparisons);
+            firsttoken_report::markdown::render(
+                &doc,
+                &format!("firsttoken report: {}", session_list(&loaded.sessions)),
+            )
+        }
+        Format::Json => firsttoken_report::json::render(&loaded.sessions, analysis, comparisons),
+        Format::Html => {
+            firsttoken_report::html::render(analysis, &loaded.sessions, Some(&loaded.rows))
+                .context("cannot render the HTML report")?
+        }
+    })
+}
+
+fn session_list(sessions: &[SessionMeta]) -> String {
+    sessions
+        .iter()
+        .map(|s| format!("{} ({})", s.id, s.labels.code_version))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn header(sessions: &[SessionMeta]) -> String {
+    let mut out = String::from("firsttoken report\n");
+    for s in sessions {
+        out.push_str(&format!(
+            "  session {} · {} · code {} · network {} · vantage {}\n",
+            s.id,
+            s.provenance.as_str(),
+            s.labels.code_version,
+            s.labels.network,
+            s.labels.vantage
+        ));
+    }
+    out
+}
+
+/// `firsttoken report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    select: Selection,
+    /// Group TTFT by these keys: network, code_version, vantage, day, path, phase, strategy, concurrency, provider, provenance.
+    #[arg(long, default_value = "code_version,path")]
+    group_by: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    format: Format,
+    /// Output file (default: stdout).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+}
+
+/// Analyse and render.
+pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let keys = GroupKey::parse_list(&a.group_by)?;
+    let store = Store::open(&a.select.store).await?;
+    let loaded = load(&store, &a.select.sessions, a.format == Format::Html).await?;
+    let settings = Settings::from_sessions(&loaded.sessions);
+    let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
+    let text = render(a.format, &loaded, &analysis, &[])?;
+    write_out(a.out.as_deref(), &text)?;
+    if let Some(p) = &a.out {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Compare session `a` against baseline `b` on TTFT of one phase (warm by default).
+pub fn compare_pair(
+    frame: &Frame,
+    a: &str,
+    b: &str,
+    phase: Option<PhaseKind>,
+    settings: &Settings,
+) -> anyhow::Result<Comparison> {
+    Ok(compare_sessions(
+        frame,
+        a,
+        b,
+        phase,
+        Metric::Ttft,
+        settings,
+    )?)
+}
+
+/// `firsttoken compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Result store.
+    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+    /// The session to judge (id or prefix).
+    a: String,
+    /// The baseline session (id or prefix).
+    b: String,
+    /// Phase whose TTFT is compared: warm, fresh, cold, direct, concurrency, rate, or all.
+    #[arg(long, default_value = "warm")]
+    phase: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    format: Format,
+}
+
+fn phase_arg(s: &str) -> anyhow::Result<Option<PhaseKind>> {
+    Ok(match s {
+        "all" => None,
+        "warm" => Some(PhaseKind::Warm),
+        "fresh" => Some(PhaseKind::Fresh),
+        "cold" => Some(PhaseKind::Cold),
+        "direct" => Some(PhaseKind::Direct),
+        "concurrency" => Some(PhaseKind::Concurrency),
+        "rate" => Some(PhaseKind::Rate),
+        other => bail!(
+            "unknown phase {other:?}: use warm, fresh, cold, direct, concurrency, rate or all"
+        ),
+    })
+}
+
+/// Compare two sessions; exit 0 unless A is significantly slower (1).
+pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    let phase = phase_arg(&a.phase)?;
+    let store = Store::open(&a.store).await?;
+    let loaded = load(&store, &[a.a.clone(), a.b.clone()], false).await?;
+    let (ida, idb) = (loaded.sessions[0].id.clone(), loaded.sessions[1].id.clone());
+    let settings = Settings::from_sessions(&loaded.sessions);
+    let c = compare_pair(&loaded.frame, &ida, &idb, phase, &settings)?;
+    let analysis = analyze(
+        &loaded.frame,
+        &loaded.sessions,
+        &GroupKey::parse_list("code_version")?,
+        &settings,
+    );
+    let slower = c.verdict == Verdict::Slower;
+    let text = render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?;
+    write_out(None, &text)?;
+    Ok(if slower {
+        ExitCode::from(EXIT_FAILED_REQUESTS)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One `--max metric=value` threshold.
+#[derive(Debug, Clone, PartialEq)]
+struct Threshold {
+    metric: String,
+    limit: f64,
+}
+
+/// Parse `ttft.p95=3s`, `e2e.p50=800ms`, `error_rate=1%`.
+fn parse_threshold(s: &str) -> anyhow::Result<Threshold> {
+    let (metric, value) = s
+        .split_once('=')
+        .with_context(|| format!("--max {s:?}: expected metric=value, e.g. ttft.p95=3s"))?;
+    let metric = metric.trim().to_string();
+    let value = value.trim();
+    let limit = if metric == "error_rate" {
+        let v = value
+            .strip_suffix('%')
+            .map(|p| p.trim().parse::<f64>().map(|x| x / 100.0))
+            .unwrap_or_else(|| value.parse());
+        v.with_context(|| {
+            format!("--max {s:?}: error_rate is a fraction or a percentage, e.g. 1%")
+        })?
+    } else {
+        let (m, p) = metric
+            .split_once('.')
+            .with_context(|| format!("--max {s:?}: expected METRIC.PERCENTILE, e.g. ttft.p95"))?;
+        if !["ttft", "ttfb", "e2e"].contains(&m) || !["p50", "p90", "p95", "p99"].contains(&p) {
+            bail!(
+                "--max {s:?}: metric must be ttft, ttfb or e2e and percentile p50, p90, p95 or p99"
+            );
+        }
+        match humantime::parse_duration(value) {
+            Ok(d) => d.as_secs_f64() * 1000.0,
+            Err(_) => value.parse::<f64>().with_context(|| {
+                format!("--max {s:?}: the limit is a duration like 3s or 800ms")
+            })?,
+        }
+    };
+    Ok(Threshold { metric, limit })
+}
+
+/// `firsttoken check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Thresholds apply to app requests (warm, fresh, cold, concurrency, rate; warm-ups excluded) of the selected
+sessions (default: the newest). EXIT STATUS: 0 all thresholds met, 1 a threshold failed or the session is
+significantly slower than --against, 2 usage error.
+Example: firsttoken check --max ttft.p95=3s --max error_rate=1% --against 20261130T0210"
+)]
+pub struct CheckArgs {
+    /// Result store.
+    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+    /// Session to check (default: the newest).
+    #[arg(long)]
+    session: Option<String>,
+    /// Threshold METRIC=LIMIT (repeatable): ttft.p95=3s, e2e.p50=800ms, error_rate=1%.
+    #[arg(long = "max", value_name = "METRIC=LIMIT")]
+    max: Vec<String>,
+    /// Baseline session: fail when warm TTFT is significantly slower than it.
+    #[arg(long)]
+    against: Option<String>,
+}
+
+fn app_values(rows: &[SampleRow], metric: &str) -> Vec<f64> {
+    rows.iter()
+        .filter(|r| {
+            !matches!(r.phase.as_str(), "ping" | "direct") && !r.sample.warmup && r.sample.is_ok()
+        })
+        .filter_map(|r| match metric {
+            "ttft" => r.sample.ttft_ms,
+            "ttfb" => r.sample.ttfb_ms,
+            _ => r.sample.e2e_ms,
+        })
+        .collect()
+}
+
+/// Check thresholds; the exit code says whether they held.
+pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let thresholds: Vec<Threshold> = match a.max.iter().map(|m| parse_threshold(m)).collect() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    if thresholds.is_empty() && a.against.is_none() {
+        eprintln!("error: nothing to check: give --max METRIC=LIMIT and/or --against BASELINE");
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let store = Store::open(&a.store).await?;
+    let meta = match &a.session {
+        Some(id) => store
+            .session(id)
+            .await?
+            .with_context(|| format!("no session {id:?}"))?,
+        None => store
+            .sessions()
+            .await?
+            .into_iter()
+            .next()
+            .context("the store has no sessions")?,
+    };
+    let rows = store.samples(&meta.id).await?;
+    let settings = Settings::new(meta.seed);
+    let mut failed = false;
+    println!(
+        "check of session {} ({}, code {})",
+        meta.id,
+        meta.provenance.as_str(),
+        meta.labels.code_version
+    );
+    for t in &thresholds {
+        let (value, shown) = if t.metric == "error_rate" {
+            let counted: Vec<&SampleRow> = rows
+                .iter()
+                .filter(|r| !matches!(r.phase.as_str(), "ping" | "direct") && !r.sample.warmup)
+                .collect();
+            let bad = counted.iter().filter(|r| !r.sample.is_ok()).count();
+            let rate = if counted.is_empty() {
+                0.0
+            } else {
+                bad as f64 / counted.len() as f64
+            };
+            (
+                Some(rate),
+                format!("{:.2}% ({bad} of {})", rate * 100.0, counted.len()),
+            )
+        } else {
+            let (m, p) = t.metric.split_once('.').unwrap_or(("ttft", "p95"));
+            let pct: f64 = p.trim_start_matches('p').parse().unwrap_or(95.0);
+            let samples = Samples::new(app_values(&rows, m)).ok();
+            let stat =
+                samples.map(|s| s.stat(Percentile::new(pct).unwrap_or(Percentile::P95), &settings));
+            match stat {
+                Some(Stat::Ok(e)) => (
+                    Some(e.point),
+                    format!(
+                        "{:.1} ms [95% CI {:.1}, {:.1}]",
+                        e.point, e.ci.lower, e.ci.upper
+                    ),
+                ),
+                Some(other) => (None, other.to_string()),
+                None => (None, "no successful app requests".to_string()),
+            }
+        };
+        let ok = value.is_some_and(|v| v <= t.limit);
+        failed |= !ok;
+        let limit = if t.metric == "error_rate" {
+            format!("{:.2}%", t.limit * 100.0)
+        } else {
+            format!("{:.0} ms", t.limit)
+        };
+        println!(
+            "  {} {:<14} {shown}  (max {limit})",
+            if ok { "PASS" } else { "FAIL" },
+            t.metric
+        );
+    }
+    if let Some(base) = &a.against {
+        let loaded = load(&store, &[meta.id.clone(), base.clone()], false).await?;
+        let c = compare_pair(
+            &loaded.frame,
+            &loaded.sessions[0].id,
+            &loaded.sessions[1].id,
+            Some(PhaseKind::Warm),
+            &Settings::from_sessions(&loaded.sessions),
+        )?;
+        let slower = c.verdict == Verdict::Slower;
+        failed |= slower;
+        println!(
+            "  {} against {}: {}",
+            if slower { "FAIL" } else { "PASS" },
+            loaded.sessions[1].id,
+            c.summary
+        );
+    }
+    Ok(if failed {
+        ExitCode::from(EXIT_FAILED_REQUESTS)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The demo's closing report: both sessions grouped by code version and
+/// path, `after` compared against `before`, terminal text returned and the
+/// HTML page written.
+pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow::Result<String> {
+    let store = Store::open(store_url).await?;
+    let loaded = load(&store, ids, true).await?;
+    let settings = Settings::from_sessions(&loaded.sessions);
+    let keys = GroupKey::parse_list("code_version,path")?;
+    let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
+    let mut comparisons = Vec::new();
+    if let [before, after] = loaded.sessions.as_slice() {
+        for phase in [PhaseKind::Warm, PhaseKind::Concurrency] {
+            if let Ok(c) =
+                compare_pair(&loaded.frame, &after.id, &before.id, Some(phase), &settings)
+            {
+                comparisons.push(c);
+            }
+        }
+    }
+    let page = render(Format::Html, &loaded, &analysis, &comparisons)?;
+    std::fs::write(html, page).with_context(|| format!("cannot write {}", html.display()))?;
+    render(Format::Terminal, &loaded, &analysis, &comparisons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_parse() {
+        assert_eq!(
+            parse_threshold("ttft.p95=3s").unwrap(),
+            Threshold {
+                metric: "ttft.p95".into(),
+                limit: 3000.0
+            }
+        );
+        assert_eq!(parse_threshold("e2e.p50=800ms").unwrap().limit, 800.0);
+        assert_eq!(parse_threshold("error_rate=1%").unwrap().limit, 0.01);
+        assert_eq!(parse_threshold("error_rate=0.02").unwrap().limit, 0.02);
+        assert!(parse_threshold("ttft.p97=3s").is_err());
+        assert!(parse_threshold("latency=3s").is_err());
+        assert!(parse_threshold("ttft.p95").is_err());
+    }
+}

@@ -1,0 +1,354 @@
+//! The page's content as plain, preformatted data for the template: every
+//! number already printed with its unit and interval, every table a list
+//! of rows. The template only lays it out (and escapes every string).
+
+use firsttoken_analyze::session::PooledGroup;
+use firsttoken_analyze::{Analysis, Comparison, Verdict};
+use firsttoken_record::session::{Provenance, SessionMeta, SessionStatus};
+use serde::Serialize;
+
+use super::plots::Plot;
+use super::text::{Cell, Unit, c, cell, p_value, percent, relative, signed_cell, value};
+
+/// The whole page.
+#[derive(Debug, Serialize)]
+pub(crate) struct Page {
+    pub title: String,
+    pub tool_version: String,
+    pub banners: Vec<Banner>,
+    pub sessions: Vec<SessionView>,
+    pub settings: String,
+    pub rows: usize,
+    pub keys: Vec<&'static str>,
+    pub groups: Vec<GroupView>,
+    pub comparisons: Vec<ComparisonView>,
+    pub sections: Vec<Section>,
+    pub limits: LimitsView,
+    pub plots: PagePlots,
+}
+
+/// The plots that sit outside the diagnostic sections.
+#[derive(Debug, Serialize)]
+pub(crate) struct PagePlots {
+    pub ttft_cdf: Plot,
+    pub session_box: Plot,
+    pub waterfall: Plot,
+}
+
+/// A warning about where the numbers come from.
+#[derive(Debug, Serialize)]
+pub(crate) struct Banner {
+    pub kind: &'static str,
+    pub headline: &'static str,
+    pub text: &'static str,
+}
+
+/// One session in the header.
+#[derive(Debug, Serialize)]
+pub(crate) struct SessionView {
+    pub id: String,
+    pub code_version: String,
+    pub network: String,
+    pub vantage: String,
+    pub provenance: &'static str,
+    pub status: String,
+    pub complete: bool,
+    pub started_at: String,
+    pub ended_at: String,
+    pub host: String,
+    pub tool_version: String,
+}
+
+/// One TTFT group.
+#[derive(Debug, Serialize)]
+pub(crate) struct GroupView {
+    pub keys: Vec<String>,
+    pub sessions: usize,
+    pub requests: usize,
+    pub error_rate: String,
+    pub n: usize,
+    pub p50: Cell,
+    pub p90: Cell,
+    pub p95: Cell,
+    pub p99: Cell,
+    pub session_medians: Cell,
+}
+
+/// One comparison with its verdict.
+#[derive(Debug, Serialize)]
+pub(crate) struct ComparisonView {
+    pub context: String,
+    pub a: String,
+    pub b: String,
+    pub n: String,
+    pub difference: Cell,
+    pub relative: String,
+    pub p95_difference: Cell,
+    pub p: String,
+    pub delta: String,
+    pub verdict: &'static str,
+    pub verdict_class: &'static str,
+    pub summary: String,
+}
+
+/// A diagnostic: its plot (if it has one) and one entry per provenance kind.
+#[derive(Debug, Serialize)]
+pub(crate) struct Section {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub intro: &'static str,
+    pub plot: Option<Plot>,
+    pub entries: Vec<Entry>,
+    pub empty: &'static str,
+}
+
+/// One diagnostic for one provenance kind.
+#[derive(Debug, Serialize)]
+pub(crate) struct Entry {
+    pub provenance: &'static str,
+    pub summary: String,
+    pub facts: Vec<Fact>,
+    pub tables: Vec<Table>,
+}
+
+/// A named number.
+#[derive(Debug, Serialize)]
+pub(crate) struct Fact {
+    pub name: String,
+    pub value: String,
+}
+
+pub(crate) fn fact(name: &str, value: String) -> Fact {
+    Fact {
+        name: name.to_string(),
+        value,
+    }
+}
+
+/// A table: caption, header, rows of cells; `numeric[i]` right-aligns column i.
+#[derive(Debug, Serialize)]
+pub(crate) struct Table {
+    pub caption: String,
+    pub head: Vec<String>,
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    /// The first column and those named in `text` hold text; the rest numbers.
+    pub(crate) fn new(caption: &str, head: &[&str], text: &[usize]) -> Table {
+        Table {
+            caption: caption.to_string(),
+            head: head.iter().map(|h| h.to_string()).collect(),
+            numeric: (0..head.len())
+                .map(|i| i > 0 && !text.contains(&i))
+                .collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// The claims-and-limits list.
+#[derive(Debug, Serialize)]
+pub(crate) struct LimitsView {
+    pub summary: String,
+    pub items: Vec<LimitView>,
+}
+
+/// One limit.
+#[derive(Debug, Serialize)]
+pub(crate) struct LimitView {
+    pub kind: String,
+    pub subject: String,
+    pub message: String,
+}
+
+/// The snake_case name serde gives an enum value.
+fn snake<T: Serialize>(t: &T) -> String {
+    serde_json::to_value(t)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn banner(p: Provenance) -> Option<Banner> {
+    match p {
+        Provenance::Measured => None,
+        Provenance::Emulated => Some(Banner {
+            kind: "emulated",
+            headline: "Emulated upstream",
+            text: "these numbers describe the emulator, not a real provider.",
+        }),
+        Provenance::Synthetic => Some(Banner {
+            kind: "synthetic",
+            headline: "Synthetic data",
+            text: "generated, not measured: nothing here describes a real app or provider.",
+        }),
+        Provenance::Imported => Some(Banner {
+            kind: "imported",
+            headline: "Imported data",
+            text: "read from an export; how it was measured is only as known as the export says.",
+        }),
+    }
+}
+
+/// Banners for every non-measured provenance kind among the sessions and
+/// the analysed groups, in a fixed order.
+pub(crate) fn banners(analysis: &Analysis, sessions: &[SessionMeta]) -> Vec<Banner> {
+    [
+        Provenance::Emulated,
+        Provenance::Synthetic,
+        Provenance::Imported,
+    ]
+    .into_iter()
+    .filter(|p| {
+        sessions.iter().any(|s| s.provenance == *p)
+            || analysis.groups.iter().any(|g| g.provenance == *p)
+    })
+    .filter_map(banner)
+    .collect()
+}
+
+pub(crate) fn session(s: &SessionMeta) -> SessionView {
+    let (status, complete) = match &s.status {
+        SessionStatus::Running => ("running (or stopped without a trace)".to_string(), false),
+        SessionStatus::Complete => ("complete".to_string(), true),
+        SessionStatus::Partial { reason } => (format!("partial: {reason}"), false),
+    };
+    let or_dash = |v: &str| {
+        if v.is_empty() {
+            "–".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    SessionView {
+        id: s.id.clone(),
+        code_version: or_dash(&s.labels.code_version),
+        network: or_dash(&s.labels.network),
+        vantage: or_dash(&s.labels.vantage),
+        provenance: s.provenance.as_str(),
+        status,
+        complete,
+        started_at: s.started_at.clone(),
+        ended_at: s.ended_at.clone().unwrap_or_else(|| "–".into()),
+        host: s.host.clone(),
+        tool_version: s.tool_version.clone(),
+    }
+}
+
+pub(crate) fn group(g: &PooledGroup) -> GroupView {
+    let m = &g.pooled;
+    let u = Unit::of(m.metric);
+    let session_medians = match (g.min_session_median, g.max_session_median) {
+        (Some(lo), Some(hi)) if g.sessions.len() > 1 => Cell {
+            v: format!("{} – {}", value(u, lo), value(u, hi)),
+            sub: Some(format!("{} sessions", g.sessions.len())),
+        },
+        (Some(lo), _) => c(value(u, lo)),
+        _ => c("–"),
+    };
+    GroupView {
+        keys: g.label.parts.iter().map(|(_, v)| v.to_string()).collect(),
+        sessions: g.sessions.len(),
+        requests: m.requests,
+        error_rate: percent(m.error_rate),
+        n: m.n,
+        p50: cell(u, &m.p50),
+        p90: cell(u, &m.p90),
+        p95: cell(u, &m.p95),
+        p99: cell(u, &m.p99),
+        session_medians,
+    }
+}
+
+pub(crate) fn comparison(context: String, cmp: &Comparison) -> ComparisonView {
+    let u = Unit::of(cmp.metric);
+    ComparisonView {
+        context,
+        a: cmp.a.clone(),
+        b: cmp.b.clone(),
+        n: format!("{} vs {}", cmp.n_a, cmp.n_b),
+        difference: signed_cell(u, &cmp.median_difference),
+        relative: relative(cmp.relative_median_difference),
+        p95_difference: signed_cell(u, &cmp.p95_difference),
+        p: cmp
+            .mann_whitney
+            .map_or_else(|| "–".to_string(), |m| p_value(m.p_value)),
+        delta: cmp.cliffs_delta.map_or_else(
+            || "–".to_string(),
+            |d| format!("{:+.2} ({})", d.delta, d.magnitude.as_str()),
+        ),
+        verdict: cmp.verdict.as_str(),
+        verdict_class: match cmp.verdict {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoChange => "same",
+        },
+        summary: cmp.summary.clone(),
+    }
+}
+
+/// Every comparison the analysis made, with where it comes from.
+pub(crate) fn comparisons(a: &Analysis) -> Vec<ComparisonView> {
+    let mut out = Vec::new();
+    for p in &a.providers {
+        if let Some(c) = &p.ttft_comparison {
+            out.push(comparison(
+                format!("strategies, TTFT ({})", p.provenance.as_str()),
+                c,
+            ));
+        }
+    }
+    for r in &a.routes {
+        for c in &r.comparisons {
+            out.push(comparison(
+                format!("paths, warm TTFT ({})", r.provenance.as_str()),
+                c,
+            ));
+        }
+    }
+    for d in &a.drift {
+        for ch in &d.changes {
+            out.push(comparison(
+                format!("days, warm TTFT ({})", d.provenance.as_str()),
+                &ch.app,
+            ));
+        }
+    }
+    out
+}
+
+pub(crate) fn limits(a: &Analysis) -> LimitsView {
+    LimitsView {
+        summary: a.limits.summary.clone(),
+        items: a
+            .limits
+            .items
+            .iter()
+            .map(|l| LimitView {
+                kind: snake(&l.kind).replace('_', " "),
+                // Most messages name their subject already.
+                subject: l
+                    .subject
+                    .clone()
+                    .filter(|s| !l.message.contains(s.as_str()))
+                    .unwrap_or_default(),
+                message: l.message.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// How the statistics were computed, in one line.
+pub(crate) fn settings(a: &Analysis) -> String {
+    let s = &a.settings;
+    format!(
+        "{:.0} % confidence intervals (exact bootstrap for percentiles, {} bootstrap replicates for differences and ratios, seed {}); comparisons need p < {} and a median change over {:.0} %.",
+        100.0 * s.level(),
+        s.replicates(),
+        s.seed(),
+        s.alpha(),
+        100.0 * s.noise_threshold()
+    )
+}

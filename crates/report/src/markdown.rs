@@ -1,0 +1,44 @@
+//! The report as Markdown: `##` sections and pipe tables.
+
+use crate::doc::Doc;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Render `doc` as Markdown under a `# title`.
+pub fn render(doc: &Doc, title: &str) -> String {
+    let mut out = format!("# {}\n", cell(title));
+    for s in &doc.sections {
+        out.push_str(&format!("\n## {}\n\n", cell(&s.title)));
+        for l in &s.lines {
+            out.push_str(&format!("- {}\n", cell(l)));
+        }
+        for t in &s.tables {
+            out.push('\n');
+            out.push_str(&format!(
+                "| {} |\n",
+                t.header
+                    .iter()
+                    .map(|h| cell(h))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ));
+            out.push_str(&format!(
+                "|{}\n",
+                t.header
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+                    .collect::<String>()
+            ));
+            for r in &t.rows {
+                out.push_str(&format!(
+                    "| {} |\n",
+                    r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+                ));
+            }
+        }
+    }
+    out
+}
