@@ -210,12 +210,10 @@ fn test_accounts_are_created_used_and_removed_on_sqlite() {
     );
 }
 
-#[test]
-fn ctrl_c_still_cleans_up_to_zero_residual_rows() {
-    let w = world(None, 500);
-    let store = w.dir.path().join("s.db").display().to_string();
+/// Start `run` against `w`, signal it after 2 s, wait for it to stop.
+fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
     let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
-        .args(["run", "-c", &w.cfg, "--store", &store, "-q"])
+        .args(["run", "-c", &w.cfg, "--store", store, "-q"])
         .env("FT_TEST_APP_DB", &w.app_db)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -225,24 +223,63 @@ fn ctrl_c_still_cleans_up_to_zero_residual_rows() {
     std::thread::sleep(Duration::from_millis(2000));
     assert!(
         Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args([signal, &child.id().to_string()])
             .status()
             .unwrap()
             .success()
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
+    loop {
         if let Some(s) = child.try_wait().unwrap() {
-            break s;
+            return s;
         }
-        assert!(Instant::now() < deadline, "run did not stop after Ctrl-C");
+        assert!(Instant::now() < deadline, "run did not stop after {signal}");
         std::thread::sleep(Duration::from_millis(50));
-    };
+    }
+}
+
+/// Ctrl-C: the run stops cleanly, the session is partial, its accounts are gone.
+fn ctrl_c_case(w: &World, store: &str) {
+    let status = interrupt(w, store, "-INT");
     assert_eq!(status.code(), Some(1));
-    let session = session_line(&store);
+    let session = session_line(store);
     assert_eq!(session["status"]["state"], "partial");
     assert_eq!(session["cleanup"]["residual"], 0, "{}", session["cleanup"]);
     assert_eq!(users_left(&w.app_db), 0);
+}
+
+/// kill -9: nothing committed is lost, the next open marks the session partial.
+fn kill_9_case(w: &World, store: &str) {
+    let status = interrupt(w, store, "-KILL");
+    assert_eq!(status.code(), None);
+    let out = firsttoken(&["sessions", "--store", store], &[]);
+    assert_code(&out, 0);
+    let session = session_line(store);
+    assert_eq!(session["status"]["state"], "partial", "{session}");
+    let exp = firsttoken(
+        &[
+            "export",
+            "--store",
+            store,
+            "--session",
+            session["id"].as_str().unwrap(),
+        ],
+        &[],
+    );
+    let stored = text(&exp.stdout).lines().count() - 1;
+    assert!(stored >= 5, "{stored} samples survived");
+}
+
+#[test]
+fn ctrl_c_still_cleans_up_to_zero_residual_rows() {
+    let w = world(None, 500);
+    ctrl_c_case(&w, &w.dir.path().join("s.db").display().to_string());
+}
+
+#[test]
+fn kill_9_on_sqlite_keeps_what_was_committed() {
+    let w = world(None, 500);
+    kill_9_case(&w, &w.dir.path().join("s.db").display().to_string());
 }
 
 #[test]
@@ -304,6 +341,10 @@ fn postgres_app_and_postgres_store() {
         let w = world(Some(app_db.clone()), 2);
         run_complete(&w, &store);
         assert!(Path::new(&w.cfg).exists());
+        let w = world(Some(app_db.clone()), 500);
+        ctrl_c_case(&w, &store);
+        let w = world(Some(app_db.clone()), 500);
+        kill_9_case(&w, &store);
     });
     exec(format!(
         "DROP SCHEMA {schema}_app CASCADE; DROP SCHEMA {schema}_store CASCADE"
