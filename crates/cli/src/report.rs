@@ -454,9 +454,15 @@ pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow
     let mut comparisons = Vec::new();
     if let [before, after] = loaded.sessions.as_slice() {
         for phase in [PhaseKind::Warm, PhaseKind::Concurrency] {
-            if let Ok(c) =
+            if let Ok(mut c) =
                 compare_pair(&loaded.frame, &after.id, &before.id, Some(phase), &settings)
             {
+                // Name the sides by code version: that is what the demo compares.
+                let (va, vb) = (&after.labels.code_version, &before.labels.code_version);
+                let summary = c.summary.replace(&after.id, va).replace(&before.id, vb);
+                c.summary = format!("{} TTFT: {summary}", phase.as_str());
+                c.a = format!("{va} ({})", phase.as_str());
+                c.b = vb.clone();
                 comparisons.push(c);
             }
         }

@@ -159,7 +159,12 @@ pub fn build(analysis: &Analysis, comparisons: &[Comparison]) -> Doc {
                     .as_ref()
                     .map(|d| format!("{:+.2}", d.delta))
                     .unwrap_or_else(|| "-".into()),
-                format!("{:?}", c.verdict).to_lowercase(),
+                match c.verdict {
+                    firsttoken_analyze::Verdict::Faster => "faster",
+                    firsttoken_analyze::Verdict::Slower => "slower",
+                    firsttoken_analyze::Verdict::NoChange => "no change",
+                }
+                .to_string(),
             ]);
         }
         s.tables.push(t);

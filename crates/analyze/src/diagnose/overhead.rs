@@ -13,9 +13,10 @@
 //! overhead: each phase's median (with CI) over the app's requests, and
 //! "unexplained" = overhead median − Σ phase medians (a sum of medians, not
 //! the median of sums: a breakdown, not an identity). Phases naming the
-//! model call itself or a total (names containing `upstream`, `llm`,
-//! `model`, `provider`, `inference`, `ttft` or `total`) are listed apart in
-//! `model_parts` and not counted as overhead.
+//! model call itself, a total, or work after the first token (names
+//! containing `upstream`, `llm`, `model`, `provider`, `inference`, `ttft`,
+//! `total`, `stream` or `store`) are listed apart in `model_parts` and not
+//! counted as overhead.
 
 use std::collections::HashMap;
 
@@ -29,8 +30,10 @@ use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
 use crate::samples::{MetricSummary, Samples, gather};
 use crate::{AnalyzeError, Settings, fmt};
 
-/// Server-Timing names that describe the model call or a total.
-const MODEL_TIMING: [&str; 7] = [
+/// Server-Timing names that describe the model call, a total, or work done
+/// after the first token (streaming the answer, storing it): none of these
+/// delays the first token, so none is overhead.
+const MODEL_TIMING: [&str; 9] = [
     "upstream",
     "llm",
     "model",
@@ -38,6 +41,8 @@ const MODEL_TIMING: [&str; 7] = [
     "inference",
     "ttft",
     "total",
+    "stream",
+    "store",
 ];
 
 /// App TTFT above direct TTFT, for one provenance kind.
