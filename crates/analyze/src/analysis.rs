@@ -71,16 +71,56 @@ pub fn analyze(
     };
     // Diagnostics describe one setup: sessions of different code versions
     // are never pooled into one overhead, wall or cold-start figure.
-    let versions = frame.code_versions();
+    let versions = code_versions(frame);
     if versions.len() <= 1 {
         diagnose_into(&mut a, frame, settings, "");
     } else {
         for v in versions {
-            let scoped = frame.scoped_to_code_version(&v);
+            let scoped = scoped_to_code_version(frame, &v);
             diagnose_into(&mut a, &scoped, settings, &format!("code_version={v}"));
         }
     }
     a
+}
+
+/// Distinct code versions of the frame's sessions, in first-seen order.
+fn code_versions(frame: &Frame) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &frame.sessions {
+        if let Some(v) = s.labels.and_then(|l| frame.strings.get(l[1] as usize))
+            && !out.contains(v)
+        {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The same rows restricted to the sessions of `code_version`: row numbers
+/// are kept and only the (provenance, phase) index lists are filtered, which
+/// is all the diagnostics read.
+fn scoped_to_code_version(frame: &Frame, code_version: &str) -> Frame {
+    let keep: Vec<bool> = frame
+        .sessions
+        .iter()
+        .map(|s| {
+            s.labels.is_some_and(|l| {
+                frame
+                    .strings
+                    .get(l[1] as usize)
+                    .is_some_and(|v| v == code_version)
+            })
+        })
+        .collect();
+    let mut f = frame.clone();
+    for list in &mut f.index {
+        list.retain(|&i| {
+            keep.get(frame.obs[i as usize].session as usize)
+                .copied()
+                .unwrap_or(false)
+        });
+    }
+    f
 }
 
 /// Append every diagnostic of `frame` to `a`, labelled with `scope`.
@@ -216,5 +256,49 @@ mod tests {
         assert_eq!(json["groups"][0]["pooled"]["metric"], "ttft");
         assert_eq!(json["overhead"][0]["overhead_median"]["status"], "ok");
         assert!(json["limits"]["items"].as_array().unwrap().len() >= 3);
+    }
+
+    #[test]
+    fn diagnostics_never_pool_two_code_versions() {
+        let mut sessions = Vec::new();
+        let mut rows = Vec::new();
+        // v1 queues (TTFT grows with k like a one-at-a-time server); v2 does not.
+        for (id, slow) in [("v1", true), ("v2", false)] {
+            let mut m = meta(id, Provenance::Synthetic);
+            m.labels.code_version = id.into();
+            sessions.push(m);
+            for k in [1u32, 3, 5] {
+                let factor = if slow { f64::from(k + 1) / 2.0 } else { 1.0 };
+                for t in spread(1000.0 * factor, 40.0, 30) {
+                    let mut r = row(id, "concurrency", Some("chat"), Some(t));
+                    r.provenance = Provenance::Synthetic;
+                    r.concurrency = Some(k);
+                    rows.push(r);
+                }
+            }
+        }
+        let a = analyze_rows(&rows, &sessions, &[], &Settings::new(3)).unwrap();
+        assert_eq!(a.concurrency.len(), 2, "one wall per code version");
+        let v1 = a
+            .concurrency
+            .iter()
+            .find(|w| w.scope == "code_version=v1")
+            .unwrap();
+        let v2 = a
+            .concurrency
+            .iter()
+            .find(|w| w.scope == "code_version=v2")
+            .unwrap();
+        assert!(
+            v1.summary
+                .starts_with("code_version=v1: behaves like a one-at-a-time server"),
+            "{}",
+            v1.summary
+        );
+        assert!(
+            v2.summary.starts_with("code_version=v2: scales"),
+            "{}",
+            v2.summary
+        );
     }
 }

@@ -277,45 +277,6 @@ impl Frame {
         Ok(b.finish())
     }
 
-    /// The same rows restricted to the sessions whose code version is
-    /// `code_version` (row numbers are kept, so per-row data is shared in
-    /// meaning; the index lists are filtered).
-    pub fn scoped_to_code_version(&self, code_version: &str) -> Frame {
-        let keep: Vec<bool> = self
-            .sessions
-            .iter()
-            .map(|s| {
-                s.labels.is_some_and(|l| {
-                    self.strings
-                        .get(l[1] as usize)
-                        .is_some_and(|v| v == code_version)
-                })
-            })
-            .collect();
-        let mut f = self.clone();
-        for list in &mut f.index {
-            list.retain(|&i| {
-                keep.get(self.obs[i as usize].session as usize)
-                    .copied()
-                    .unwrap_or(false)
-            });
-        }
-        f
-    }
-
-    /// Distinct code versions of the frame's sessions, in first-seen order.
-    pub fn code_versions(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for s in &self.sessions {
-            if let Some(v) = s.labels.and_then(|l| self.strings.get(l[1] as usize))
-                && !out.contains(v)
-            {
-                out.push(v.clone());
-            }
-        }
-        out
-    }
-
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.obs.len()
