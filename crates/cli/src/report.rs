@@ -203,13 +203,20 @@ pub fn compare_pair(
 
 /// `firsttoken compare`.
 #[derive(Debug, Args)]
+#[command(after_help = "Sessions: firsttoken compare NEW_ID OLD_ID
+Groups:   firsttoken compare --by code_version v2 v1   (every stored session, pooled by the key)
+EXIT STATUS: 0 unless A is significantly slower than B (1); 2 usage error.")]
 pub struct CompareArgs {
     /// Result store.
     #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
     store: String,
-    /// The session to judge (id or prefix).
+    /// Compare groups of every stored session by this key (network, code_version, vantage, day, …)
+    /// instead of two sessions; A and B are then values of the key.
+    #[arg(long, value_name = "KEY")]
+    by: Option<String>,
+    /// The session (or group value) to judge.
     a: String,
-    /// The baseline session (id or prefix).
+    /// The baseline session (or group value).
     b: String,
     /// Phase whose TTFT is compared: warm, fresh, cold, direct, concurrency, rate, or all.
     #[arg(long, default_value = "warm")]
@@ -234,10 +241,13 @@ fn phase_arg(s: &str) -> anyhow::Result<Option<PhaseKind>> {
     })
 }
 
-/// Compare two sessions; exit 0 unless A is significantly slower (1).
+/// Compare two sessions (or two groups); exit 0 unless A is significantly slower (1).
 pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let phase = phase_arg(&a.phase)?;
     let store = Store::open(&a.store).await?;
+    if let Some(by) = &a.by {
+        return compare_groups_cmd(&store, by, &a, phase).await;
+    }
     let loaded = load(&store, &[a.a.clone(), a.b.clone()], false).await?;
     let (ida, idb) = (loaded.sessions[0].id.clone(), loaded.sessions[1].id.clone());
     let settings = Settings::from_sessions(&loaded.sessions);
@@ -251,6 +261,70 @@ pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let slower = c.verdict == Verdict::Slower;
     let text = render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?;
     write_out(None, &text)?;
+    Ok(if slower {
+        ExitCode::from(EXIT_FAILED_REQUESTS)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `compare --by KEY A B`: TTFT of the rows whose KEY is A against those
+/// whose KEY is B, within one phase (when given) and one provenance kind.
+async fn compare_groups_cmd(
+    store: &Store,
+    by: &str,
+    a: &CompareArgs,
+    phase: Option<PhaseKind>,
+) -> anyhow::Result<ExitCode> {
+    let key: GroupKey = by
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--by {by:?}: {e}"))?;
+    let loaded = load(store, &[], false).await?;
+    let mut keys = vec![key];
+    if phase.is_some() {
+        keys.push(GroupKey::Phase);
+    }
+    let groups = firsttoken_analyze::group::group_frame(&loaded.frame, &keys);
+    let pick = |value: &str| {
+        let found: Vec<&firsttoken_analyze::Group> = groups
+            .iter()
+            .filter(|g| g.label.get(key).is_some_and(|v| v.to_string() == value))
+            .filter(|g| {
+                phase.is_none_or(|p| {
+                    g.label
+                        .get(GroupKey::Phase)
+                        .is_some_and(|v| v.to_string() == p.as_str())
+                })
+            })
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(anyhow::anyhow!(
+                "no rows with {by}={value}{}",
+                phase
+                    .map(|p| format!(" in the {} phase", p.as_str()))
+                    .unwrap_or_default()
+            )),
+            _ => Err(anyhow::anyhow!(
+                "{by}={value} spans several provenance kinds; they are never pooled — select sessions of one kind"
+            )),
+        }
+    };
+    let (ga, gb) = (pick(&a.a)?, pick(&a.b)?);
+    let settings = Settings::from_sessions(&loaded.sessions);
+    let c = firsttoken_analyze::compare::compare_groups(
+        &loaded.frame,
+        ga,
+        gb,
+        Metric::Ttft,
+        &settings,
+    )?;
+    let analysis = analyze(&loaded.frame, &loaded.sessions, &[key], &settings);
+    let slower = c.verdict == Verdict::Slower;
+    write_out(
+        None,
+        &render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?,
+    )?;
     Ok(if slower {
         ExitCode::from(EXIT_FAILED_REQUESTS)
     } else {

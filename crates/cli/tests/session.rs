@@ -4,61 +4,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, assert_code, firsttoken, text};
-
-/// A config against the emulator at `base`; `warm` warm requests.
-fn config(base: &str, warm: u32) -> String {
-    format!(
-        r#"
-[session]
-network = "loopback-test"
-emulated = true
-
-[app]
-base_url = "{base}"
-
-[[app.paths]]
-name = "chat"
-path = "/v1/chat/completions"
-body = '{{"model":"m","stream":true,"messages":[{{"role":"user","content":"{{prompt}}"}}]}}'
-
-[direct]
-url = "{base}/v1/chat/completions"
-model = "emulated-model"
-[[direct.strategies]]
-name = "default"
-[[direct.strategies]]
-name = "ignore-one"
-extra = {{ provider = {{ ignore = ["quickstart"] }} }}
-
-[ping]
-url = "{base}/health"
-
-[prompts]
-list = ["hello", "what is a \"token\"?"]
-
-[phases]
-ping = 2
-warm = {warm}
-fresh = 2
-direct = 2
-concurrency = {{ levels = [1, 2], requests = 2 }}
-
-[prices]
-"emulated-model" = {{ input = 0.5, output = 1.5 }}
-"#
-    )
-}
-
-fn write_config(dir: &Path, base: &str, warm: u32) -> String {
-    let p = dir.join("ft.toml");
-    std::fs::write(&p, config(base, warm)).expect("write the config");
-    p.display().to_string()
-}
+use common::{EmulatorProcess, assert_code, firsttoken, text, write_config};
 
 fn export_lines(store: &str, session: &str) -> Vec<serde_json::Value> {
     let out = firsttoken(

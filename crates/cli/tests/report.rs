@@ -1,0 +1,239 @@
+//! `firsttoken report`, `compare`, `check` and `demo` end to end, over
+//! sessions run against the emulator as a child process.
+
+mod common;
+
+use common::{EmulatorProcess, assert_code, firsttoken, text, write_config};
+
+/// Two sessions labelled `v1` and `v2` in one store; returns (dir, store, [id_v1, id_v2]).
+fn two_sessions() -> (tempfile::TempDir, String, Vec<String>) {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &emu.base, 24);
+    let store = dir.path().join("s.db").display().to_string();
+    let mut ids = Vec::new();
+    for v in ["v1", "v2"] {
+        let out = firsttoken(
+            &[
+                "run",
+                "-c",
+                &cfg,
+                "--store",
+                &store,
+                "--code-version",
+                v,
+                "-q",
+            ],
+            &[],
+        );
+        assert_code(&out, 0);
+        let listed = firsttoken(&["sessions", "--store", &store], &[]);
+        let newest = text(&listed.stdout)
+            .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
+            .find(|w| w.len() > 16 && w.contains("Z-"))
+            .unwrap()
+            .to_string();
+        ids.push(newest);
+    }
+    (dir, store, ids)
+}
+
+#[test]
+fn report_compare_and_check_over_stored_sessions() {
+    let (dir, store, ids) = two_sessions();
+
+    let out = firsttoken(&["report", "--store", &store], &[]);
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    for section in [
+        "TTFT by group",
+        "App overhead",
+        "Connection cost",
+        "Concurrency wall",
+        "Claims and limits",
+    ] {
+        assert!(t.contains(section), "missing {section}:\n{t}");
+    }
+    assert!(
+        t.contains("code_version=v1") && t.contains("code_version=v2"),
+        "{t}"
+    );
+    assert!(
+        t.lines().all(|l| l.chars().count() <= 100),
+        "the terminal report fits 100 columns"
+    );
+
+    let out = firsttoken(
+        &[
+            "report",
+            "--store",
+            &store,
+            "--format",
+            "json",
+            "--group-by",
+            "phase",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).expect("JSON report");
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(
+        validator.is_valid(&v),
+        "{:?}",
+        validator
+            .iter_errors(&v)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(v["sessions"].as_array().map(Vec::len), Some(2));
+
+    let md = firsttoken(
+        &[
+            "report",
+            "--store",
+            &store,
+            "--format",
+            "markdown",
+            "--session",
+            &ids[0],
+        ],
+        &[],
+    );
+    assert_code(&md, 0);
+    assert!(
+        text(&md.stdout).starts_with("# firsttoken report"),
+        "{}",
+        text(&md.stdout)
+    );
+
+    let html = dir.path().join("r.html");
+    let out = firsttoken(
+        &[
+            "report",
+            "--store",
+            &store,
+            "--format",
+            "html",
+            "--out",
+            html.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-plot=\"ttft-cdf\"") && page.contains("Emulated upstream"));
+
+    // Same emulator, same settings: no significant change either way.
+    let out = firsttoken(&["compare", "--store", &store, &ids[1], &ids[0]], &[]);
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("Comparison"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = firsttoken(
+        &[
+            "compare",
+            "--store",
+            &store,
+            "--by",
+            "code_version",
+            "v2",
+            "v1",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let out = firsttoken(
+        &[
+            "compare",
+            "--store",
+            &store,
+            "--by",
+            "code_version",
+            "v9",
+            "v1",
+        ],
+        &[],
+    );
+    assert_code(&out, 2);
+    assert!(text(&out.stderr).contains("v9"), "{}", text(&out.stderr));
+
+    // The emulator answers in ~30 ms: a 10 s limit holds, a 1 ms one fails.
+    let out = firsttoken(
+        &[
+            "check",
+            "--store",
+            &store,
+            "--max",
+            "ttft.p95=10s",
+            "--max",
+            "error_rate=1%",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert!(text(&out.stdout).contains("PASS"), "{}", text(&out.stdout));
+    let out = firsttoken(&["check", "--store", &store, "--max", "ttft.p50=1ms"], &[]);
+    assert_code(&out, 1);
+    assert!(text(&out.stdout).contains("FAIL"), "{}", text(&out.stdout));
+    let out = firsttoken(&["check", "--store", &store, "--against", &ids[0]], &[]);
+    assert_code(&out, 0);
+    let out = firsttoken(&["check", "--store", &store, "--max", "ttft.p97=1s"], &[]);
+    assert_code(&out, 2);
+    let out = firsttoken(&["check", "--store", &store], &[]);
+    assert_code(&out, 2);
+}
+
+#[test]
+fn report_on_an_empty_store_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("empty.db").display().to_string();
+    let out = firsttoken(&["report", "--store", &store], &[]);
+    assert_code(&out, 2);
+    assert!(
+        text(&out.stderr).contains("firsttoken run"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The README's main command, end to end (scaled protocol, about a minute).
+#[test]
+fn demo_runs_both_apps_and_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("demo.db").display().to_string();
+    let html = dir.path().join("demo.html");
+    let mut cmd = assert_cmd::Command::cargo_bin("firsttoken").unwrap();
+    cmd.args([
+        "demo",
+        "-q",
+        "--store",
+        &store,
+        "--html",
+        html.to_str().unwrap(),
+    ])
+    .current_dir(dir.path())
+    .timeout(std::time::Duration::from_secs(600));
+    let out = cmd.output().unwrap();
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("code_version=before") && t.contains("code_version=after"),
+        "{t}"
+    );
+    assert!(
+        t.contains("concurrency TTFT: after") && t.contains("warm TTFT: "),
+        "the before/after comparison: {t}"
+    );
+    assert!(t.contains("Concurrency wall"), "{t}");
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(page.contains("data-plot=\"concurrency\""));
+    let sessions = firsttoken(&["sessions", "--store", &store], &[]);
+    let listing = text(&sessions.stdout);
+    assert_eq!(listing.matches("complete").count(), 2, "{listing}");
+    assert!(listing.contains("emulated"));
+}
