@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn env_expansion() {
-        // SAFETY-free: set_var is unsafe in edition 2024 only for threads; use a unique name via std::env::vars instead.
+        // `set_var` needs `unsafe` in edition 2024 (and the workspace forbids it), so borrow a variable that is already set.
         let (name, value) = std::env::vars()
             .find(|(k, v)| {
                 !k.is_empty()

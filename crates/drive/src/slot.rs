@@ -105,32 +105,27 @@ async fn open(
     deadline: tokio::time::Instant,
 ) -> Result<Conn, Failure> {
     let connect_deadline = tokio::time::Instant::from_std(start + timeouts.connect);
-    {
-        match tokio::time::timeout_at(
-            connect_deadline.min(deadline),
-            connector.open(&mut st.setup),
-        )
-        .await
-        {
-            Ok(r) => r,
-            Err(_) => {
-                let phase = if st.setup.connect.is_some() {
-                    "the TLS or HTTP handshake"
-                } else if st.setup.dns.is_some() {
-                    "the TCP connect"
-                } else {
-                    "DNS or the TCP connect"
-                };
-                Err(Failure::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "connect timed out after {:?} during {phase}",
-                        timeouts.connect
-                    ),
-                ))
-            }
-        }
-    }
+    let opened = tokio::time::timeout_at(
+        connect_deadline.min(deadline),
+        connector.open(&mut st.setup),
+    )
+    .await;
+    opened.unwrap_or_else(|_| {
+        let phase = if st.setup.connect.is_some() {
+            "the TLS or HTTP handshake"
+        } else if st.setup.dns.is_some() {
+            "the TCP connect"
+        } else {
+            "DNS or the TCP connect"
+        };
+        Err(Failure::new(
+            ErrorKind::Timeout,
+            format!(
+                "connect timed out after {:?} during {phase}",
+                timeouts.connect
+            ),
+        ))
+    })
 }
 
 impl Slot {
