@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{EmulatorProcess, assert_code, firsttoken, text, write_config};
+use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text, write_config};
 
 /// Two sessions labelled `v1` and `v2` in one store; returns (dir, store, [id_v1, id_v2]).
 fn two_sessions() -> (tempfile::TempDir, String, Vec<String>) {
@@ -27,13 +27,7 @@ fn two_sessions() -> (tempfile::TempDir, String, Vec<String>) {
             &[],
         );
         assert_code(&out, 0);
-        let listed = firsttoken(&["sessions", "--store", &store], &[]);
-        let newest = text(&listed.stdout)
-            .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
-            .find(|w| w.len() > 16 && w.contains("Z-"))
-            .unwrap()
-            .to_string();
-        ids.push(newest);
+        ids.push(session_ids(&store).remove(0));
     }
     (dir, store, ids)
 }

@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, assert_code, firsttoken, text, write_config};
+use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text, write_config};
 
 fn export_lines(store: &str, session: &str) -> Vec<serde_json::Value> {
     let out = firsttoken(
@@ -31,15 +31,8 @@ fn export_lines(store: &str, session: &str) -> Vec<serde_json::Value> {
 
 /// The only session id in the store.
 fn only_session(store: &str) -> String {
-    let out = firsttoken(&["sessions", "--store", store], &[]);
-    assert_code(&out, 0);
-    let listing = text(&out.stdout);
-    let ids: Vec<String> = listing
-        .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
-        .filter(|w| w.len() > 16 && w.as_bytes()[8] == b'T' && w.contains("Z-"))
-        .map(str::to_string)
-        .collect();
-    assert_eq!(ids.len(), 1, "{listing}");
+    let ids = session_ids(store);
+    assert_eq!(ids.len(), 1, "{ids:?}");
     ids[0].clone()
 }
 

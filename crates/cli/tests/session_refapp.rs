@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, assert_code, firsttoken, text};
+use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text};
 
 fn config(app: &str, emu: &str, warm: u32) -> String {
     format!(
@@ -129,13 +129,7 @@ fn users_left(app_db: &str) -> i64 {
 }
 
 fn session_line(store: &str) -> serde_json::Value {
-    let out = firsttoken(&["sessions", "--store", store], &[]);
-    assert_code(&out, 0);
-    let id = text(&out.stdout)
-        .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
-        .find(|w| w.len() > 16 && w.contains("Z-"))
-        .expect("a session id")
-        .to_string();
+    let id = session_ids(store).into_iter().next().expect("a session id");
     let exp = firsttoken(&["export", "--store", store, "--session", &id], &[]);
     assert_code(&exp, 0);
     serde_json::from_str(text(&exp.stdout).lines().next().unwrap()).unwrap()

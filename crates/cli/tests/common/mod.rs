@@ -154,3 +154,14 @@ pub fn write_config(dir: &Path, base: &str, warm: u32) -> String {
     std::fs::write(&p, config(base, warm)).expect("write the config");
     p.display().to_string()
 }
+
+/// Session ids in the store, newest first, as `firsttoken sessions` lists them.
+pub fn session_ids(store: &str) -> Vec<String> {
+    let out = firsttoken(&["sessions", "--store", store], &[]);
+    assert_code(&out, 0);
+    text(&out.stdout)
+        .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
+        .filter(|w| w.len() > 16 && w.as_bytes()[8] == b'T' && w.contains("Z-"))
+        .map(str::to_string)
+        .collect()
+}
