@@ -16,7 +16,16 @@ use tokio_util::sync::CancellationToken;
 
 use firsttoken_emulator::{Profile, Settings, TruthLog};
 
-use crate::session::{RunArgs, run_session_cmd};
+use firsttoken_plan::config::{
+    AppSection, AuthSection, CleanupSection, ColdSection, ConcurrencySection, Config,
+    DirectSection, PathSection, PhasesSection, PingSection, Price, PromptsSection,
+    SessionSection, StrategySection,
+};
+use firsttoken_plan::protocol::preset;
+use firsttoken_record::Store;
+use firsttoken_session::{Overrides, SessionSpec};
+
+use crate::session::{exit_code, run_spec};
 
 /// `firsttoken demo`.
 #[derive(Debug, Args)]
@@ -42,99 +51,122 @@ pub struct DemoArgs {
     pub quiet: bool,
 }
 
-const PROMPTS: &str = r#"[
-  "What drives the time to first token of a streamed answer?",
-  "According to the annual report, what was the operating margin?",
-  "Summarise the liquidity policy in two sentences.",
-  "Explain keep-alive connections to a new engineer.",
-  "What does the quarterly statement say about cash flow?",
-  "Give me three tips for faster onboarding."
-]"#;
+const PROMPTS: [&str; 6] = [
+    "What drives the time to first token of a streamed answer?",
+    "According to the annual report, what was the operating margin?",
+    "Summarise the liquidity policy in two sentences.",
+    "Explain keep-alive connections to a new engineer.",
+    "What does the quarterly statement say about cash flow?",
+    "Give me three tips for faster onboarding.",
+];
 
-fn phases(full: bool) -> &'static str {
+/// The article's protocol (10 ping, 3 cold, 120 warm, 40 fresh, 90 direct —
+/// 30 per strategy — and 60 concurrent), or the same shape at about a fifth
+/// of the size.
+fn phases(full: bool) -> PhasesSection {
     if full {
-        // The article's protocol: 10 ping, 3 cold, 120 warm, 40 fresh, 90 direct (30 per strategy), 60 concurrent.
-        r#"ping = 10
-cold = { count = 3, idle_gap = "30s" }
-warm = 120
-fresh = 40
-direct = 90
-concurrency = { levels = [1, 3, 5], requests = 20 }"#
+        // A built-in preset: present by construction.
+        preset("article").unwrap_or_default()
     } else {
-        // The same shape at about a fifth of the size.
-        r#"ping = 5
-cold = { count = 2, idle_gap = "3s" }
-warm = 24
-fresh = 8
-direct = 9
-concurrency = { levels = [1, 3, 5], requests = 10 }"#
+        PhasesSection {
+            ping: 5,
+            cold: Some(ColdSection {
+                count: 2,
+                idle_gap: Duration::from_secs(3),
+            }),
+            warm: 24,
+            fresh: 8,
+            direct: 9,
+            concurrency: Some(ConcurrencySection {
+                levels: vec![1, 3, 5],
+                requests: 10,
+            }),
+            rate: None,
+        }
     }
 }
 
-fn config(app: &str, emulator: &str, label: &str, app_db: &str, seed: u64, full: bool) -> String {
-    format!(
-        r#"[session]
-network = "loopback-demo"
-code_version = "{label}"
-seed = {seed}
-emulated = true
-timeout = "60s"
+fn strategy(name: &str, ignore: &[&str]) -> StrategySection {
+    let mut extra = toml::Table::new();
+    if !ignore.is_empty() {
+        let mut provider = toml::Table::new();
+        provider.insert(
+            "ignore".into(),
+            toml::Value::Array(ignore.iter().map(|s| toml::Value::from(*s)).collect()),
+        );
+        extra.insert("provider".into(), toml::Value::Table(provider));
+    }
+    StrategySection {
+        name: name.into(),
+        extra,
+    }
+}
 
-[app]
-base_url = "{app}"
-version_path = "/version"
+fn path(name: &str, path: &str) -> PathSection {
+    PathSection {
+        name: name.into(),
+        path: path.into(),
+        body: r#"{"message": "{prompt}"}"#.into(),
+        format: "auto".into(),
+    }
+}
 
-[[app.paths]]
-name = "chat"
-path = "/api/chat"
-body = '{{"message": "{{prompt}}"}}'
-
-[[app.paths]]
-name = "docs"
-path = "/api/message"
-body = '{{"message": "{{prompt}}"}}'
-
-[app.auth]
-signup_path = "/api/auth/signup"
-body = '{{"email": "{{email}}", "password": "{{password}}"}}'
-token_pointer = "/token"
-id_pointer = "/user_id"
-accounts = 3
-
-[app.cleanup]
-database_url = "{app_db}"
-delete_sql = "DELETE FROM users WHERE id IN ({{ids}})"
-count_sql = "SELECT count(*) FROM users WHERE id IN ({{ids}})"
-
-[direct]
-url = "{emulator}/v1/chat/completions"
-model = "emulated-model"
-
-[[direct.strategies]]
-name = "default"
-
-[[direct.strategies]]
-name = "ignore-one"
-extra = {{ provider = {{ ignore = ["quickstart"] }} }}
-
-[[direct.strategies]]
-name = "ignore-two"
-extra = {{ provider = {{ ignore = ["quickstart", "steady"] }} }}
-
-[ping]
-url = "{app}/health"
-
-[prompts]
-list = {PROMPTS}
-
-[phases]
-{phases}
-
-[prices]
-"emulated-model" = {{ input = 0.50, output = 1.50 }}
-"#,
-        phases = phases(full)
-    )
+/// The session config of one demo app, built in memory.
+fn config(app: &str, emulator: &str, app_db: &str, full: bool) -> Config {
+    Config {
+        session: SessionSection {
+            network: Some("loopback-demo".into()),
+            timeout: Some(Duration::from_secs(60)),
+            emulated: true,
+            ..SessionSection::default()
+        },
+        app: AppSection {
+            base_url: app.into(),
+            headers: Default::default(),
+            version_path: Some("/version".into()),
+            paths: vec![path("chat", "/api/chat"), path("docs", "/api/message")],
+            auth: Some(AuthSection {
+                signup_path: "/api/auth/signup".into(),
+                body: r#"{"email": "{email}", "password": "{password}"}"#.into(),
+                token_pointer: "/token".into(),
+                id_pointer: "/user_id".into(),
+                accounts: 3,
+            }),
+            cleanup: Some(CleanupSection {
+                database_url_env: None,
+                database_url: Some(app_db.into()),
+                delete_sql: Some("DELETE FROM users WHERE id IN ({ids})".into()),
+                count_sql: Some("SELECT count(*) FROM users WHERE id IN ({ids})".into()),
+                http_delete: None,
+            }),
+        },
+        direct: Some(DirectSection {
+            url: format!("{emulator}/v1/chat/completions"),
+            api_key_env: None,
+            model: "emulated-model".into(),
+            strategies: vec![
+                strategy("default", &[]),
+                strategy("ignore-one", &["quickstart"]),
+                strategy("ignore-two", &["quickstart", "steady"]),
+            ],
+        }),
+        ping: Some(PingSection {
+            url: format!("{app}/health"),
+        }),
+        prompts: PromptsSection {
+            list: PROMPTS.iter().map(|p| p.to_string()).collect(),
+            file: None,
+        },
+        phases: phases(full),
+        prices: [(
+            "emulated-model".to_string(),
+            Price {
+                input: 0.50,
+                output: 1.50,
+            },
+        )]
+        .into(),
+    }
 }
 
 async fn listen() -> anyhow::Result<(TcpListener, String)> {
@@ -201,6 +233,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         .await;
     });
     eprintln!("emulator on {emu_base} (profile: quickstart / steady / bulk)");
+    let store = Store::open(&a.store).await?;
     let mut sessions = Vec::new();
     let mut code = ExitCode::SUCCESS;
     for (label, bad) in [("before", true), ("after", false)] {
@@ -218,29 +251,21 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
                 " (default build)"
             }
         );
-        let cfg_path = work.path().join(format!("{label}.toml"));
-        std::fs::write(
-            &cfg_path,
-            config(&app, &emu_base, label, &db, a.seed, a.full),
+        let spec = SessionSpec::new(
+            config(&app, &emu_base, &db, a.full),
+            Overrides {
+                code_version: Some(label.into()),
+                tags: [("demo".to_string(), "true".to_string())].into(),
+                seed: Some(a.seed),
+                emulated: true,
+                ..Overrides::default()
+            },
         )?;
-        let outcome = run_session_cmd(RunArgs {
-            config: cfg_path,
-            preset: None,
-            store: Some(a.store.clone()),
-            network: None,
-            code_version: None,
-            vantage: None,
-            tags: vec!["demo=true".into()],
-            seed: Some(a.seed),
-            budget_usd: None,
-            emulated: true,
-            quiet: a.quiet,
-        })
-        .await?;
-        if outcome.code != ExitCode::SUCCESS {
-            code = outcome.code;
+        let outcome = run_spec(&spec, &store, a.quiet).await?;
+        if !outcome.is_clean() {
+            code = exit_code(&outcome);
         }
-        sessions.extend(outcome.session_id);
+        sessions.push(outcome.meta.id.clone());
         drop(task);
     }
     shutdown.cancel();

@@ -230,6 +230,33 @@ fn config_errors_name_the_file_line_and_key() {
     );
 }
 
+/// Regression (issue 8, defect 4): `rate = { per_second = 1e-300 }` panicked
+/// mid-session and a timeout of u64::MAX seconds exited 101 leaving the
+/// session `running`. Both are usage errors before anything is sent or stored.
+#[test]
+fn out_of_range_values_are_usage_errors_before_anything_is_sent() {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    for (from, to) in [
+        ("warm = 2", "warm = 2\nrate = { per_second = 1e-300, requests = 3 }"),
+        ("emulated = true", "emulated = true\ntimeout = \"18446744073709551615s\""),
+        ("emulated = true", "emulated = true\ntimeout = \"200000s\""),
+    ] {
+        let cfg = write_config(dir.path(), &emu.base, 2);
+        let text_cfg = std::fs::read_to_string(&cfg).unwrap().replace(from, to);
+        std::fs::write(&cfg, &text_cfg).unwrap();
+        let out = firsttoken(&["run", "-c", &cfg, "--store", &store], &[]);
+        assert_code(&out, 2);
+        let err = text(&out.stderr);
+        assert!(err.contains("rate") || err.contains("timeout"), "{err}");
+    }
+    assert!(
+        session_ids(&store).is_empty(),
+        "no session was created for an invalid config"
+    );
+}
+
 #[test]
 fn an_unwritable_store_is_refused_before_any_request() {
     let emu = EmulatorProcess::start();

@@ -262,6 +262,18 @@ fn kill_9_case(w: &World, store: &str) {
     );
     let stored = text(&exp.stdout).lines().count() - 1;
     assert!(stored >= 5, "{stored} samples survived");
+    // Regression (issue 8, defect 5): account ids were stored only when the
+    // session ended, so after kill -9 cleanup found "nothing to clean up"
+    // while the accounts stayed in the app.
+    assert_eq!(users_left(&w.app_db), 2, "the killed run left its accounts");
+    let id = session["id"].as_str().unwrap();
+    let out = firsttoken(
+        &["cleanup", "--store", store, "--session", id, "-c", &w.cfg],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
+    assert_code(&out, 0);
+    assert!(text(&out.stdout).contains("0 residual"), "{}", text(&out.stdout));
+    assert_eq!(users_left(&w.app_db), 0, "cleanup found the crashed session's accounts");
 }
 
 #[test]

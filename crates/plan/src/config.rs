@@ -10,6 +10,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
 
+/// The longest request deadline, idle gap or open-loop schedule a config may
+/// ask for: a day. Longer values are mistakes (and overflow clock arithmetic).
+pub const MAX_SPAN: Duration = Duration::from_secs(24 * 3600);
+/// Slowest open-loop rate: one request every 1,000 s.
+pub const MIN_RATE_PER_S: f64 = 0.001;
+/// Fastest open-loop rate one client can honestly time.
+pub const MAX_RATE_PER_S: f64 = 100_000.0;
+
 /// The commented config `firsttoken init` writes.
 pub const DEFAULT_CONFIG: &str = include_str!("../firsttoken.example.toml");
 
@@ -373,7 +381,10 @@ impl Config {
         Config::parse(&text, &path.display().to_string())
     }
 
-    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+    /// Check ranges and consistency; `path` names the source in errors (a
+    /// file, or e.g. `demo` for a config built in memory). [`Config::parse`]
+    /// calls it; a config built in code must call it before use.
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             path: path.into(),
             key: key.into(),
@@ -422,12 +433,50 @@ impl Config {
                 "levels must be a non-empty list of numbers ≥ 1".into(),
             ));
         }
-        if let Some(r) = &self.phases.rate
-            && !(r.per_second.is_finite() && r.per_second > 0.0)
+        if let Some(r) = &self.phases.rate {
+            if !(r.per_second.is_finite()
+                && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r.per_second))
+            {
+                return Err(invalid(
+                    "phases.rate.per_second",
+                    format!(
+                        "must be between {MIN_RATE_PER_S} and {MAX_RATE_PER_S} requests per second, got {}",
+                        r.per_second
+                    ),
+                ));
+            }
+            // The last arrival of a constant rate; a Poisson schedule is
+            // capped at the same span when it is expanded.
+            let span = f64::from(r.requests) / r.per_second;
+            if span > MAX_SPAN.as_secs_f64() {
+                return Err(invalid(
+                    "phases.rate",
+                    format!(
+                        "{} requests at {} per second take {span:.0} s; at most {} s are allowed",
+                        r.requests,
+                        r.per_second,
+                        MAX_SPAN.as_secs()
+                    ),
+                ));
+            }
+        }
+        if let Some(t) = self.session.timeout
+            && (t.is_zero() || t > MAX_SPAN)
         {
             return Err(invalid(
-                "phases.rate.per_second",
-                "must be a positive number".into(),
+                "session.timeout",
+                format!(
+                    "must be more than 0 and at most {} s, got {t:?}",
+                    MAX_SPAN.as_secs()
+                ),
+            ));
+        }
+        if let Some(c) = &self.phases.cold
+            && c.idle_gap > MAX_SPAN
+        {
+            return Err(invalid(
+                "phases.cold.idle_gap",
+                format!("must be at most {} s, got {:?}", MAX_SPAN.as_secs(), c.idle_gap),
             ));
         }
         if let Some(b) = self.session.budget_usd
@@ -476,5 +525,27 @@ mod tests {
         let text = DEFAULT_CONFIG.replace("levels = [1, 3, 5]", "levels = [0]");
         let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
         assert!(e.contains("phases.concurrency.levels"), "{e}");
+    }
+
+    /// Regression (issue 8, defect 4): `rate = { per_second = 1e-300 }` and a
+    /// timeout of u64::MAX seconds were accepted and panicked mid-session.
+    #[test]
+    fn out_of_range_spans_are_config_errors() {
+        let with = |extra: &str| {
+            let text = DEFAULT_CONFIG.replace("[phases]", &format!("[phases]\n{extra}"));
+            Config::parse(&text, "f.toml")
+        };
+        let e = with("rate = { per_second = 1e-300, requests = 3 }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("phases.rate.per_second"), "{e}");
+        let e = with("rate = { per_second = 0.01, requests = 10000 }")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("phases.rate") && e.contains("at most 86400 s"), "{e}");
+        assert!(with("rate = { per_second = 5, requests = 10 }").is_ok());
+        let text = DEFAULT_CONFIG.replace("timeout = \"60s\"", "timeout = \"100000s\"");
+        let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+        assert!(e.contains("session.timeout"), "{e}");
     }
 }

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod env;
 pub mod protocol;
 
 use std::net::IpAddr;

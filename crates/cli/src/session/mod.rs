@@ -1,10 +1,7 @@
 //! `firsttoken init`, `run`, `sessions`, `export`, `import`, `cleanup`:
 //! sessions from config to store.
 
-mod accounts;
-mod appdb;
 mod run;
-pub mod source;
 mod summary;
 
 use std::io::Write;
@@ -16,10 +13,8 @@ use clap::{Args, ValueEnum};
 
 use firsttoken_record::store::Store;
 
-pub use run::{RunArgs, run, run_session_cmd};
-
-/// Default store when neither the flag nor the config names one.
-pub const DEFAULT_STORE: &str = "firsttoken.db";
+pub use firsttoken_session::DEFAULT_STORE;
+pub use run::{RunArgs, exit_code, run, run_spec};
 
 /// `firsttoken init`.
 #[derive(Debug, Args)]
@@ -229,8 +224,8 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
         .cleanup
         .as_ref()
         .context("the config has no [app.cleanup] section")?;
-    let source = source::Source::new(&cfg)?;
-    let result = accounts::clean_up(
+    let source = firsttoken_session::Source::new(&cfg)?;
+    let result = firsttoken_session::clean_up(
         section,
         &cfg.app.base_url,
         source.app_spec(),

@@ -2,15 +2,20 @@
 //! (`bench-<session>-<n>@bench.invalid`), and at the end delete exactly
 //! those ids and count what is left.
 
-use anyhow::{Context, anyhow, bail};
 use bytes::Bytes;
 
 use firsttoken_drive::Slot;
 use firsttoken_plan::config::{AuthSection, CleanupSection};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
+use firsttoken_record::Store;
 use firsttoken_record::session::Cleanup;
 
-use super::source::fill;
+use crate::SessionError;
+use crate::source::fill;
+
+fn accounts_error(message: String) -> SessionError {
+    SessionError::Accounts(message)
+}
 
 /// Accounts created for a session.
 #[derive(Debug, Default)]
@@ -29,15 +34,16 @@ fn pointer_text(v: &serde_json::Value, pointer: &str) -> Option<String> {
     }
 }
 
-/// Sign up `auth.accounts` accounts. Ids created before a failure are kept in
-/// `created` so cleanup still removes them.
+/// Sign up `auth.accounts` accounts. Each id is stored with the session the
+/// moment the app reports it, so `firsttoken cleanup` finds the accounts even
+/// after a crash; ids created before a failure are also kept in `created`.
 pub async fn sign_up(
     app: &ProbeSpec,
     base_url: &str,
     auth: &AuthSection,
-    session_id: &str,
+    (store, session_id): (&Store, &str),
     created: &mut Accounts,
-) -> anyhow::Result<()> {
+) -> Result<(), SessionError> {
     let mut spec = app.clone();
     spec.request.target = Target::parse(&format!(
         "{}{}",
@@ -63,29 +69,30 @@ pub async fn sign_up(
         let (status, body) = slot
             .fetch(&req)
             .await
-            .map_err(|e| anyhow!("sign-up of {email} failed: {e}"))?;
+            .map_err(|e| accounts_error(format!("sign-up of {email} failed: {e}")))?;
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         if !(200..300).contains(&status) {
-            bail!(
+            return Err(accounts_error(format!(
                 "sign-up of {email} answered HTTP {status}: {}",
                 String::from_utf8_lossy(&body)
                     .chars()
                     .take(300)
                     .collect::<String>()
-            );
+            )));
         }
-        let id = pointer_text(&v, &auth.id_pointer).with_context(|| {
-            format!(
+        let id = pointer_text(&v, &auth.id_pointer).ok_or_else(|| {
+            accounts_error(format!(
                 "the sign-up response has no id at {} (app.auth.id_pointer)",
                 auth.id_pointer
-            )
+            ))
         })?;
+        store.add_test_account(session_id, &id).await?;
         created.ids.push(id);
-        let token = pointer_text(&v, &auth.token_pointer).with_context(|| {
-            format!(
+        let token = pointer_text(&v, &auth.token_pointer).ok_or_else(|| {
+            accounts_error(format!(
                 "the sign-up response has no token at {} (app.auth.token_pointer)",
                 auth.token_pointer
-            )
+            ))
         })?;
         created.tokens.push(token);
     }
@@ -117,7 +124,7 @@ pub async fn clean_up(
         return out;
     }
     if let Err(e) = run_cleanup(cfg, base_url, app, ids, tokens, &mut out).await {
-        out.error = Some(format!("{e:#}"));
+        out.error = Some(e.to_string());
     }
     out
 }
@@ -129,7 +136,7 @@ async fn run_cleanup(
     ids: &[String],
     tokens: &[String],
     out: &mut Cleanup,
-) -> anyhow::Result<()> {
+) -> Result<(), SessionError> {
     if let Some(path) = &cfg.http_delete {
         let mut spec = app.clone();
         spec.request.target = Target::parse(&format!(
@@ -151,27 +158,31 @@ async fn run_cleanup(
             let (status, _) = slot
                 .fetch(&req)
                 .await
-                .map_err(|e| anyhow!("DELETE for id {id}: {e}"))?;
+                .map_err(|e| accounts_error(format!("DELETE for id {id}: {e}")))?;
             if (200..300).contains(&status) || status == 404 {
                 out.deleted += u64::from(status != 404);
             } else {
-                bail!("DELETE for id {id} answered HTTP {status}");
+                return Err(accounts_error(format!(
+                    "DELETE for id {id} answered HTTP {status}"
+                )));
             }
         }
     }
     let url = match (&cfg.database_url_env, &cfg.database_url) {
-        (Some(var), _) => Some(std::env::var(var).with_context(|| {
-            format!("app.cleanup.database_url_env names {var}, which is not set")
+        (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+            SessionError::Invalid(format!(
+                "app.cleanup.database_url_env names {var}, which is not set"
+            ))
         })?),
         (None, Some(url)) => Some(url.clone()),
         (None, None) => None,
     };
     let list = quoted_ids(ids);
     if let (Some(url), Some(sql)) = (&url, &cfg.delete_sql) {
-        out.deleted += super::appdb::execute(url, &sql.replace("{ids}", &list)).await?;
+        out.deleted += crate::appdb::execute(url, &sql.replace("{ids}", &list)).await?;
     }
     if let (Some(url), Some(sql)) = (&url, &cfg.count_sql) {
-        out.residual = Some(super::appdb::count(url, &sql.replace("{ids}", &list)).await?);
+        out.residual = Some(crate::appdb::count(url, &sql.replace("{ids}", &list)).await?);
     }
     Ok(())
 }

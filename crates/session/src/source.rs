@@ -1,16 +1,19 @@
 //! Turning the config into requests: one connection spec per destination
 //! and a request per planned step (prompt substituted, auth and API key set).
 
-use anyhow::{Context, bail};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
 use firsttoken_drive::session::RequestSource;
+use firsttoken_plan::env::expand_env;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
 
+use crate::SessionError;
+
 /// Everything needed to build any request of the session.
+#[derive(Clone)]
 pub struct Source {
     app: Vec<ProbeSpec>,
     direct: Vec<(ProbeSpec, serde_json::Value)>,
@@ -36,11 +39,15 @@ pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
-fn sensitive(name: &str, value: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
-    let mut v = HeaderValue::from_str(value)
-        .context("a header value has characters a header cannot carry")?;
+fn sensitive(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), SessionError> {
+    let bad = || {
+        SessionError::Invalid(format!(
+            "the {name} header has characters a header cannot carry"
+        ))
+    };
+    let mut v = HeaderValue::from_str(value).map_err(|_| bad())?;
     v.set_sensitive(true);
-    Ok((HeaderName::from_bytes(name.as_bytes())?, v))
+    Ok((HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?, v))
 }
 
 fn base_spec(
@@ -48,7 +55,7 @@ fn base_spec(
     format: StreamFormat,
     timeout: Option<std::time::Duration>,
     body: bool,
-) -> anyhow::Result<ProbeSpec> {
+) -> Result<ProbeSpec, SessionError> {
     let target = Target::parse(url)?;
     let request = RequestTemplate::new(target, None, body.then(Bytes::new))?;
     let mut spec = ProbeSpec::new(request);
@@ -61,11 +68,13 @@ fn base_spec(
 
 impl Source {
     /// Build from a validated config; reads prompts from their file and the API key from its env var.
-    pub fn new(cfg: &Config) -> anyhow::Result<Source> {
+    pub fn new(cfg: &Config) -> Result<Source, SessionError> {
         let mut prompts = cfg.prompts.list.clone();
         if let Some(file) = &cfg.prompts.file {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the prompts file {file}"))?;
+            let text = std::fs::read_to_string(file).map_err(|source| SessionError::Read {
+                path: format!("the prompts file {file}"),
+                source,
+            })?;
             prompts.extend(
                 text.lines()
                     .map(str::trim)
@@ -74,7 +83,9 @@ impl Source {
             );
         }
         if prompts.is_empty() {
-            bail!("no prompts: prompts.list is empty and prompts.file has no lines");
+            return Err(SessionError::Invalid(
+                "no prompts: prompts.list is empty and prompts.file has no lines".into(),
+            ));
         }
         let timeout = cfg.session.timeout;
         let base = cfg.app.base_url.trim_end_matches('/');
@@ -88,7 +99,7 @@ impl Source {
             )?;
             for (k, v) in &cfg.app.headers {
                 spec.request
-                    .add_header_line(&format!("{k}: {}", crate::probe::expand_env(v)?))?;
+                    .add_header_line(&format!("{k}: {}", expand_env(v)?))?;
             }
             spec.request.body = Some(Bytes::from(p.body.clone()));
             app.push(spec);
@@ -96,8 +107,10 @@ impl Source {
         let mut direct = Vec::new();
         if let Some(d) = &cfg.direct {
             let key = match &d.api_key_env {
-                Some(var) => Some(std::env::var(var).with_context(|| {
-                    format!("direct.api_key_env names {var}, which is not set in the environment")
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    SessionError::Invalid(format!(
+                        "direct.api_key_env names {var}, which is not set in the environment"
+                    ))
                 })?),
                 None => None,
             };
@@ -106,8 +119,16 @@ impl Source {
             } else {
                 d.strategies
                     .iter()
-                    .map(|s| Ok((s.name.clone(), serde_json::to_value(&s.extra)?)))
-                    .collect::<anyhow::Result<_>>()?
+                    .map(|s| {
+                        let extra = serde_json::to_value(&s.extra).map_err(|e| {
+                            SessionError::Invalid(format!(
+                                "direct.strategies {:?}: extra is not JSON: {e}",
+                                s.name
+                            ))
+                        })?;
+                        Ok((s.name.clone(), extra))
+                    })
+                    .collect::<Result<_, SessionError>>()?
             };
             for (_, extra) in strategies {
                 let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true)?;
@@ -136,6 +157,11 @@ impl Source {
     /// Use these bearer tokens on app requests.
     pub fn set_tokens(&mut self, tokens: Vec<String>) {
         self.tokens = tokens;
+    }
+
+    /// How many prompts the session rotates over (list and file together).
+    pub fn prompts(&self) -> usize {
+        self.prompts.len()
     }
 
     /// The spec of app path 0 (for set-up calls against the app's base URL).

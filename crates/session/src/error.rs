@@ -1,0 +1,51 @@
+//! Why a session could not start or be recorded.
+
+use firsttoken_plan::PlanError;
+use firsttoken_plan::config::ConfigError;
+use firsttoken_plan::env::EnvError;
+
+/// A session that cannot run, or a setup step that failed. Failed requests
+/// are samples, never this.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The config (or a value that overrides it) is invalid.
+    #[error(transparent)]
+    Config(ConfigError),
+    /// A URL, header or format in the config is invalid.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A header names an environment variable that is not set.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A setting cannot be used, with what to change.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file the config names cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The app does not answer; nothing was created or stored.
+    #[error("cannot reach {url}: {message} — is the app running? Nothing was started or stored.")]
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Signing up or deleting test accounts failed.
+    #[error("{0}")]
+    Accounts(String),
+    /// The app's own database (cleanup SQL) failed.
+    #[error("{0}")]
+    AppDatabase(String),
+    /// The result store failed.
+    #[error(transparent)]
+    Store(#[from] firsttoken_record::StoreError),
+    /// The measuring client cannot run at all (e.g. an unusable CA file).
+    #[error(transparent)]
+    Drive(#[from] firsttoken_drive::DriveError),
+}

@@ -1,0 +1,47 @@
+//! One measurement session as a library call.
+//!
+//! A [`SessionSpec`] is validated from a config and its overrides before
+//! anything is sent; [`run_session`] then checks the app answers, creates the
+//! session row, signs up test accounts (each id stored the moment it exists),
+//! runs the protocol on drive's one executor, and records every sample: the
+//! recorder prices it from the config's price table, stores it, and only then
+//! charges the [`Budget`] that the executor asks before each request. At the
+//! end — also after Ctrl-C, a store error, the budget or a crashed task — the
+//! accounts are deleted by exact id, the residue counted, and the session row
+//! finished as `complete` or `partial` with the reason.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), firsttoken_session::SessionError> {
+//! use firsttoken_session::{Overrides, SessionSpec, run_session, Quiet};
+//! let cfg = firsttoken_plan::config::Config::load("firsttoken.toml".as_ref())
+//!     .map_err(firsttoken_session::SessionError::Config)?;
+//! let spec = SessionSpec::new(cfg, Overrides::default())?;
+//! let store = firsttoken_record::Store::open("firsttoken.db").await?;
+//! let outcome = run_session(&spec, &store, &mut Quiet,
+//!     tokio_util::sync::CancellationToken::new()).await?;
+//! println!("{} {:?}", outcome.meta.id, outcome.meta.status);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod accounts;
+mod appdb;
+mod budget;
+mod error;
+mod observe;
+mod recorder;
+mod run;
+mod source;
+mod spec;
+
+pub use accounts::clean_up;
+pub use budget::{Budget, price};
+pub use error::SessionError;
+pub use observe::{Observer, Quiet};
+pub use run::{Outcome, run_session};
+pub use source::Source;
+pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};
+
+/// Client scheduling lag (actual − intended start, p99) above which a session
+/// is flagged: open-loop start times are then unreliable.
+pub const LAG_BOUND_MS: f64 = 5.0;

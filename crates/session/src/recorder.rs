@@ -1,0 +1,103 @@
+//! The one recorder loop: each finished request is priced, stored, and only
+//! then charged to the budget and shown to the observer. A crash loses only
+//! requests in flight.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use firsttoken_drive::session::SessionSample;
+use firsttoken_plan::config::Config;
+use firsttoken_plan::protocol::Dest;
+use firsttoken_record::Store;
+use firsttoken_record::session::{Provenance, SampleRow};
+
+use crate::{Budget, Observer, price};
+
+/// What the recorder kept and counted.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    /// Every stored row, warm-ups included.
+    pub rows: Vec<SampleRow>,
+    /// Counted (non-warm-up) requests stored.
+    pub done: u64,
+    /// Of those, failed ones.
+    pub failed: u64,
+    /// Scheduling lag of open-loop requests (actual − intended start), ms.
+    pub lags_ms: Vec<f64>,
+    /// The store failed; the run was cancelled.
+    pub store_error: Option<String>,
+}
+
+/// Where the recorder writes and how it names destinations.
+pub(crate) struct Recorder<'a> {
+    pub store: &'a Store,
+    pub session_id: &'a str,
+    pub provenance: Provenance,
+    pub config: &'a Config,
+    pub paths: &'a [String],
+    pub strategies: &'a [String],
+    pub budget: &'a Budget,
+}
+
+impl Recorder<'_> {
+    fn row(&self, s: SessionSample) -> SampleRow {
+        let (path, strategy) = match s.planned.dest {
+            Dest::App(i) => (self.paths.get(i).cloned(), None),
+            Dest::Direct(i) => (Some("direct".into()), self.strategies.get(i).cloned()),
+            Dest::Ping => (Some("ping".into()), None),
+        };
+        SampleRow {
+            session_id: self.session_id.to_string(),
+            phase: s.planned.phase.as_str().to_string(),
+            path,
+            strategy,
+            concurrency: s.planned.concurrency,
+            intended_start_ms: s.intended_start.map(ms),
+            actual_start_ms: ms(s.actual_start),
+            started_at: firsttoken_record::session::utc_rfc3339(s.started_at),
+            provenance: self.provenance,
+            sample: s.sample,
+        }
+    }
+
+    /// Take samples until the channel closes; on a store error cancel `run`
+    /// (the executor) and stop.
+    pub async fn run(
+        &self,
+        mut rx: mpsc::Receiver<SessionSample>,
+        run: &CancellationToken,
+        observer: &mut dyn Observer,
+    ) -> Recorded {
+        let mut out = Recorded::default();
+        while let Some(mut s) = rx.recv().await {
+            price(self.config, &s.planned, &mut s.sample);
+            if let (Some(i), false) = (s.intended_start, s.sample.warmup) {
+                out.lags_ms.push(ms(s.actual_start) - ms(i));
+            }
+            let cost = s.sample.cost_usd;
+            let row = self.row(s);
+            if let Err(e) = self.store.append_sample(&row).await {
+                out.store_error = Some(format!("the store cannot be written: {e}"));
+                run.cancel();
+                break;
+            }
+            // Charged only once stored: what the budget counts is what was spent.
+            if let Some(c) = cost {
+                self.budget.charge(c);
+            }
+            if !row.sample.warmup {
+                out.done += 1;
+                out.failed += u64::from(!row.sample.is_ok());
+            }
+            observer.recorded(&row, self.budget.spent());
+            out.rows.push(row);
+        }
+        out
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

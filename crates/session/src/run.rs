@@ -1,0 +1,267 @@
+//! [`run_session`]: preflight → session row → test accounts → the executor
+//! and the recorder → cleanup → the session's end.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+use firsttoken_drive::Slot;
+use firsttoken_drive::session::{Stop, run_session as execute};
+use firsttoken_plan::{RequestTemplate, Target};
+use firsttoken_record::Store;
+use firsttoken_record::session::{
+    Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id, utc_rfc3339,
+};
+use firsttoken_record::store::host_name;
+
+use crate::accounts::{Accounts, clean_up, sign_up};
+use crate::recorder::Recorder;
+use crate::{Budget, Observer, SessionError, SessionSpec, Source};
+
+/// How a session ended. The session row in the store says the same.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The session as finished (status, cleanup, lag).
+    pub meta: SessionMeta,
+    /// Every stored row, warm-ups included.
+    pub rows: Vec<SampleRow>,
+    /// Counted requests stored.
+    pub done: u64,
+    /// Of those, failed ones.
+    pub failed: u64,
+    /// Requests in flight at an interruption that were abandoned, not stored.
+    pub cancelled_in_flight: u64,
+}
+
+impl Outcome {
+    /// True when every request succeeded, the session completed and cleanup left nothing.
+    pub fn is_clean(&self) -> bool {
+        self.failed == 0
+            && self.meta.status == SessionStatus::Complete
+            && self.meta.cleanup.as_ref().is_none_or(Cleanup::is_clean)
+    }
+}
+
+/// Run one session of `spec`, recording into `store`. `cancel` (Ctrl-C,
+/// SIGTERM) stops it cleanly: samples so far stay stored, accounts are
+/// cleaned up, the session is marked partial.
+///
+/// Errors only before the session row exists (the app does not answer, the
+/// store refuses the row); after that every problem is in the outcome.
+pub async fn run_session(
+    spec: &SessionSpec,
+    store: &Store,
+    observer: &mut dyn Observer,
+    cancel: CancellationToken,
+) -> Result<Outcome, SessionError> {
+    let cfg = &spec.config;
+    let mut source = spec.source.clone();
+    preflight(&source, spec).await?;
+    let code_version = match &spec.code_version {
+        Some(v) => v.clone(),
+        None => match &cfg.app.version_path {
+            Some(p) => app_version(&source, &cfg.app.base_url, p)
+                .await
+                .unwrap_or_else(|| "unknown".into()),
+            None => "unknown".into(),
+        },
+    };
+    let protocol = &spec.protocol;
+    let now = SystemTime::now();
+    let mut meta = SessionMeta {
+        id: new_session_id(now),
+        started_at: utc_rfc3339(now),
+        ended_at: None,
+        status: SessionStatus::Running,
+        spec: serde_json::json!({
+            "config": serde_json::to_value(cfg).map_err(|e| SessionError::Invalid(format!("the config cannot be stored: {e}")))?,
+            "preset": spec.preset,
+            "planned": protocol.counts().iter().map(|(k, n)| (k.as_str().to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
+            "requests": protocol.requests(),
+        }),
+        seed: spec.seed,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: host_name(),
+        pid: None,
+        labels: Labels {
+            network: spec.network.clone(),
+            code_version,
+            vantage: spec.vantage.clone().unwrap_or_else(host_name),
+            tags: spec.tags.clone(),
+        },
+        provenance: spec.provenance,
+        cleanup: None,
+        client_lag_p99_ms: None,
+    };
+    store.create_session(&meta).await?;
+    observer.started(&meta, protocol.announced() as u64);
+
+    let mut accounts = Accounts::default();
+    let mut failure: Option<String> = None;
+    if let Some(auth) = &cfg.app.auth {
+        if let Err(e) = sign_up(
+            source.app_spec(),
+            &cfg.app.base_url,
+            auth,
+            (store, &meta.id),
+            &mut accounts,
+        )
+        .await
+        {
+            failure = Some(format!("test-account sign-up failed: {e}"));
+        }
+        source.set_tokens(accounts.tokens.clone());
+    }
+    let app_spec = source.app_spec().clone();
+    let budget = Arc::new(Budget::new(cfg.session.budget_usd));
+    let (paths, strategies) = spec.names();
+    let recorder = Recorder {
+        store,
+        session_id: &meta.id,
+        provenance: spec.provenance,
+        config: cfg,
+        paths: &paths,
+        strategies: &strategies,
+        budget: &budget,
+    };
+    let mut stop = Stop::Cancelled;
+    let mut cancelled_in_flight = 0;
+    let mut recorded = Default::default();
+    if failure.is_none() {
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let run_cancel = cancel.child_token();
+        let runner = {
+            let (protocol, source, run_cancel) =
+                (protocol.clone(), Arc::new(source), run_cancel.clone());
+            let gate: Arc<dyn firsttoken_drive::Gate> = budget.clone();
+            tokio::spawn(async move { execute(&protocol, source, gate, tx, run_cancel).await })
+        };
+        recorded = recorder.run(rx, &run_cancel, observer).await;
+        observer.measured();
+        match runner.await {
+            Ok(Ok(finished)) => {
+                stop = finished.stop;
+                cancelled_in_flight = finished.cancelled_in_flight;
+            }
+            Ok(Err(e)) => failure = Some(format!("the measuring client failed: {e}")),
+            Err(e) => failure = Some(format!("the session task stopped: {e}")),
+        }
+    }
+    let recorded: crate::recorder::Recorded = recorded;
+    if let Some(e) = &recorded.store_error {
+        failure = Some(e.clone());
+    }
+    let cleanup = finish_accounts(spec, &app_spec, &accounts).await;
+    let mut lags = recorded.lags_ms.clone();
+    lags.sort_by(f64::total_cmp);
+    let lag_p99 = firsttoken_record::percentile_sorted(&lags, 99.0);
+    let status = match (&failure, &stop) {
+        (Some(f), _) => SessionStatus::Partial { reason: f.clone() },
+        (None, Stop::Complete) => SessionStatus::Complete,
+        (None, Stop::Budget) => SessionStatus::Partial {
+            reason: format!(
+                "budget of ${:.4} reached after ${:.4}",
+                cfg.session.budget_usd.unwrap_or(0.0),
+                budget.spent()
+            ),
+        },
+        (None, Stop::Cancelled) => SessionStatus::Partial {
+            reason: match cancelled_in_flight {
+                0 => "interrupted (Ctrl-C or SIGTERM)".into(),
+                n => format!(
+                    "interrupted (Ctrl-C or SIGTERM); {n} requests in flight were cancelled and not stored"
+                ),
+            },
+        },
+    };
+    meta.status = status.clone();
+    meta.ended_at = Some(utc_rfc3339(SystemTime::now()));
+    meta.cleanup = cleanup;
+    meta.client_lag_p99_ms = lag_p99;
+    store
+        .finish_session(
+            &meta.id,
+            &status,
+            meta.ended_at.as_deref().unwrap_or(""),
+            meta.cleanup.as_ref(),
+            lag_p99,
+        )
+        .await?;
+    Ok(Outcome {
+        meta,
+        rows: recorded.rows,
+        done: recorded.done,
+        failed: recorded.failed,
+        cancelled_in_flight,
+    })
+}
+
+/// Delete the session's accounts as configured, or record why they remain.
+async fn finish_accounts(
+    spec: &SessionSpec,
+    app_spec: &firsttoken_plan::ProbeSpec,
+    accounts: &Accounts,
+) -> Option<Cleanup> {
+    let cfg = &spec.config;
+    match (&cfg.app.auth, &cfg.app.cleanup) {
+        (Some(_), Some(c)) => Some(
+            clean_up(
+                c,
+                &cfg.app.base_url,
+                app_spec,
+                &accounts.ids,
+                &accounts.tokens,
+            )
+            .await,
+        ),
+        (Some(_), None) => Some(Cleanup {
+            created_ids: accounts.ids.clone(),
+            error: (!accounts.ids.is_empty())
+                .then(|| "no [app.cleanup] configured: test accounts were left in the app".into()),
+            ..Cleanup::default()
+        }),
+        _ => None,
+    }
+}
+
+/// A one-off GET on the app's connection settings with a short deadline.
+async fn get(source: &Source, url: &str, timeout: Duration) -> Result<(u16, bytes::Bytes), String> {
+    let mut spec = source.app_spec().clone();
+    let target = Target::parse(url).map_err(|e| e.to_string())?;
+    spec.request = RequestTemplate::new(target, Some("GET"), None).map_err(|e| e.to_string())?;
+    spec.timeouts.request = timeout;
+    let mut slot = Slot::new(&spec).map_err(|e| e.to_string())?;
+    slot.fetch(&spec.request).await
+}
+
+/// The app's code version from its version endpoint: a JSON string, or an
+/// object with `version`, `revision`, `git` or `code_version`.
+async fn app_version(source: &Source, base: &str, path: &str) -> Option<String> {
+    let url = format!("{}{path}", base.trim_end_matches('/'));
+    let (status, body) = get(source, &url, Duration::from_secs(5)).await.ok()?;
+    if !(200..300).contains(&status) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    match &v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => ["version", "revision", "git", "code_version"]
+            .iter()
+            .find_map(|k| other.get(*k)?.as_str().map(str::to_string)),
+    }
+}
+
+/// Check the app answers at all before anything is created.
+async fn preflight(source: &Source, spec: &SessionSpec) -> Result<(), SessionError> {
+    let cfg = &spec.config;
+    let url = cfg
+        .ping
+        .as_ref()
+        .map(|p| p.url.clone())
+        .unwrap_or_else(|| cfg.app.base_url.clone());
+    get(source, &url, Duration::from_secs(10))
+        .await
+        .map(|_| ())
+        .map_err(|message| SessionError::Unreachable { url, message })
+}

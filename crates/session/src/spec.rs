@@ -1,0 +1,144 @@
+//! A session's spec, validated from the config and its overrides before
+//! anything is sent.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use firsttoken_plan::config::Config;
+use firsttoken_plan::protocol::{PRESETS, Protocol, preset};
+use firsttoken_record::session::Provenance;
+
+use crate::{SessionError, Source};
+
+/// Values that override the config (command-line flags, or the demo).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// A built-in protocol instead of the config's `[phases]`.
+    pub preset: Option<String>,
+    /// Result store: a SQLite file or a postgres:// URL.
+    pub store: Option<String>,
+    /// Network label.
+    pub network: Option<String>,
+    /// The app's code version (else the config's, else the app's version endpoint).
+    pub code_version: Option<String>,
+    /// Vantage label (else this host's name).
+    pub vantage: Option<String>,
+    /// Free labels.
+    pub tags: BTreeMap<String, String>,
+    /// Seed for every random choice (else the config's, else drawn and stored).
+    pub seed: Option<u64>,
+    /// Stop before the estimated cost would exceed this many USD.
+    pub budget_usd: Option<f64>,
+    /// Label samples `emulated`.
+    pub emulated: bool,
+}
+
+/// Everything a session needs, checked: the config with its overrides
+/// applied, the expanded protocol, and the requests' source.
+#[derive(Clone)]
+pub struct SessionSpec {
+    /// The config, overrides applied (stored with the session).
+    pub config: Config,
+    /// The preset used instead of the config's phases, if any.
+    pub preset: Option<String>,
+    /// Seed of the protocol's order and every random choice.
+    pub seed: u64,
+    /// Network label.
+    pub network: String,
+    /// Code version given by a flag or the config; `None`: ask the app.
+    pub code_version: Option<String>,
+    /// Vantage label, when given.
+    pub vantage: Option<String>,
+    /// Free labels.
+    pub tags: BTreeMap<String, String>,
+    /// Where the numbers come from.
+    pub provenance: Provenance,
+    /// The steps to run.
+    pub protocol: Protocol,
+    /// Builds every request (prompts read, secrets from the environment).
+    pub source: Source,
+}
+
+/// The store a session writes to when neither a flag nor the config names one.
+pub const DEFAULT_STORE: &str = "firsttoken.db";
+
+impl SessionSpec {
+    /// Apply `o` to `config`, validate the result and expand the protocol.
+    /// Reads the prompts file and the API key's environment variable; sends nothing.
+    pub fn new(mut config: Config, o: Overrides) -> Result<SessionSpec, SessionError> {
+        if let Some(p) = &o.preset {
+            config.phases = preset(p).ok_or_else(|| {
+                SessionError::Invalid(format!(
+                    "unknown preset {p:?}; expected one of {}",
+                    PRESETS.join(", ")
+                ))
+            })?;
+        }
+        if let Some(b) = o.budget_usd {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(SessionError::Invalid(format!(
+                    "the budget must be a positive number of USD, got {b}"
+                )));
+            }
+            config.session.budget_usd = Some(b);
+        }
+        if let Some(s) = &o.store {
+            config.session.store = Some(s.clone());
+        }
+        let seed = o.seed.or(config.session.seed).unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(7)
+        });
+        config.session.seed = Some(seed);
+        config.validate("the session config").map_err(SessionError::Config)?;
+        let source = Source::new(&config)?;
+        let strategies = config.direct.as_ref().map_or(0, |d| d.strategies.len());
+        let protocol = Protocol::expand(
+            &config.phases,
+            config.app.paths.len(),
+            strategies,
+            source.prompts(),
+            config.session.order,
+            seed,
+        );
+        let provenance = if o.emulated || config.session.emulated {
+            Provenance::Emulated
+        } else {
+            Provenance::Measured
+        };
+        Ok(SessionSpec {
+            network: o
+                .network
+                .or(config.session.network.clone())
+                .unwrap_or_else(|| "unknown".into()),
+            code_version: o.code_version.or(config.session.code_version.clone()),
+            vantage: o.vantage,
+            tags: o.tags,
+            preset: o.preset,
+            seed,
+            provenance,
+            protocol,
+            source,
+            config,
+        })
+    }
+
+    /// The store URL or path.
+    pub fn store(&self) -> &str {
+        self.config.session.store.as_deref().unwrap_or(DEFAULT_STORE)
+    }
+
+    /// The path names and strategy names, in index order.
+    pub(crate) fn names(&self) -> (Vec<String>, Vec<String>) {
+        let paths = self.config.app.paths.iter().map(|p| p.name.clone()).collect();
+        let strategies = self
+            .config
+            .direct
+            .as_ref()
+            .map(|d| d.strategies.iter().map(|s| s.name.clone()).collect())
+            .unwrap_or_default();
+        (paths, strategies)
+    }
+}

@@ -1,0 +1,180 @@
+//! Sessions through the library against a small loopback server: the budget
+//! sees costs priced from the config's table, and an interrupted burst stops
+//! within a second with every in-flight request accounted for.
+
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+
+use firsttoken_plan::config::Config;
+use firsttoken_record::Store;
+use firsttoken_record::session::SessionStatus;
+use firsttoken_session::{Overrides, Quiet, SessionSpec, run_session};
+
+/// An OpenAI-style stream that reports tokens but no cost (as OpenAI does).
+async fn completion() -> impl IntoResponse {
+    let body = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":1000,\"total_tokens\":2000}}\n\n",
+        "data: [DONE]\n\n",
+    );
+    ([(header::CONTENT_TYPE, "text/event-stream")], body)
+}
+
+/// An app path that answers only after 30 s.
+async fn stalled() -> impl IntoResponse {
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    "late"
+}
+
+async fn server() -> String {
+    let app = Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .route("/v1/chat/completions", post(completion))
+        .route("/api/slow", post(stalled));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await });
+    base
+}
+
+fn config(base: &str, phases: &str, extra: &str) -> Config {
+    let text = format!(
+        r#"
+[session]
+timeout = "60s"
+{extra}
+
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "slow"
+path = "/api/slow"
+body = '{{"message": "{{prompt}}"}}'
+format = "text"
+
+[direct]
+url = "{base}/v1/chat/completions"
+model = "priced-model"
+
+[prompts]
+list = ["one", "two"]
+
+[phases]
+{phases}
+
+[prices]
+"priced-model" = {{ input = 100.0, output = 100.0 }}
+"#
+    );
+    Config::parse(&text, "test.toml").unwrap()
+}
+
+async fn store(dir: &tempfile::TempDir) -> Store {
+    Store::open(&dir.path().join("s.db").display().to_string())
+        .await
+        .unwrap()
+}
+
+/// Regression (issue 8, defect 1): the budget was charged from
+/// `sample.cost_usd` before the recorder priced the sample, so a stream with
+/// tokens and no reported cost was never charged and the session ran all 20
+/// requests past a $1 budget. Each request here costs 1000 × $100/M + 1000 ×
+/// $100/M = $0.20.
+#[tokio::test]
+async fn the_budget_stops_a_session_priced_only_from_the_table() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let spec = SessionSpec::new(
+        config(&base, "direct = 20", "budget_usd = 1.0"),
+        Overrides::default(),
+    )
+    .unwrap();
+    let out = run_session(&spec, &store, &mut Quiet, CancellationToken::new())
+        .await
+        .unwrap();
+    let costs: Vec<f64> = out.rows.iter().filter_map(|r| r.sample.cost_usd).collect();
+    assert!(
+        costs.iter().all(|c| (c - 0.2).abs() < 1e-9),
+        "priced from the table: {costs:?}"
+    );
+    assert!(
+        (3..=7).contains(&out.done),
+        "stopped near $1 (5 requests), not after all 20: {}",
+        out.done
+    );
+    match &out.meta.status {
+        SessionStatus::Partial { reason } => assert!(reason.contains("budget"), "{reason}"),
+        other => panic!("expected a partial session, got {other:?}"),
+    }
+    let stored = store.samples(&out.meta.id).await.unwrap();
+    assert_eq!(stored.len(), out.rows.len(), "everything counted was stored");
+}
+
+/// Regression (issue 8, defect 2): bursts ran as detached tasks, so after
+/// Ctrl-C the recorder waited for them (here 30 s) and their results were
+/// dropped. Now the session ends within a second of the cancel and every
+/// request that was in flight is counted.
+#[tokio::test]
+async fn cancelling_mid_burst_stops_within_a_second_and_counts_what_was_in_flight() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir).await;
+    let spec = SessionSpec::new(
+        config(
+            &base,
+            "concurrency = { levels = [4], requests = 4 }",
+            "",
+        ),
+        Overrides::default(),
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        c.cancel();
+    });
+    let started = Instant::now();
+    let out = run_session(&spec, &store, &mut Quiet, cancel).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1500),
+        "stopped {took:?} after start, 500 ms after the cancel at most ~1 s"
+    );
+    assert!(
+        out.cancelled_in_flight >= 1,
+        "the stalled requests are counted, not dropped: {out:?}"
+    );
+    assert_eq!(out.done, 0, "nothing finished");
+    match &out.meta.status {
+        SessionStatus::Partial { reason } => {
+            assert!(reason.contains("cancelled"), "{reason}")
+        }
+        other => panic!("expected a partial session, got {other:?}"),
+    }
+}
+
+/// Out-of-range values are refused before anything is sent.
+#[tokio::test]
+async fn a_bad_budget_is_refused_before_anything_is_sent() {
+    let cfg = config("http://127.0.0.1:9", "direct = 1", "");
+    let e = SessionSpec::new(
+        cfg,
+        Overrides {
+            budget_usd: Some(f64::NAN),
+            ..Overrides::default()
+        },
+    )
+    .err()
+    .expect("a NaN budget is an error");
+    assert!(e.to_string().contains("budget"), "{e}");
+}
