@@ -27,9 +27,11 @@ use serde::{Deserialize, Serialize};
 pub mod export;
 pub mod session;
 pub mod store;
+pub mod vocab;
 
 pub use session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
+pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.
 pub const SAMPLE_SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
