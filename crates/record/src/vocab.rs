@@ -354,6 +354,11 @@ impl UtcDay {
     pub fn days_since_epoch(self) -> i32 {
         self.0
     }
+
+    /// Its first instant, 00:00:00.000Z.
+    pub fn start(self) -> UtcTime {
+        UtcTime::from_unix_ms(i64::from(self.0) * MS_PER_DAY)
+    }
 }
 
 impl fmt::Display for UtcDay {
@@ -515,6 +520,7 @@ mod tests {
             let u = UtcTime::from_unix_ms(i64::from(day) * MS_PER_DAY + 45_296_789);
             assert_eq!(u.to_string().parse::<UtcTime>(), Ok(u));
             assert_eq!(u.day(), UtcDay::from_days_since_epoch(day));
+            assert_eq!(u.day().start().unix_ms(), i64::from(day) * MS_PER_DAY);
         }
         let json = serde_json::to_string(&u).unwrap();
         assert_eq!(json, "\"2026-11-29T02:30:00.123Z\"");
