@@ -20,6 +20,7 @@ use firsttoken_record::session::{
     Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus,
 };
 use firsttoken_record::store::{Store, host_name};
+use firsttoken_record::vocab::{Destination, UtcTime};
 
 use super::accounts::{Accounts, clean_up, sign_up};
 use super::source::Source;
@@ -75,8 +76,8 @@ fn session_id(now: SystemTime) -> String {
     firsttoken_record::session::new_session_id(now)
 }
 
-fn rfc3339(t: SystemTime) -> String {
-    firsttoken_record::session::utc_rfc3339(t)
+fn rfc3339(t: SystemTime) -> UtcTime {
+    UtcTime::from(t)
 }
 
 async fn app_version(source: &Source, base: &str, path: &str) -> Option<String> {
@@ -130,16 +131,19 @@ fn progress(total: u64, quiet: bool) -> ProgressBar {
 }
 
 fn row(session_id: &str, provenance: Provenance, s: SessionSample, names: &Names) -> SampleRow {
-    let (path, strategy) = match s.planned.dest {
-        Dest::App(i) => (names.paths.get(i).cloned(), None),
-        Dest::Direct(i) => (Some("direct".into()), names.strategies.get(i).cloned()),
-        Dest::Ping => (Some("ping".into()), None),
+    let dest = match s.planned.dest {
+        Dest::App(i) => Destination::App {
+            path: names.paths.get(i).cloned(),
+        },
+        Dest::Direct(i) => Destination::Direct {
+            strategy: names.strategies.get(i).cloned(),
+        },
+        Dest::Ping => Destination::Ping,
     };
     SampleRow {
         session_id: session_id.to_string(),
-        phase: s.planned.phase.as_str().to_string(),
-        path,
-        strategy,
+        phase: s.planned.phase,
+        dest,
         concurrency: s.planned.concurrency,
         intended_start_ms: s.intended_start.map(|d| d.as_secs_f64() * 1000.0),
         actual_start_ms: s.actual_start.as_secs_f64() * 1000.0,
@@ -423,7 +427,7 @@ pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
         .finish_session(
             &meta.id,
             &status,
-            meta.ended_at.as_deref().unwrap_or(""),
+            meta.ended_at.unwrap_or_else(UtcTime::now),
             cleanup.as_ref(),
             lag_p99,
         )
