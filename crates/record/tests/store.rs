@@ -8,7 +8,7 @@ use firsttoken_record::session::{Provenance, SessionStatus};
 use firsttoken_record::store::{
     ABANDONED_REASON, REDACTED, SAMPLE_COLUMNS, Store, StoreError, host_name,
 };
-use firsttoken_record::vocab::UtcTime;
+use firsttoken_record::vocab::{PhaseKind, UtcTime};
 
 both_backends!(
     round_trip_with_every_field_and_with_nulls,
@@ -509,6 +509,11 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
     row.sample.seq = u64::MAX;
     let err = store.append_sample(&row).await.unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
+    // A destination must fit the phase: a warm request does not go to the provider.
+    let mut row = full_row(&meta.id, 0, 1.0);
+    row.phase = PhaseKind::Warm;
+    let err = store.append_sample(&row).await.unwrap_err();
+    assert!(err.to_string().contains("a warm request cannot go to"), "{err}");
     assert!(store.samples(&meta.id).await.unwrap().is_empty());
 }
 
