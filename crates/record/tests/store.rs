@@ -513,7 +513,10 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
     let mut row = full_row(&meta.id, 0, 1.0);
     row.phase = PhaseKind::Warm;
     let err = store.append_sample(&row).await.unwrap_err();
-    assert!(err.to_string().contains("a warm request cannot go to"), "{err}");
+    assert!(
+        err.to_string().contains("a warm request cannot go to"),
+        "{err}"
+    );
     assert!(store.samples(&meta.id).await.unwrap().is_empty());
 }
 
