@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use firsttoken_analyze::bootstrap::SplitMix64;
 use firsttoken_analyze::{FrameBuilder, GroupKey, Settings, analyze};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
 
 const ROWS: usize = 1_000_000;
@@ -34,7 +35,9 @@ fn session(i: usize) -> SessionMeta {
     let day = 24 + i % 7;
     SessionMeta {
         id: format!("202611{day:02}T0{}0000Z-{i:04x}", i % 10),
-        started_at: format!("2026-11-{day:02}T0{}:00:00Z", i % 10),
+        started_at: format!("2026-11-{day:02}T0{}:00:00Z", i % 10)
+            .parse()
+            .expect("a valid time"),
         ended_at: None,
         status: SessionStatus::Complete,
         spec: serde_json::Value::Null,
@@ -62,52 +65,52 @@ fn session(i: usize) -> SessionMeta {
 /// Row `j` of session `s`, in the proportions of the article's session.
 fn row(rng: &mut SplitMix64, meta: &SessionMeta, j: usize) -> SampleRow {
     let u = rng.next_open01();
-    let (phase, path, strategy, concurrency): (&str, &str, Option<&str>, Option<u32>) = match u {
-        u if u < 0.03 => ("ping", "ping", None, None),
-        u if u < 0.031 => ("cold", "chat", None, None),
+    let (phase, path, strategy, concurrency): (PhaseKind, &str, Option<&str>, Option<u32>) = match u
+    {
+        u if u < 0.03 => (PhaseKind::Ping, "ping", None, None),
+        u if u < 0.031 => (PhaseKind::Cold, "chat", None, None),
         u if u < 0.40 => (
-            "warm",
+            PhaseKind::Warm,
             if j.is_multiple_of(2) { "chat" } else { "docs" },
             None,
             None,
         ),
         u if u < 0.52 => (
-            "fresh",
+            PhaseKind::Fresh,
             if j.is_multiple_of(2) { "chat" } else { "docs" },
             None,
             None,
         ),
         u if u < 0.80 => (
-            "direct",
+            PhaseKind::Direct,
             "direct",
             Some(["latency", "throughput", "balanced"][j % 3]),
             None,
         ),
-        u if u < 0.99 => ("concurrency", "chat", None, Some([1, 3, 5][j % 3])),
-        _ => ("rate", "chat", None, None),
+        u if u < 0.99 => (PhaseKind::Concurrency, "chat", None, Some([1, 3, 5][j % 3])),
+        _ => (PhaseKind::Rate, "chat", None, None),
     };
     let mut s = Sample::empty(j as u64, 0, Connection::Reused);
     s.warmup = rng.next_open01() < 0.005;
     let base = match phase {
-        "ping" => lognormal(rng, 40.0, 0.2),
-        "direct" => lognormal(rng, 500.0, 0.3),
-        "docs" => lognormal(rng, 3000.0, 0.3),
+        PhaseKind::Ping => lognormal(rng, 40.0, 0.2),
+        PhaseKind::Direct => lognormal(rng, 500.0, 0.3),
         _ if path == "docs" => lognormal(rng, 3000.0, 0.3),
         _ => lognormal(rng, 2400.0, 0.3),
     };
     let ttft = match (phase, concurrency) {
-        ("concurrency", Some(k)) => base * (1.0 + (j / 3 % k as usize) as f64),
-        ("fresh", _) => {
+        (PhaseKind::Concurrency, Some(k)) => base * (1.0 + (j / 3 % k as usize) as f64),
+        (PhaseKind::Fresh, _) => {
             s.connection = Connection::Fresh;
             s.dns_ms = Some(lognormal(rng, 20.0, 0.3));
             s.connect_ms = Some(s.dns_ms.unwrap_or(0.0) + lognormal(rng, 45.0, 0.2));
             s.tls_ms = Some(s.connect_ms.unwrap_or(0.0) + lognormal(rng, 90.0, 0.2));
             base + 180.0
         }
-        ("cold", _) => base * 4.0,
+        (PhaseKind::Cold, _) => base * 4.0,
         _ => base,
     };
-    if phase == "ping" {
+    if phase == PhaseKind::Ping {
         s.ttfb_ms = Some(ttft);
         s.e2e_ms = Some(ttft + 1.0);
     } else {
@@ -118,13 +121,13 @@ fn row(rng: &mut SplitMix64, meta: &SessionMeta, j: usize) -> SampleRow {
         s.e2e_ms = Some(ttft + 200.0 / tps * 1000.0);
         s.output_tokens = Some(201);
     }
-    if phase == "direct" {
+    if phase == PhaseKind::Direct {
         s.provider = Some(["a", "b", "c"][(j / 3) % 3].into());
     }
-    if phase != "ping" && phase != "direct" {
+    if phase.is_app() {
         let wrong = path == "docs" && rng.next_open01() < 0.1;
         s.route = Some(if wrong { "chat" } else { path }.into());
-        if phase == "warm" {
+        if phase == PhaseKind::Warm {
             s.server_timing = Some(BTreeMap::from([
                 ("db".to_string(), lognormal(rng, 600.0, 0.2)),
                 ("retrieve".to_string(), lognormal(rng, 200.0, 0.2)),
@@ -141,20 +144,13 @@ fn row(rng: &mut SplitMix64, meta: &SessionMeta, j: usize) -> SampleRow {
     let ms = j as u64 * 50;
     SampleRow {
         session_id: meta.id.clone(),
-        phase: phase.into(),
-        path: Some(path.into()),
-        strategy: strategy.map(str::to_string),
+        phase,
+        dest: Destination::from_columns(phase, Some(path.into()), strategy.map(str::to_string))
+            .expect("a destination that fits the phase"),
         concurrency,
         intended_start_ms: None,
         actual_start_ms: ms as f64,
-        started_at: format!(
-            "{}T{:02}:{:02}:{:02}.{:03}Z",
-            &meta.started_at[..10],
-            (ms / 3_600_000) % 24,
-            (ms / 60_000) % 60,
-            (ms / 1000) % 60,
-            ms % 1000
-        ),
+        started_at: UtcTime::from_unix_ms(meta.started_at.day().start().unix_ms() + ms as i64),
         provenance: Provenance::Synthetic,
         sample: s,
     }

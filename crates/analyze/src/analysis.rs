@@ -165,6 +165,7 @@ mod tests {
     use super::*;
     use crate::testutil::{meta, row, spread};
     use firsttoken_record::session::Provenance;
+    use firsttoken_record::vocab::Destination;
 
     /// The article's session shape: 10 ping, 3 cold, 120 warm, 40 fresh,
     /// 90 direct over 3 strategies, 60 concurrent (c = 1, 3, 5 × 20).
@@ -196,7 +197,9 @@ mod tests {
         }
         for (i, t) in spread(500.0, 80.0, 90).into_iter().enumerate() {
             let mut r = row("s", "direct", Some("direct"), Some(t));
-            r.strategy = Some(["latency", "throughput", "default"][i % 3].into());
+            r.dest = Destination::Direct {
+                strategy: Some(["latency", "throughput", "default"][i % 3].into()),
+            };
             r.sample.tokens_per_s = Some(50.0 + (i % 3) as f64 * 20.0);
             rows.push(r);
         }

@@ -9,8 +9,8 @@
 //! never holds them all. Row `i` of the input is observation `i` of the
 //! frame: group indices are valid for both.
 //!
-//! Validation happens here: a phase must be one of the seven protocol
-//! phases, a timing finite and non-negative, `started_at` RFC 3339. A row
+//! Validation happens here: a timing must be finite and non-negative (the
+//! phase, destination and `started_at` arrive typed from record). A row
 //! whose session is not among the given sessions is kept with unknown labels
 //! (the limits diagnostic reports it).
 
@@ -20,6 +20,7 @@ use std::str::FromStr;
 
 use firsttoken_record::ErrorKind;
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
+use firsttoken_record::vocab::{UtcDay, UtcTime};
 use serde::Serialize;
 
 use crate::AnalyzeError;
@@ -27,70 +28,8 @@ use crate::AnalyzeError;
 /// Interned-string id meaning "none".
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// Protocol phase of a row (the stored `phase` string, validated).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PhaseKind {
-    /// Network baseline ping.
-    Ping,
-    /// Probe after an idle gap.
-    Cold,
-    /// App request on a reused connection.
-    Warm,
-    /// App request on a new connection.
-    Fresh,
-    /// Provider request, bypassing the app.
-    Direct,
-    /// App request inside a burst of a concurrency level.
-    Concurrency,
-    /// App request at an open-loop arrival time.
-    Rate,
-}
-
-impl PhaseKind {
-    /// Every phase, in protocol order.
-    pub const ALL: [PhaseKind; 7] = [
-        PhaseKind::Ping,
-        PhaseKind::Cold,
-        PhaseKind::Warm,
-        PhaseKind::Fresh,
-        PhaseKind::Direct,
-        PhaseKind::Concurrency,
-        PhaseKind::Rate,
-    ];
-
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseKind::Ping => "ping",
-            PhaseKind::Cold => "cold",
-            PhaseKind::Warm => "warm",
-            PhaseKind::Fresh => "fresh",
-            PhaseKind::Direct => "direct",
-            PhaseKind::Concurrency => "concurrency",
-            PhaseKind::Rate => "rate",
-        }
-    }
-
-    /// True for requests that went to the app (not direct, not ping).
-    pub fn is_app(self) -> bool {
-        !matches!(self, PhaseKind::Ping | PhaseKind::Direct)
-    }
-
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl FromStr for PhaseKind {
-    type Err = ();
-    fn from_str(s: &str) -> Result<PhaseKind, ()> {
-        PhaseKind::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or(())
-    }
-}
+/// Protocol phase of a row: record's stored vocabulary, re-exported.
+pub use firsttoken_record::vocab::PhaseKind;
 
 /// What is measured. Durations in ms except `tokens_per_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -434,20 +373,7 @@ impl FrameBuilder {
             Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
             Some(v) => Err(bad(field, v)),
         };
-        let phase = row
-            .phase
-            .parse::<PhaseKind>()
-            .map_err(|()| AnalyzeError::UnknownPhase {
-                session_id: row.session_id.clone(),
-                seq: s.seq,
-                phase: row.phase.clone(),
-            })?;
-        let started_ms =
-            parse_rfc3339_ms(&row.started_at).ok_or_else(|| AnalyzeError::InvalidTimestamp {
-                session_id: row.session_id.clone(),
-                seq: s.seq,
-                value: row.started_at.clone(),
-            })?;
+        let phase = row.phase;
         let dns = val("dns_ms", s.dns_ms)?;
         let connect_at = val("connect_ms", s.connect_ms)?;
         let tls_at = val("tls_ms", s.tls_ms)?;
@@ -480,16 +406,16 @@ impl FrameBuilder {
             dns,
             connect,
             tls,
-            started_ms,
+            started_ms: row.started_at.unix_ms(),
             seq: s.seq,
             session: self.session(&row.session_id),
-            path: self.intern_opt(row.path.as_deref()),
-            strategy: self.intern_opt(row.strategy.as_deref()),
+            path: self.intern_opt(row.dest.path_column()),
+            strategy: self.intern_opt(row.dest.strategy()),
             provider: self.intern_opt(s.provider.as_deref()),
             route: self.intern_opt(s.route.as_deref()),
             concurrency,
             timing_start,
-            day: started_ms.div_euclid(MS_PER_DAY) as i32,
+            day: row.started_at.day().days_since_epoch(),
             timing_len,
             phase,
             provenance: row.provenance,
@@ -508,121 +434,14 @@ impl FrameBuilder {
     }
 }
 
-const MS_PER_DAY: i64 = 86_400_000;
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// (year, month, day) of a day count since 1970-01-01 (Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// `YYYY-MM-DD` of a day count since the epoch.
+/// `YYYY-MM-DD` of a day count since the epoch (record's [`UtcDay`]).
 pub(crate) fn format_day(day: i32) -> String {
-    let (y, m, d) = civil_from_days(i64::from(day));
-    format!("{y:04}-{m:02}-{d:02}")
+    UtcDay::from_days_since_epoch(day).to_string()
 }
 
-/// RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SS.mmmZ`) of ms since the epoch.
+/// RFC 3339 UTC of ms since the epoch (record's [`UtcTime`]).
 pub(crate) fn format_rfc3339(ms: i64) -> String {
-    let day = ms.div_euclid(MS_PER_DAY);
-    let rest = ms.rem_euclid(MS_PER_DAY);
-    let (y, m, d) = civil_from_days(day);
-    let (h, rest) = (rest / 3_600_000, rest % 3_600_000);
-    let (min, rest) = (rest / 60_000, rest % 60_000);
-    let (s, milli) = (rest / 1000, rest % 1000);
-    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
-}
-
-/// Milliseconds since the epoch of an RFC 3339 timestamp
-/// (`2026-11-30T02:30:00Z`, fractional seconds and `±HH:MM` offsets allowed).
-pub(crate) fn parse_rfc3339_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |from: usize, len: usize| -> Option<i64> {
-        let part = b.get(from..from + len)?;
-        part.iter().try_fold(0i64, |acc, &c| {
-            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
-        })
-    };
-    let sep = |at: usize, c: &[u8]| b.get(at).is_some_and(|x| c.contains(x));
-    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
-        return None;
-    }
-    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
-    let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days_in_month = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month[(mo - 1) as usize] {
-        return None;
-    }
-    if h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut milli = 0i64;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            if i - start < 3 {
-                milli = milli * 10 + i64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        let digits = i - start;
-        if digits == 0 {
-            return None;
-        }
-        for _ in digits..3 {
-            milli *= 10;
-        }
-    }
-    let offset_min = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        &c @ (b'+' | b'-') if i + 6 == b.len() && sep(i + 3, b":") => {
-            let (oh, om) = (num(i + 1, 2)?, num(i + 4, 2)?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let m = oh * 60 + om;
-            if c == b'-' { -m } else { m }
-        }
-        _ => return None,
-    };
-    // A leap second (:60) counts as the last millisecond of its minute.
-    let (sec, milli) = if sec == 60 { (59, 999) } else { (sec, milli) };
-    let days = days_from_civil(y, mo, d);
-    Some((((days * 24 + h) * 60 + mi) * 60 + sec) * 1000 + milli - offset_min * 60_000)
+    UtcTime::from_unix_ms(ms).to_string()
 }
 
 /// Split `rows` by `key`, keeping row order within each part; parts in
@@ -697,34 +516,14 @@ mod tests {
     use crate::testutil::{meta, row};
 
     #[test]
-    fn timestamps_parse_to_utc() {
-        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339_ms("1970-01-02T00:00:00.5Z"), Some(86_400_500));
-        // python: datetime(2026,11,30,2,30,tzinfo=utc).timestamp() = 1796005800
-        assert_eq!(
-            parse_rfc3339_ms("2026-11-30T02:30:00Z"),
-            Some(1_796_005_800_000)
-        );
-        // 01:30 at +02:00 is the previous UTC day.
-        let ms = parse_rfc3339_ms("2026-12-01T01:30:00.123456+02:00").unwrap();
-        assert_eq!(format_rfc3339(ms), "2026-11-30T23:30:00.123Z");
-        assert_eq!(format_day(ms.div_euclid(MS_PER_DAY) as i32), "2026-11-30");
-        assert_eq!(
-            parse_rfc3339_ms("2024-02-29T00:00:00Z").map(format_rfc3339),
-            Some("2024-02-29T00:00:00.000Z".into())
-        );
-        for bad in [
-            "",
-            "2026-11-30",
-            "2026-13-01T00:00:00Z",
-            "2025-02-29T00:00:00Z",
-            "2026-11-30T02:30:00",
-            "2026-11-30T02:30:00.Z",
-            "2026-11-30T24:00:00Z",
-            "2026-11-30T02:30:00+0200",
-        ] {
-            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
-        }
+    fn rows_keep_their_utc_start_and_day() {
+        let sessions = [meta("s1", Provenance::Measured)];
+        let mut r = row("s1", "warm", Some("chat"), Some(100.0));
+        r.started_at = "2026-12-01T01:30:00.123+02:00".parse().unwrap();
+        let f = Frame::from_rows(&[r], &sessions).unwrap();
+        let o = f.obs(0);
+        assert_eq!(format_rfc3339(o.started_ms), "2026-11-30T23:30:00.123Z");
+        assert_eq!(format_day(o.day), "2026-11-30");
     }
 
     #[test]
@@ -741,12 +540,6 @@ mod tests {
         assert_eq!(f.provenances(), vec![Provenance::Measured]);
 
         let mut bad = r.clone();
-        bad.phase = "lukewarm".into();
-        assert!(matches!(
-            Frame::from_rows(&[bad], &sessions),
-            Err(AnalyzeError::UnknownPhase { .. })
-        ));
-        let mut bad = r.clone();
         bad.sample.ttft_ms = Some(-1.0);
         assert!(matches!(
             Frame::from_rows(&[bad], &sessions),
@@ -755,9 +548,6 @@ mod tests {
                 ..
             })
         ));
-        let mut bad = r.clone();
-        bad.started_at = "yesterday".into();
-        assert!(Frame::from_rows(&[bad], &sessions).is_err());
         assert!(matches!(
             Frame::from_rows(&[], &[sessions[0].clone(), sessions[0].clone()]),
             Err(AnalyzeError::DuplicateSession { .. })

@@ -385,7 +385,7 @@ mod tests {
         ];
         rows[3].concurrency = Some(10);
         rows[4].concurrency = Some(3);
-        rows[2].started_at = "2026-12-01T00:00:01Z".into();
+        rows[2].started_at = crate::testutil::utc("2026-12-01T00:00:01Z");
         let mut e = row("s3", "warm", Some("chat"), Some(6.0));
         e.provenance = Provenance::Emulated;
         rows.push(e);

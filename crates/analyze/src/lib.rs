@@ -100,28 +100,6 @@ pub enum AnalyzeError {
         /// The value.
         value: f64,
     },
-    /// A phase name that is not one of the seven protocol phases.
-    #[error(
-        "session {session_id} seq {seq}: unknown phase {phase:?} (expected ping, cold, warm, fresh, direct, concurrency or rate)"
-    )]
-    UnknownPhase {
-        /// Session of the row.
-        session_id: String,
-        /// Sequence number of the row's sample.
-        seq: u64,
-        /// The phase found.
-        phase: String,
-    },
-    /// A `started_at` that is not RFC 3339.
-    #[error("session {session_id} seq {seq}: started_at {value:?} is not an RFC 3339 timestamp")]
-    InvalidTimestamp {
-        /// Session of the row.
-        session_id: String,
-        /// Sequence number of the row's sample.
-        seq: u64,
-        /// The text found.
-        value: String,
-    },
     /// The same session given twice.
     #[error("session {id} is listed twice")]
     DuplicateSession {

@@ -1,14 +1,15 @@
 //! Builders for rows and sessions in tests.
 
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
 
 /// A complete session with default labels.
 pub(crate) fn meta(id: &str, provenance: Provenance) -> SessionMeta {
     SessionMeta {
         id: id.to_string(),
-        started_at: "2026-11-30T02:30:00Z".into(),
-        ended_at: Some("2026-11-30T02:40:00Z".into()),
+        started_at: utc("2026-11-30T02:30:00Z"),
+        ended_at: Some(utc("2026-11-30T02:40:00Z")),
         status: SessionStatus::Complete,
         spec: serde_json::Value::Null,
         seed: 7,
@@ -27,20 +28,28 @@ pub(crate) fn meta(id: &str, provenance: Provenance) -> SessionMeta {
     }
 }
 
-/// A successful measured row of `phase` on `path` with a TTFT.
+/// A time from its RFC 3339 text.
+pub(crate) fn utc(text: &str) -> UtcTime {
+    text.parse().expect("a valid test timestamp")
+}
+
+/// A successful measured row of `phase` (its stored name) on `path` (the
+/// stored path: `direct` / `ping` for those phases) with a TTFT.
 pub(crate) fn row(session: &str, phase: &str, path: Option<&str>, ttft: Option<f64>) -> SampleRow {
+    let phase: PhaseKind = phase.parse().expect("a stored phase name");
+    let dest = Destination::from_columns(phase, path.map(str::to_string), None)
+        .expect("a path that fits the phase");
     let mut s = Sample::empty(0, 0, Connection::Reused);
     s.ttft_ms = ttft;
     s.e2e_ms = ttft.map(|t| t + 500.0);
     SampleRow {
         session_id: session.to_string(),
-        phase: phase.to_string(),
-        path: path.map(str::to_string),
-        strategy: None,
+        phase,
+        dest,
         concurrency: None,
         intended_start_ms: None,
         actual_start_ms: 0.0,
-        started_at: "2026-11-30T02:31:00Z".into(),
+        started_at: utc("2026-11-30T02:31:00Z"),
         provenance: Provenance::Measured,
         sample: s,
     }

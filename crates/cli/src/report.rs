@@ -227,18 +227,14 @@ pub struct CompareArgs {
 }
 
 fn phase_arg(s: &str) -> anyhow::Result<Option<PhaseKind>> {
-    Ok(match s {
-        "all" => None,
-        "warm" => Some(PhaseKind::Warm),
-        "fresh" => Some(PhaseKind::Fresh),
-        "cold" => Some(PhaseKind::Cold),
-        "direct" => Some(PhaseKind::Direct),
-        "concurrency" => Some(PhaseKind::Concurrency),
-        "rate" => Some(PhaseKind::Rate),
-        other => bail!(
-            "unknown phase {other:?}: use warm, fresh, cold, direct, concurrency, rate or all"
-        ),
-    })
+    if s == "all" {
+        return Ok(None);
+    }
+    match s.parse::<PhaseKind>() {
+        // Pings carry no TTFT.
+        Ok(p) if p != PhaseKind::Ping => Ok(Some(p)),
+        _ => bail!("unknown phase {s:?}: use warm, fresh, cold, direct, concurrency, rate or all"),
+    }
 }
 
 /// Compare two sessions (or two groups); exit 0 unless A is significantly slower (1).
@@ -398,9 +394,7 @@ pub struct CheckArgs {
 
 fn app_values(rows: &[SampleRow], metric: &str) -> Vec<f64> {
     rows.iter()
-        .filter(|r| {
-            !matches!(r.phase.as_str(), "ping" | "direct") && !r.sample.warmup && r.sample.is_ok()
-        })
+        .filter(|r| r.phase.is_app() && !r.sample.warmup && r.sample.is_ok())
         .filter_map(|r| match metric {
             "ttft" => r.sample.ttft_ms,
             "ttfb" => r.sample.ttfb_ms,
@@ -448,7 +442,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         let (value, shown) = if t.metric == "error_rate" {
             let counted: Vec<&SampleRow> = rows
                 .iter()
-                .filter(|r| !matches!(r.phase.as_str(), "ping" | "direct") && !r.sample.warmup)
+                .filter(|r| r.phase.is_app() && !r.sample.warmup)
                 .collect();
             let bad = counted.iter().filter(|r| !r.sample.is_ok()).count();
             let rate = if counted.is_empty() {

@@ -8,42 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Arrival, ColdSection, ConcurrencySection, Order, PhasesSection};
 
-/// Protocol phase of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PhaseKind {
-    /// Network baseline ping.
-    Ping,
-    /// Probe after an idle gap.
-    Cold,
-    /// App request on a reused connection.
-    Warm,
-    /// App request on a new connection.
-    Fresh,
-    /// Provider request, bypassing the app.
-    Direct,
-    /// App request inside a burst of a concurrency level.
-    Concurrency,
-    /// App request at an open-loop arrival time.
-    Rate,
-}
+/// Protocol phase of a request: the stored vocabulary, owned by record
+/// ([`firsttoken_record::vocab::PhaseKind`]) and re-exported here.
+pub use firsttoken_record::vocab::PhaseKind;
 
-impl PhaseKind {
-    /// The snake_case name stored with samples.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseKind::Ping => "ping",
-            PhaseKind::Cold => "cold",
-            PhaseKind::Warm => "warm",
-            PhaseKind::Fresh => "fresh",
-            PhaseKind::Direct => "direct",
-            PhaseKind::Concurrency => "concurrency",
-            PhaseKind::Rate => "rate",
-        }
-    }
-}
-
-/// Where a request goes.
+/// Where a request goes, by index into the config's paths and strategies.
+/// Stored as the names it resolves to ([`firsttoken_record::vocab::Destination`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Dest {
     /// The app, path by index into `app.paths`.

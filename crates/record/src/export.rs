@@ -253,4 +253,65 @@ mod tests {
         assert!(e.to_string().contains("line 1"), "{e}");
         assert!(e.to_string().contains("v9"), "{e}");
     }
+
+    fn sample_line(phase: &str, path: &str, strategy: &str, started_at: &str) -> String {
+        let sample =
+            serde_json::to_string(&crate::Sample::empty(3, 0, crate::Connection::Fresh)).unwrap();
+        format!(
+            r#"{{"schema":"firsttoken.sample_row.v1","session_id":"s1","phase":"{phase}","path":{path},"strategy":{strategy},"concurrency":null,"intended_start_ms":null,"actual_start_ms":1.5,"started_at":"{started_at}","provenance":"measured","sample":{sample}}}"#
+        )
+    }
+
+    #[test]
+    fn sample_lines_are_typed_in_memory_and_text_on_the_wire() {
+        use crate::vocab::{Destination, PhaseKind};
+        let line = sample_line(
+            "direct",
+            "\"direct\"",
+            "\"latency\"",
+            "2026-11-30T02:30:00.250Z",
+        );
+        let (_, rows) = read_jsonl(format!("{line}\n").as_bytes()).unwrap();
+        assert_eq!(rows[0].phase, PhaseKind::Direct);
+        assert_eq!(
+            rows[0].dest,
+            Destination::Direct {
+                strategy: Some("latency".into())
+            }
+        );
+        assert_eq!(rows[0].started_at.to_string(), "2026-11-30T02:30:00.250Z");
+        let mut out = Vec::new();
+        write_jsonl(&rows, &mut out).unwrap();
+        let written: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let read: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(written, read, "the same line comes back out");
+    }
+
+    #[test]
+    fn unknown_phases_and_bad_times_are_refused_naming_the_line() {
+        let good = sample_line("warm", "\"chat\"", "null", "2026-11-30T02:30:00Z");
+        for (bad, needle) in [
+            (
+                sample_line("lukewarm", "\"chat\"", "null", "2026-11-30T02:30:00Z"),
+                "lukewarm",
+            ),
+            (
+                sample_line("warm", "\"chat\"", "null", "half past two"),
+                "RFC 3339",
+            ),
+            (
+                sample_line("ping", "\"chat\"", "null", "2026-11-30T02:30:00Z"),
+                "path must be",
+            ),
+            (
+                sample_line("warm", "\"chat\"", "\"latency\"", "2026-11-30T02:30:00Z"),
+                "strategy",
+            ),
+        ] {
+            let input = format!("{good}\n\n{bad}\n");
+            let e = read_jsonl(input.as_bytes()).unwrap_err();
+            assert!(matches!(e, StoreError::Malformed { line: 3, .. }), "{e}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+    }
 }

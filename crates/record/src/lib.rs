@@ -12,6 +12,11 @@
 //! default, PostgreSQL for a `postgres://` URL, each sample committed as it
 //! completes. [`export`] writes them as JSON Lines or CSV and reads them back.
 //!
+//! [`vocab`] owns the stored vocabulary, typed once for every crate: the
+//! protocol phase ([`PhaseKind`]), where a request went ([`Destination`])
+//! and wall-clock time in UTC ([`UtcTime`], [`UtcDay`]). The stores refuse
+//! a phase outside it (a `CHECK` constraint on both backends).
+//!
 //! ```
 //! use firsttoken_record::{Connection, Sample};
 //! let s = Sample::empty(0, 0, Connection::Fresh);
@@ -27,9 +32,11 @@ use serde::{Deserialize, Serialize};
 pub mod export;
 pub mod session;
 pub mod store;
+pub mod vocab;
 
 pub use session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
+pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.
 pub const SAMPLE_SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");

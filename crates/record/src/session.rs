@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::Sample;
+use crate::vocab::{Destination, PhaseKind, UtcTime};
 
 /// Where a sample's numbers come from. Analysis never pools kinds silently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -100,10 +101,10 @@ impl Cleanup {
 pub struct SessionMeta {
     /// Unique id (time-ordered, e.g. `20261130T023000Z-3f9a`).
     pub id: String,
-    /// Start, RFC 3339 UTC.
-    pub started_at: String,
-    /// End, RFC 3339 UTC; `None` while running.
-    pub ended_at: Option<String>,
+    /// Start.
+    pub started_at: UtcTime,
+    /// End; `None` while running.
+    pub ended_at: Option<UtcTime>,
     /// How it ended.
     pub status: SessionStatus,
     /// The full resolved protocol and config (secrets redacted), as JSON.
@@ -132,41 +133,98 @@ pub struct SessionMeta {
 }
 
 /// One stored request: the probe's [`Sample`] plus where it sat in the session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialized (export lines) with the stored columns' names and text forms:
+/// `phase` a name, `path` and `strategy` from [`Destination`], `started_at`
+/// RFC 3339; reading refuses a phase outside the vocabulary or a
+/// destination that does not fit the phase.
+#[derive(Debug, Clone, PartialEq)]
 pub struct SampleRow {
     /// Session it belongs to.
     pub session_id: String,
-    /// Protocol phase: `ping`, `cold`, `warm`, `fresh`, `direct`, `concurrency`, `rate`.
-    pub phase: String,
-    /// Target path name (e.g. `chat`, `docs`), or `direct` / `ping`.
-    pub path: Option<String>,
-    /// Routing strategy name for direct requests.
-    pub strategy: Option<String>,
+    /// Protocol phase.
+    pub phase: PhaseKind,
+    /// Where it went; must fit the phase ([`Destination::fits`]).
+    pub dest: Destination,
     /// Concurrency level for concurrency-phase requests.
     pub concurrency: Option<u32>,
     /// When it was meant to start, ms from the session start (open-loop load).
     pub intended_start_ms: Option<f64>,
     /// When it actually started, ms from the session start.
     pub actual_start_ms: f64,
-    /// Wall-clock start, RFC 3339 UTC.
-    pub started_at: String,
+    /// Wall-clock start.
+    pub started_at: UtcTime,
     /// Where the numbers come from.
     pub provenance: Provenance,
     /// The measurement.
     pub sample: Sample,
 }
 
-/// `t` as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T02:30:00.123Z`
-/// (the form every `*_at` field uses, so text order is time order).
-pub fn utc_rfc3339(t: SystemTime) -> String {
-    let (days, secs, millis) = split_unix(t);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+/// [`SampleRow`] as written: the destination as its two stored columns.
+#[derive(Serialize)]
+struct SampleRowOut<'a> {
+    session_id: &'a str,
+    phase: PhaseKind,
+    path: Option<&'a str>,
+    strategy: Option<&'a str>,
+    concurrency: Option<u32>,
+    intended_start_ms: Option<f64>,
+    actual_start_ms: f64,
+    started_at: UtcTime,
+    provenance: Provenance,
+    sample: &'a Sample,
+}
+
+/// [`SampleRow`] as read.
+#[derive(Deserialize)]
+struct SampleRowIn {
+    session_id: String,
+    phase: PhaseKind,
+    path: Option<String>,
+    strategy: Option<String>,
+    concurrency: Option<u32>,
+    intended_start_ms: Option<f64>,
+    actual_start_ms: f64,
+    started_at: UtcTime,
+    provenance: Provenance,
+    sample: Sample,
+}
+
+impl Serialize for SampleRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SampleRowOut {
+            session_id: &self.session_id,
+            phase: self.phase,
+            path: self.dest.path_column(),
+            strategy: self.dest.strategy(),
+            concurrency: self.concurrency,
+            intended_start_ms: self.intended_start_ms,
+            actual_start_ms: self.actual_start_ms,
+            started_at: self.started_at,
+            provenance: self.provenance,
+            sample: &self.sample,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SampleRow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SampleRow, D::Error> {
+        let r = SampleRowIn::deserialize(d)?;
+        let dest = Destination::from_columns(r.phase, r.path, r.strategy)
+            .map_err(serde::de::Error::custom)?;
+        Ok(SampleRow {
+            session_id: r.session_id,
+            phase: r.phase,
+            dest,
+            concurrency: r.concurrency,
+            intended_start_ms: r.intended_start_ms,
+            actual_start_ms: r.actual_start_ms,
+            started_at: r.started_at,
+            provenance: r.provenance,
+            sample: r.sample,
+        })
+    }
 }
 
 /// A new time-ordered session id, e.g. `20261130T023000Z-3f9a`: the UTC
@@ -174,8 +232,6 @@ pub fn utc_rfc3339(t: SystemTime) -> String {
 /// started in the same second on different machines apart).
 pub fn new_session_id(t: SystemTime) -> String {
     use std::hash::{BuildHasher, Hasher};
-    let (days, secs, _) = split_unix(t);
-    let (y, m, d) = civil_from_days(days);
     // RandomState is seeded per process from the OS; mixing in the time and
     // the pid keeps ids apart across processes and calls.
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -186,35 +242,10 @@ pub fn new_session_id(t: SystemTime) -> String {
     );
     h.write_u32(std::process::id());
     format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z-{:04x}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
+        "{}-{:04x}",
+        UtcTime::from(t).compact_seconds(),
         h.finish() & 0xffff
     )
-}
-
-/// Days since 1970-01-01, seconds into the day, milliseconds into the second.
-fn split_unix(t: SystemTime) -> (i64, u64, u32) {
-    // A clock before 1970 is a misconfigured host; clamp to the epoch.
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let s = d.as_secs();
-    ((s / 86_400) as i64, s % 86_400, d.subsec_millis())
-}
-
-/// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -224,12 +255,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn formats_utc_times_and_ids() {
+    fn session_ids_start_with_the_utc_second() {
         let t = UNIX_EPOCH + Duration::from_millis(1_795_919_400_123); // 2026-11-29T02:30:00.123Z
-        assert_eq!(utc_rfc3339(t), "2026-11-29T02:30:00.123Z");
-        assert_eq!(utc_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(&utc_rfc3339(leap)[..10], "2000-02-29");
         let id = new_session_id(t);
         assert!(id.starts_with("20261129T023000Z-"), "{id}");
         assert_eq!(id.len(), "20261129T023000Z-3f9a".len());

@@ -10,6 +10,7 @@ use firsttoken_record::export::{
 };
 use firsttoken_record::session::{Provenance, SessionStatus};
 use firsttoken_record::store::StoreError;
+use firsttoken_record::vocab::PhaseKind;
 
 fn validator() -> jsonschema::Validator {
     let sample: serde_json::Value = serde_json::from_str(SAMPLE_SCHEMA).unwrap();
@@ -64,12 +65,26 @@ fn jsonl_lines_validate_against_the_checked_in_schemas() {
     let mut bad = lines[1].clone();
     bad["provenance"] = "guessed".into();
     assert!(!v.is_valid(&bad));
+    let mut bad = lines[1].clone();
+    bad["phase"] = "lukewarm".into();
+    assert!(!v.is_valid(&bad), "an unknown phase fails");
+    let mut bad = lines[1].clone();
+    bad["started_at"] = "half past two".into();
+    assert!(!v.is_valid(&bad), "a time that is not RFC 3339 fails");
     let mut bad = lines[2].clone();
     bad["sample"]["ttft_ms"] = (-1.0).into();
     assert!(
         !v.is_valid(&bad),
         "the sample member is checked by sample.v1"
     );
+}
+
+#[test]
+fn the_schema_lists_exactly_the_phase_vocabulary() {
+    let export: serde_json::Value = serde_json::from_str(EXPORT_SCHEMA).unwrap();
+    let listed = &export["$defs"]["phase"]["enum"];
+    let names: Vec<&str> = PhaseKind::ALL.iter().map(|p| p.as_str()).collect();
+    assert_eq!(*listed, serde_json::json!(names));
 }
 
 #[test]

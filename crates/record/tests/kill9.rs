@@ -1,6 +1,6 @@
-//! `kill -9` of a process in the middle of a session: every sample it
-//! reported committed is in the store, and the next open marks the session
-//! `partial`.
+//! `kill -9` of a process in the middle of a session: every sample and
+//! test account it reported committed is in the store, and the next open
+//! marks the session `partial`.
 //!
 //! The writer is this test binary re-invoked with `FT_KILL9_STORE` set: it
 //! runs only `kill9_writer_process`, which creates a session and appends
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{TestDb, full_row, full_session};
 use firsttoken_record::session::SessionStatus;
-use firsttoken_record::store::{ABANDONED_REASON, Store};
+use firsttoken_record::store::{ABANDONED_REASON, CLEANUP_NOT_RUN, Store};
 
 const STORE_ENV: &str = "FT_KILL9_STORE";
 const SESSION_ENV: &str = "FT_KILL9_SESSION";
@@ -36,6 +36,13 @@ async fn kill9_writer_process() {
     let mut seq = 0u64;
     // Bounded, in case the parent dies before killing us.
     while Instant::now() < deadline {
+        // As `run` does right after each sign-up.
+        let account = format!("acct-{seq}");
+        store
+            .add_test_account(&session, &account)
+            .await
+            .expect("child records a test account");
+        println!("account {account}");
         store
             .append_sample(&full_row(&session, seq, seq as f64))
             .await
@@ -72,6 +79,7 @@ async fn kill9_mid_session(db: TestDb) {
     });
 
     let mut committed = Vec::new();
+    let mut accounts = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while committed.len() < 8 {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -86,6 +94,9 @@ async fn kill9_mid_session(db: TestDb) {
         if let Some(seq) = line.strip_prefix("committed ") {
             committed.push(seq.trim().parse::<u64>().unwrap());
         }
+        if let Some(a) = line.strip_prefix("account ") {
+            accounts.push(a.trim().to_owned());
+        }
     }
     // std's Child::kill is SIGKILL on Unix: no destructor, no cleanup runs.
     child.kill().expect("kill -9 the writer");
@@ -98,6 +109,9 @@ async fn kill9_mid_session(db: TestDb) {
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
         if let Some(seq) = line.strip_prefix("committed ") {
             committed.push(seq.trim().parse::<u64>().unwrap());
+        }
+        if let Some(a) = line.strip_prefix("account ") {
+            accounts.push(a.trim().to_owned());
         }
     }
 
@@ -113,6 +127,15 @@ async fn kill9_mid_session(db: TestDb) {
             reason: ABANDONED_REASON.into()
         }
     );
+    // Defect 5: the accounts are known although the session never finished.
+    let cleanup = meta.cleanup.as_ref().expect("recorded accounts read back");
+    assert_eq!(cleanup.error.as_deref(), Some(CLEANUP_NOT_RUN));
+    assert_eq!(
+        cleanup.created_ids[..accounts.len()],
+        accounts[..],
+        "every reported account is listed, in order"
+    );
+    assert!(cleanup.created_ids.len() <= accounts.len() + 1);
     let stored: Vec<u64> = store
         .samples(&session)
         .await

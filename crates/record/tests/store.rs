@@ -2,12 +2,13 @@
 
 mod common;
 
-use common::{TestDb, cleanup, full_row, full_session, null_row};
+use common::{TestDb, cleanup, full_row, full_session, null_row, utc};
 use firsttoken_record::export;
 use firsttoken_record::session::{Provenance, SessionStatus};
 use firsttoken_record::store::{
     ABANDONED_REASON, REDACTED, SAMPLE_COLUMNS, Store, StoreError, host_name,
 };
+use firsttoken_record::vocab::{PhaseKind, UtcTime};
 
 both_backends!(
     round_trip_with_every_field_and_with_nulls,
@@ -113,7 +114,7 @@ async fn finish_records_status_end_cleanup_and_lag(db: TestDb) {
         .finish_session(
             &a.id,
             &SessionStatus::Complete,
-            "2026-11-30T01:05:00.000Z",
+            utc("2026-11-30T01:05:00.000Z"),
             Some(&cleanup()),
             Some(12.5),
         )
@@ -121,7 +122,7 @@ async fn finish_records_status_end_cleanup_and_lag(db: TestDb) {
         .unwrap();
     let got = store.session(&a.id).await.unwrap().unwrap();
     assert_eq!(got.status, SessionStatus::Complete);
-    assert_eq!(got.ended_at.as_deref(), Some("2026-11-30T01:05:00.000Z"));
+    assert_eq!(got.ended_at, Some(utc("2026-11-30T01:05:00.000Z")));
     assert_eq!(got.cleanup, Some(cleanup()));
     assert_eq!(got.client_lag_p99_ms, Some(12.5));
 
@@ -134,7 +135,7 @@ async fn finish_records_status_end_cleanup_and_lag(db: TestDb) {
         reason: "Ctrl-C after 120 of 323 requests".into(),
     };
     store
-        .finish_session(&b.id, &stopped, "2026-11-30T02:01:00.000Z", None, None)
+        .finish_session(&b.id, &stopped, utc("2026-11-30T02:01:00.000Z"), None, None)
         .await
         .unwrap();
     let got = store.session(&b.id).await.unwrap().unwrap();
@@ -143,7 +144,7 @@ async fn finish_records_status_end_cleanup_and_lag(db: TestDb) {
     assert_eq!(got.client_lag_p99_ms, None);
 
     let missing = store
-        .finish_session("nope", &SessionStatus::Complete, "x", None, None)
+        .finish_session("nope", &SessionStatus::Complete, UtcTime::EPOCH, None, None)
         .await;
     assert!(
         matches!(missing, Err(StoreError::NoSession { .. })),
@@ -213,7 +214,7 @@ async fn export_jsonl_then_import_keeps_numbers_and_marks_imported(db: TestDb) {
         .finish_session(
             &meta.id,
             &SessionStatus::Complete,
-            "2026-11-30T02:31:00.000Z",
+            utc("2026-11-30T02:31:00.000Z"),
             None,
             Some(3.0),
         )
@@ -337,7 +338,7 @@ async fn csv_export_has_a_header_and_one_record_per_sample(db: TestDb) {
 
 async fn running_migrations_again_is_a_no_op(db: TestDb) {
     let store = db.open().await;
-    assert_eq!(store.schema_versions().await.unwrap(), vec![1]);
+    assert_eq!(store.schema_versions().await.unwrap(), vec![1, 2, 3]);
     let applied_before = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
         .await;
@@ -345,7 +346,7 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     drop(store);
     let again = db.open().await;
     assert_eq!(again.migrate().await.unwrap(), 0);
-    assert_eq!(again.schema_versions().await.unwrap(), vec![1]);
+    assert_eq!(again.schema_versions().await.unwrap(), vec![1, 2, 3]);
     let applied_after = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
         .await;
@@ -410,7 +411,7 @@ async fn abandoned_running_sessions_become_partial_on_next_open(db: TestDb) {
         .finish_session(
             &finished.id,
             &SessionStatus::Complete,
-            "2026-11-30T01:10:00.000Z",
+            utc("2026-11-30T01:10:00.000Z"),
             None,
             None,
         )
@@ -484,7 +485,13 @@ async fn a_store_that_refuses_writes_stops_with_earlier_samples_safe(db: TestDb)
         reason: format!("store error: {text}"),
     };
     store
-        .finish_session(&meta.id, &reason, "2026-11-30T01:01:00.000Z", None, None)
+        .finish_session(
+            &meta.id,
+            &reason,
+            utc("2026-11-30T01:01:00.000Z"),
+            None,
+            None,
+        )
         .await
         .unwrap();
 }
@@ -502,6 +509,14 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
     row.sample.seq = u64::MAX;
     let err = store.append_sample(&row).await.unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
+    // A destination must fit the phase: a warm request does not go to the provider.
+    let mut row = full_row(&meta.id, 0, 1.0);
+    row.phase = PhaseKind::Warm;
+    let err = store.append_sample(&row).await.unwrap_err();
+    assert!(
+        err.to_string().contains("a warm request cannot go to"),
+        "{err}"
+    );
     assert!(store.samples(&meta.id).await.unwrap().is_empty());
 }
 
@@ -577,7 +592,7 @@ async fn postgres_opened_by_two_processes_at_once_migrates_once() {
             Store::open(db.url())
         );
         for s in [a, b, c] {
-            assert_eq!(s.unwrap().schema_versions().await.unwrap(), vec![1]);
+            assert_eq!(s.unwrap().schema_versions().await.unwrap(), vec![1, 2, 3]);
         }
     })
     .await;

@@ -14,7 +14,7 @@ pub const REPORT_SCHEMA: &str = include_str!("../../../docs/schema/report.v1.sch
 #[derive(Serialize)]
 struct SessionRef<'a> {
     id: &'a str,
-    started_at: &'a str,
+    started_at: firsttoken_record::vocab::UtcTime,
     status: &'a firsttoken_record::session::SessionStatus,
     provenance: firsttoken_record::session::Provenance,
     labels: &'a firsttoken_record::session::Labels,
@@ -37,7 +37,7 @@ pub fn render(sessions: &[SessionMeta], analysis: &Analysis, comparisons: &[Comp
             .iter()
             .map(|s| SessionRef {
                 id: &s.id,
-                started_at: &s.started_at,
+                started_at: s.started_at,
                 status: &s.status,
                 provenance: s.provenance,
                 labels: &s.labels,

@@ -5,14 +5,15 @@
 use firsttoken_analyze::compare::compare_sessions;
 use firsttoken_analyze::{Settings, analyze_rows};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::{Destination, PhaseKind};
 use firsttoken_record::{Connection, Sample};
 use firsttoken_report::{doc, json, markdown, terminal};
 
 fn meta(id: &str, code_version: &str) -> SessionMeta {
     SessionMeta {
         id: id.into(),
-        started_at: "2026-11-30T02:00:00.000Z".into(),
-        ended_at: Some("2026-11-30T02:05:00.000Z".into()),
+        started_at: "2026-11-30T02:00:00.000Z".parse().unwrap(),
+        ended_at: Some("2026-11-30T02:05:00.000Z".parse().unwrap()),
         status: SessionStatus::Complete,
         spec: serde_json::json!({}),
         seed: 7,
@@ -32,10 +33,11 @@ fn meta(id: &str, code_version: &str) -> SessionMeta {
 }
 
 fn row(session: &str, i: u64, phase: &str, path: &str, ttft: f64) -> SampleRow {
+    let phase: PhaseKind = phase.parse().unwrap();
     let mut s = Sample::empty(
         i,
         0,
-        if phase == "fresh" {
+        if phase == PhaseKind::Fresh {
             Connection::Fresh
         } else {
             Connection::Reused
@@ -43,25 +45,29 @@ fn row(session: &str, i: u64, phase: &str, path: &str, ttft: f64) -> SampleRow {
     );
     s.status = Some(200);
     s.ttfb_ms = Some(ttft * 0.2);
-    if phase != "ping" {
+    if phase != PhaseKind::Ping {
         s.ttft_ms = Some(ttft);
         s.last_token_ms = Some(ttft + 300.0);
         s.output_tokens = Some(20);
         s.tokens_per_s = Some(19.0 / 0.3);
     }
     s.e2e_ms = Some(ttft + 310.0);
-    if phase == "fresh" {
+    if phase == PhaseKind::Fresh {
         s.connect_ms = Some(1.0);
     }
     SampleRow {
         session_id: session.into(),
-        phase: phase.into(),
-        path: Some(path.into()),
-        strategy: (phase == "direct").then(|| "default".into()),
+        phase,
+        dest: Destination::from_columns(
+            phase,
+            Some(path.into()),
+            (phase == PhaseKind::Direct).then(|| "default".into()),
+        )
+        .unwrap(),
         concurrency: None,
         intended_start_ms: None,
         actual_start_ms: i as f64 * 10.0,
-        started_at: "2026-11-30T02:00:01.000Z".into(),
+        started_at: "2026-11-30T02:00:01.000Z".parse().unwrap(),
         provenance: Provenance::Synthetic,
         sample: s,
     }

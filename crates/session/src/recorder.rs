@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use firsttoken_drive::session::SessionSample;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::Dest;
-use firsttoken_record::Store;
 use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::{Destination, Store, UtcTime};
 
 use crate::{Budget, Observer, price};
 
@@ -43,20 +43,23 @@ pub(crate) struct Recorder<'a> {
 
 impl Recorder<'_> {
     fn row(&self, s: SessionSample) -> SampleRow {
-        let (path, strategy) = match s.planned.dest {
-            Dest::App(i) => (self.paths.get(i).cloned(), None),
-            Dest::Direct(i) => (Some("direct".into()), self.strategies.get(i).cloned()),
-            Dest::Ping => (Some("ping".into()), None),
+        let dest = match s.planned.dest {
+            Dest::App(i) => Destination::App {
+                path: self.paths.get(i).cloned(),
+            },
+            Dest::Direct(i) => Destination::Direct {
+                strategy: self.strategies.get(i).cloned(),
+            },
+            Dest::Ping => Destination::Ping,
         };
         SampleRow {
             session_id: self.session_id.to_string(),
-            phase: s.planned.phase.as_str().to_string(),
-            path,
-            strategy,
+            phase: s.planned.phase,
+            dest,
             concurrency: s.planned.concurrency,
             intended_start_ms: s.intended_start.map(ms),
             actual_start_ms: ms(s.actual_start),
-            started_at: firsttoken_record::session::utc_rfc3339(s.started_at),
+            started_at: UtcTime::from(s.started_at),
             provenance: self.provenance,
             sample: s.sample,
         }

@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 use firsttoken_drive::Slot;
 use firsttoken_drive::session::{Stop, run_session as execute};
 use firsttoken_plan::{RequestTemplate, Target};
-use firsttoken_record::Store;
 use firsttoken_record::session::{
-    Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id, utc_rfc3339,
+    Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
 };
+use firsttoken_record::{Store, UtcTime};
 use firsttoken_record::store::host_name;
 
 use crate::accounts::{Accounts, clean_up, sign_up};
@@ -71,7 +71,7 @@ pub async fn run_session(
     let now = SystemTime::now();
     let mut meta = SessionMeta {
         id: new_session_id(now),
-        started_at: utc_rfc3339(now),
+        started_at: UtcTime::from(now),
         ended_at: None,
         status: SessionStatus::Running,
         spec: serde_json::json!({
@@ -176,14 +176,15 @@ pub async fn run_session(
         },
     };
     meta.status = status.clone();
-    meta.ended_at = Some(utc_rfc3339(SystemTime::now()));
+    let ended_at = UtcTime::now();
+    meta.ended_at = Some(ended_at);
     meta.cleanup = cleanup;
     meta.client_lag_p99_ms = lag_p99;
     store
         .finish_session(
             &meta.id,
             &status,
-            meta.ended_at.as_deref().unwrap_or(""),
+            ended_at,
             meta.cleanup.as_ref(),
             lag_p99,
         )

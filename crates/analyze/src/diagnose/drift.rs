@@ -226,13 +226,13 @@ mod tests {
     fn day(rows: &mut Vec<SampleRow>, date: &str, app: f64, ping: f64) {
         for t in spread(app, app * 0.05, 60) {
             let mut r = row("s", "warm", Some("chat"), Some(t));
-            r.started_at = format!("{date}T12:00:00Z");
+            r.started_at = crate::testutil::utc(&format!("{date}T12:00:00Z"));
             rows.push(r);
         }
         for t in spread(ping, 2.0, 20) {
             let mut r = row("s", "ping", Some("ping"), None);
             r.sample.ttfb_ms = Some(t);
-            r.started_at = format!("{date}T12:00:00Z");
+            r.started_at = crate::testutil::utc(&format!("{date}T12:00:00Z"));
             rows.push(r);
         }
     }

@@ -289,6 +289,7 @@ fn summarize(
 mod tests {
     use super::*;
     use crate::testutil::{row, spread};
+    use firsttoken_record::vocab::Destination;
 
     #[test]
     fn first_token_versus_throughput() {
@@ -297,7 +298,9 @@ mod tests {
         // "throughput": slower first token (900 ms) from b/c, fast stream (90 tok/s).
         for (i, t) in spread(400.0, 40.0, 30).into_iter().enumerate() {
             let mut r = row("s", "direct", Some("direct"), Some(t));
-            r.strategy = Some("latency".into());
+            r.dest = Destination::Direct {
+                strategy: Some("latency".into()),
+            };
             r.sample.provider = Some("a".into());
             r.sample.tokens_per_s = Some(40.0 + (i % 3) as f64);
             r.sample.e2e_ms = Some(t + 5000.0);
@@ -305,7 +308,9 @@ mod tests {
         }
         for (i, t) in spread(900.0, 60.0, 30).into_iter().enumerate() {
             let mut r = row("s", "direct", Some("direct"), Some(t));
-            r.strategy = Some("throughput".into());
+            r.dest = Destination::Direct {
+                strategy: Some("throughput".into()),
+            };
             r.sample.provider = Some(if i % 3 == 0 { "c" } else { "b" }.into());
             r.sample.tokens_per_s = Some(90.0 + (i % 3) as f64);
             r.sample.e2e_ms = Some(t + 2200.0);

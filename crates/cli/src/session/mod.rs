@@ -92,7 +92,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
         };
         t.add_row(vec![
             s.id,
-            s.started_at.chars().take(19).collect(),
+            s.started_at.to_string().chars().take(19).collect(),
             status,
             s.provenance.as_str().to_string(),
             s.labels.network,

@@ -5,6 +5,7 @@ use comfy_table::{CellAlignment, Table};
 
 use firsttoken_analyze::percentile;
 use firsttoken_record::session::{SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::PhaseKind;
 
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
@@ -31,10 +32,10 @@ fn ms(v: Option<f64>) -> String {
 
 /// Render the summary: p50/p95 TTFT per phase, errors, cost, cleanup.
 pub fn render(meta: &SessionMeta, rows: &[SampleRow], done: u64, lag_flag: Option<f64>) -> String {
-    let mut phases: Vec<&str> = Vec::new();
+    let mut phases: Vec<PhaseKind> = Vec::new();
     for r in rows {
-        if !phases.contains(&r.phase.as_str()) {
-            phases.push(&r.phase);
+        if !phases.contains(&r.phase) {
+            phases.push(r.phase);
         }
     }
     let mut t = Table::new();
@@ -64,7 +65,7 @@ pub fn render(meta: &SessionMeta, rows: &[SampleRow], done: u64, lag_flag: Optio
         let first: Vec<f64> = ok
             .iter()
             .filter_map(|r| {
-                if phase == "ping" {
+                if phase == PhaseKind::Ping {
                     r.sample.ttfb_ms
                 } else {
                     r.sample.ttft_ms
@@ -90,7 +91,7 @@ pub fn render(meta: &SessionMeta, rows: &[SampleRow], done: u64, lag_flag: Optio
             }
         }
         t.add_row(vec![
-            if phase == "ping" {
+            if phase == PhaseKind::Ping {
                 "ping (ttfb)".to_string()
             } else {
                 phase.to_string()

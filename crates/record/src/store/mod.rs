@@ -9,14 +9,18 @@
 //!   `partial`) and status_reason, spec (JSON), seed, tool_version, host,
 //!   pid, network, code_version, vantage, tags (JSON), provenance, cleanup
 //!   (JSON), client_lag_p99_ms;
+//! - `test_accounts`: session_id, account_id, one row per test account
+//!   the session created, recorded as it is created
+//!   ([`Store::add_test_account`]);
 //! - `samples`: an autoincrement id, then [`SAMPLE_COLUMNS`]: the session,
 //!   its place in it (seq, phase, path, strategy, concurrency, intended and
 //!   actual start), provenance, every stamp of the probe, token counts, ITL
 //!   summary, status, request id, provider, route, cost, Server-Timing and
 //!   TLS (JSON) and the error.
 //!
-//! Column decisions, the same in both backends: `*_at` times are RFC 3339
-//! UTC text (exact round trip; text order is time order); stamps are
+//! Column decisions, the same in both backends: `*_at` times are
+//! [`UtcTime`] as RFC 3339 UTC text (text order is time order); `phase` is
+//! `CHECK`ed against the [`crate::vocab::PhaseKind`] names; stamps are
 //! nullable floating-point milliseconds, `NULL` when the phase did not
 //! happen, and non-finite values are refused, not stored as `NULL`; the
 //! `u64` seed is decimal `TEXT` (an `i64` bit-cast would show large seeds
@@ -61,12 +65,17 @@ pub(crate) use schema::{Cell, sample_cells};
 pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
 
 use crate::session::{Cleanup, SampleRow, SessionMeta, SessionStatus, new_session_id};
+use crate::vocab::UtcTime;
 
 /// The default SQLite file, in the working directory.
 pub const DEFAULT_SQLITE_PATH: &str = "firsttoken.db";
 
 /// The reason given to a session found `running` whose process is gone.
 pub const ABANDONED_REASON: &str = "interrupted: found running when the store was next opened";
+
+/// The cleanup error of a session whose test accounts were recorded
+/// ([`Store::add_test_account`]) but that ended before deleting them.
+pub const CLEANUP_NOT_RUN: &str = "cleanup did not run: the session stopped before deleting its test accounts (retry with `firsttoken cleanup --session ID`)";
 
 /// A session [`Store::mark_abandoned`] marked `partial`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,7 +191,7 @@ impl Store {
         &self,
         id: &str,
         status: &SessionStatus,
-        ended_at: &str,
+        ended_at: UtcTime,
         cleanup: Option<&Cleanup>,
         client_lag_p99_ms: Option<f64>,
     ) -> Result<(), StoreError> {
@@ -197,7 +206,7 @@ impl Store {
             Some(v) => Cell::Real(v),
             None => Cell::Null,
         };
-        let (id, status, ended_at) = (id.to_owned(), status.clone(), ended_at.to_owned());
+        let (id, status, ended_at) = (id.to_owned(), status.clone(), ended_at.to_string());
         dispatch!(self, s => s.finish_session(id, status, ended_at, cleanup, lag).await)
     }
 
@@ -208,9 +217,65 @@ impl Store {
         dispatch!(self, s => s.set_cleanup(id, cell).await)
     }
 
+    /// Records that session `session_id` created the test account
+    /// `account_id`: call it the moment the account exists. The id is
+    /// committed when this returns, so a session that crashes (even `kill
+    /// -9`) before its cleanup still lists it: [`Store::session`] and
+    /// [`Store::sessions`] add every recorded id to the session's
+    /// [`Cleanup::created_ids`] (a session with recorded ids and no stored
+    /// cleanup reads as cleanup `error` [`CLEANUP_NOT_RUN`]). Recording
+    /// the same id twice is a no-op; an unknown session is
+    /// [`StoreError::NoSession`].
+    pub async fn add_test_account(
+        &self,
+        session_id: &str,
+        account_id: &str,
+    ) -> Result<(), StoreError> {
+        let (session, account) = (session_id.to_owned(), account_id.to_owned());
+        dispatch!(self, s => s.add_test_account(session, account).await)
+    }
+
+    /// The test-account ids recorded for a session with
+    /// [`Store::add_test_account`], in the order they were recorded.
+    pub async fn test_accounts(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let id = Some(session_id.to_owned());
+        let rows = dispatch!(self, s => s.test_accounts(id).await)?;
+        Ok(rows.into_iter().map(|(_, a)| a).collect())
+    }
+
+    /// Adds each session's recorded test accounts to its cleanup.
+    async fn with_accounts(
+        &self,
+        mut sessions: Vec<SessionMeta>,
+        only: Option<String>,
+    ) -> Result<Vec<SessionMeta>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(sessions);
+        }
+        let accounts = dispatch!(self, s => s.test_accounts(only).await)?;
+        let index: std::collections::HashMap<String, usize> = sessions
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.clone(), i))
+            .collect();
+        for (session_id, account) in accounts {
+            if let Some(m) = index.get(&session_id).map(|&i| &mut sessions[i]) {
+                let c = m.cleanup.get_or_insert_with(|| Cleanup {
+                    error: Some(CLEANUP_NOT_RUN.to_owned()),
+                    ..Cleanup::default()
+                });
+                if !c.created_ids.contains(&account) {
+                    c.created_ids.push(account);
+                }
+            }
+        }
+        Ok(sessions)
+    }
+
     /// Every session, newest first.
     pub async fn sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        dispatch!(self, s => s.sessions().await)
+        let found = dispatch!(self, s => s.sessions().await)?;
+        self.with_accounts(found, None).await
     }
 
     /// The session with this id, or else the one session whose id starts
@@ -221,7 +286,9 @@ impl Store {
             return Ok(None);
         }
         let id = id_or_prefix.to_owned();
-        let mut found = dispatch!(self, s => s.session(id).await)?;
+        let found = dispatch!(self, s => s.session(id).await)?;
+        let only = (found.len() == 1).then(|| found[0].id.clone());
+        let mut found = self.with_accounts(found, only).await?;
         match found.len() {
             0 => Ok(None),
             1 => Ok(found.pop()),

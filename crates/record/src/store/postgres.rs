@@ -28,7 +28,8 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::error::{self, StoreError, is_pg_connection_error, is_pool_connection_error, mask_url};
 use super::schema::{
-    self, Cell, POSTGRES_MIGRATIONS, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS, insert_sql,
+    self, Cell, PHASE_CHECK_VERSION, POSTGRES_MIGRATIONS, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS,
+    insert_sql,
 };
 use super::{Abandoned, pid_alive};
 use crate::session::{SampleRow, SessionMeta, SessionStatus};
@@ -245,6 +246,20 @@ impl PgStore {
                 }
                 let mut applied = 0usize;
                 for (version, sql) in POSTGRES_MIGRATIONS.iter().filter(|m| m.0 > current) {
+                    if *version == PHASE_CHECK_VERSION {
+                        let unknown: Vec<String> = tx
+                            .query(&schema::unknown_phases_sql(), &[])
+                            .await?
+                            .iter()
+                            .map(|r| r.get(0))
+                            .collect();
+                        if !unknown.is_empty() {
+                            return Err(self.invalid(
+                                "migrate",
+                                schema::unknown_phases_message(&unknown),
+                            ));
+                        }
+                    }
                     tx.batch_execute(sql).await?;
                     tx.execute(
                         "INSERT INTO schema_migrations (version) VALUES ($1)",
@@ -364,6 +379,57 @@ impl PgStore {
                     )
                     .await?;
                 self.no_session_if_zero(n, "set cleanup", &id)
+            }
+            .await
+        })
+    }
+
+    pub(crate) async fn add_test_account(
+        &self,
+        session_id: String,
+        account_id: String,
+    ) -> Result<(), StoreError> {
+        with_retry!(self, "add test account", |client, _retry| {
+            async {
+                // Idempotent, so a retry after a lost reply is harmless.
+                let n = client
+                    .execute(
+                        "INSERT INTO test_accounts (session_id, account_id)
+                         SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1)
+                         ON CONFLICT (session_id, account_id) DO NOTHING",
+                        &[&session_id, &account_id],
+                    )
+                    .await?;
+                if n == 0 {
+                    let known = client
+                        .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&session_id])
+                        .await?;
+                    if known.is_none() {
+                        return self.no_session_if_zero(0, "add test account", &session_id);
+                    }
+                }
+                Ok(())
+            }
+            .await
+        })
+    }
+
+    pub(crate) async fn test_accounts(
+        &self,
+        session_id: Option<String>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        with_retry!(self, "read test accounts", |client, _retry| {
+            async {
+                let rows = client
+                    .query(
+                        "SELECT session_id, account_id FROM test_accounts
+                         WHERE $1::text IS NULL OR session_id = $1 ORDER BY id",
+                        &[&session_id],
+                    )
+                    .await?;
+                rows.iter()
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect()
             }
             .await
         })

@@ -3,8 +3,11 @@
 //! backends (and the CSV export) share.
 //!
 //! Decisions, the same for SQLite and PostgreSQL:
-//! - times are RFC 3339 UTC text (`started_at`, `ended_at`): exact round
-//!   trips, and text order is time order;
+//! - times are [`UtcTime`] as RFC 3339 UTC text with milliseconds
+//!   (`started_at`, `ended_at`): text order is time order;
+//! - `phase` is `NOT NULL` and `CHECK`ed against the seven [`PhaseKind`]
+//!   names (since schema version 2); a [`Destination`] is stored as `path`
+//!   and `strategy` (see [`crate::vocab`]);
 //! - stamps are nullable floating point milliseconds (`REAL` / `DOUBLE
 //!   PRECISION`), `NULL` when a phase did not happen; non-finite values
 //!   are refused rather than stored as `NULL`;
@@ -13,161 +16,56 @@
 //! - counts are 64-bit signed integers (a count above `i64::MAX` is refused);
 //! - `spec`, `tags`, `cleanup`, `server_timing` and `tls` are JSON
 //!   (`TEXT` checked by `json_valid` in SQLite, `JSONB` in PostgreSQL);
-//! - `provenance` is `NOT NULL` and `CHECK`ed against the four kinds, in both tables.
+//! - `provenance` is `NOT NULL` and `CHECK`ed against the four kinds, in both tables;
+//! - `test_accounts` (since version 3) lists each account a session
+//!   created, recorded as it is created.
+//!
+//! The migrations are SQL files under `store/migrations/<backend>/`.
 
 use std::collections::BTreeMap;
 
 use crate::session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use crate::vocab::{Destination, PhaseKind, UtcTime};
 use crate::{Connection, ErrorKind, Sample, SampleError, TlsInfo};
 
-/// Ordered migrations for SQLite: `(version, SQL)`.
-pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    r#"
-CREATE TABLE sessions (
-    id                TEXT PRIMARY KEY NOT NULL,
-    started_at        TEXT NOT NULL,
-    ended_at          TEXT,
-    status            TEXT NOT NULL CHECK (status IN ('running', 'complete', 'partial')),
-    status_reason     TEXT,
-    spec              TEXT NOT NULL CHECK (json_valid(spec)),
-    seed              TEXT NOT NULL CHECK (seed <> '' AND seed NOT GLOB '*[^0-9]*'),
-    tool_version      TEXT NOT NULL,
-    host              TEXT NOT NULL,
-    pid               INTEGER,
-    network           TEXT NOT NULL DEFAULT '',
-    code_version      TEXT NOT NULL DEFAULT '',
-    vantage           TEXT NOT NULL DEFAULT '',
-    tags              TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(tags)),
-    provenance        TEXT NOT NULL CHECK (provenance IN ('measured', 'emulated', 'imported', 'synthetic')),
-    cleanup           TEXT CHECK (cleanup IS NULL OR json_valid(cleanup)),
-    client_lag_p99_ms REAL,
-    CHECK ((status = 'partial') = (status_reason IS NOT NULL))
-) STRICT;
-CREATE INDEX sessions_started_at ON sessions (started_at);
-
-CREATE TABLE samples (
-    id                INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id        TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    seq               INTEGER NOT NULL CHECK (seq >= 0),
-    phase             TEXT NOT NULL,
-    path              TEXT,
-    strategy          TEXT,
-    concurrency       INTEGER,
-    intended_start_ms REAL,
-    actual_start_ms   REAL NOT NULL,
-    started_at        TEXT NOT NULL,
-    provenance        TEXT NOT NULL CHECK (provenance IN ('measured', 'emulated', 'imported', 'synthetic')),
-    worker            INTEGER NOT NULL,
-    warmup            INTEGER NOT NULL CHECK (warmup IN (0, 1)),
-    connection        TEXT NOT NULL CHECK (connection IN ('fresh', 'reused')),
-    http_version      TEXT,
-    dns_ms            REAL,
-    connect_ms        REAL,
-    tls_ms            REAL,
-    sent_ms           REAL,
-    ttfb_ms           REAL,
-    headers_ms        REAL,
-    ttfe_ms           REAL,
-    ttfr_ms           REAL,
-    ttft_ms           REAL,
-    last_token_ms     REAL,
-    e2e_ms            REAL,
-    content_chunks    INTEGER NOT NULL,
-    output_tokens     INTEGER,
-    input_tokens      INTEGER,
-    tokens_per_s      REAL,
-    itl_p50_ms        REAL,
-    itl_p99_ms        REAL,
-    status            INTEGER,
-    request_id        TEXT,
-    provider          TEXT,
-    route             TEXT,
-    cost_usd          REAL,
-    server_timing     TEXT CHECK (server_timing IS NULL OR json_valid(server_timing)),
-    tls               TEXT CHECK (tls IS NULL OR json_valid(tls)),
-    error_kind        TEXT,
-    error_message     TEXT,
-    CHECK ((error_kind IS NULL) = (error_message IS NULL))
-) STRICT;
-CREATE INDEX samples_session_id ON samples (session_id, actual_start_ms);
-"#,
-)];
+/// Ordered migrations for SQLite: `(version, SQL)`. Each file is applied
+/// once and never edited; a change is a new version.
+pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/sqlite/0001_init.sql")),
+    (2, include_str!("migrations/sqlite/0002_phase_check.sql")),
+    (3, include_str!("migrations/sqlite/0003_test_accounts.sql")),
+];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
-pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    r#"
-CREATE TABLE sessions (
-    id                TEXT PRIMARY KEY,
-    started_at        TEXT NOT NULL,
-    ended_at          TEXT,
-    status            TEXT NOT NULL CHECK (status IN ('running', 'complete', 'partial')),
-    status_reason     TEXT,
-    spec              JSONB NOT NULL,
-    seed              TEXT NOT NULL CHECK (seed ~ '^[0-9]{1,20}$'),
-    tool_version      TEXT NOT NULL,
-    host              TEXT NOT NULL,
-    pid               BIGINT,
-    network           TEXT NOT NULL DEFAULT '',
-    code_version      TEXT NOT NULL DEFAULT '',
-    vantage           TEXT NOT NULL DEFAULT '',
-    tags              JSONB NOT NULL DEFAULT '{}',
-    provenance        TEXT NOT NULL CHECK (provenance IN ('measured', 'emulated', 'imported', 'synthetic')),
-    cleanup           JSONB,
-    client_lag_p99_ms DOUBLE PRECISION,
-    CHECK ((status = 'partial') = (status_reason IS NOT NULL))
-);
-CREATE INDEX sessions_started_at ON sessions (started_at);
+pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/postgres/0001_init.sql")),
+    (2, include_str!("migrations/postgres/0002_phase_check.sql")),
+    (
+        3,
+        include_str!("migrations/postgres/0003_test_accounts.sql"),
+    ),
+];
 
-CREATE TABLE samples (
-    id                BIGSERIAL PRIMARY KEY,
-    session_id        TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    seq               BIGINT NOT NULL CHECK (seq >= 0),
-    phase             TEXT NOT NULL,
-    path              TEXT,
-    strategy          TEXT,
-    concurrency       BIGINT,
-    intended_start_ms DOUBLE PRECISION,
-    actual_start_ms   DOUBLE PRECISION NOT NULL,
-    started_at        TEXT NOT NULL,
-    provenance        TEXT NOT NULL CHECK (provenance IN ('measured', 'emulated', 'imported', 'synthetic')),
-    worker            BIGINT NOT NULL,
-    warmup            BOOLEAN NOT NULL,
-    connection        TEXT NOT NULL CHECK (connection IN ('fresh', 'reused')),
-    http_version      TEXT,
-    dns_ms            DOUBLE PRECISION,
-    connect_ms        DOUBLE PRECISION,
-    tls_ms            DOUBLE PRECISION,
-    sent_ms           DOUBLE PRECISION,
-    ttfb_ms           DOUBLE PRECISION,
-    headers_ms        DOUBLE PRECISION,
-    ttfe_ms           DOUBLE PRECISION,
-    ttfr_ms           DOUBLE PRECISION,
-    ttft_ms           DOUBLE PRECISION,
-    last_token_ms     DOUBLE PRECISION,
-    e2e_ms            DOUBLE PRECISION,
-    content_chunks    BIGINT NOT NULL,
-    output_tokens     BIGINT,
-    input_tokens      BIGINT,
-    tokens_per_s      DOUBLE PRECISION,
-    itl_p50_ms        DOUBLE PRECISION,
-    itl_p99_ms        DOUBLE PRECISION,
-    status            BIGINT,
-    request_id        TEXT,
-    provider          TEXT,
-    route             TEXT,
-    cost_usd          DOUBLE PRECISION,
-    server_timing     JSONB,
-    tls               JSONB,
-    error_kind        TEXT,
-    error_message     TEXT,
-    CHECK ((error_kind IS NULL) = (error_message IS NULL))
-);
-CREATE INDEX samples_session_id ON samples (session_id, actual_start_ms);
-"#,
-)];
+/// The version whose migration adds the `phase` `CHECK`; before applying
+/// it, the store looks for rows it would refuse ([`UNKNOWN_PHASES_SQL`]).
+pub(crate) const PHASE_CHECK_VERSION: i64 = 2;
 
+/// The distinct stored phases outside the vocabulary (at most 10).
+pub(crate) fn unknown_phases_sql() -> String {
+    format!(
+        "SELECT DISTINCT phase FROM samples WHERE phase NOT IN ({}) ORDER BY phase LIMIT 10",
+        PhaseKind::sql_list()
+    )
+}
+
+/// The refusal to migrate a store holding phases outside the vocabulary.
+pub(crate) fn unknown_phases_message(found: &[String]) -> String {
+    format!(
+        "cannot add the phase CHECK (schema version {PHASE_CHECK_VERSION}): samples hold phases outside the vocabulary {found:?}; \
+         the known phases are {}. Delete or correct those rows with an older firsttoken (or SQL), then open the store again",
+        PhaseKind::sql_list()
+    )
+}
 /// The `sessions` columns, in the order of [`session_cells`].
 pub(crate) const SESSION_COLUMNS: [&str; 17] = [
     "id",
@@ -311,8 +209,8 @@ pub(crate) fn session_cells(m: &SessionMeta) -> Result<Vec<Cell>, String> {
     let (status, reason) = status_cells(&m.status);
     Ok(vec![
         Cell::Text(m.id.clone()),
-        Cell::Text(m.started_at.clone()),
-        opt_text(&m.ended_at),
+        Cell::Text(m.started_at.to_string()),
+        m.ended_at.map_or(Cell::Null, |t| Cell::Text(t.to_string())),
         status,
         reason,
         Cell::Json(m.spec.clone()),
@@ -342,6 +240,9 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
             real(&format!("server_timing[{k:?}]"), *v)?;
         }
     }
+    if !r.dest.fits(r.phase) {
+        return Err(format!("a {} request cannot go to {:?}", r.phase, r.dest));
+    }
     let connection = match s.connection {
         Connection::Fresh => "fresh",
         Connection::Reused => "reused",
@@ -349,14 +250,18 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
     Ok(vec![
         Cell::Text(r.session_id.clone()),
         int("seq", s.seq)?,
-        Cell::Text(r.phase.clone()),
-        opt_text(&r.path),
-        opt_text(&r.strategy),
+        Cell::Text(r.phase.as_str().into()),
+        r.dest
+            .path_column()
+            .map_or(Cell::Null, |p| Cell::Text(p.into())),
+        r.dest
+            .strategy()
+            .map_or(Cell::Null, |p| Cell::Text(p.into())),
         r.concurrency
             .map_or(Cell::Null, |c| Cell::Int(i64::from(c))),
         opt_real("intended_start_ms", r.intended_start_ms)?,
         real("actual_start_ms", r.actual_start_ms)?,
-        Cell::Text(r.started_at.clone()),
+        Cell::Text(r.started_at.to_string()),
         Cell::Text(r.provenance.as_str().into()),
         Cell::Int(i64::from(s.worker)),
         Cell::Bool(s.warmup),
@@ -429,11 +334,18 @@ pub(crate) trait RowGet {
     fn u64(&self, col: &str) -> Result<u64, String> {
         self.opt_u64(col)?.ok_or_else(|| format!("{col} is NULL"))
     }
+    fn utc(&self, col: &str) -> Result<UtcTime, String> {
+        parse_utc(col, &self.text(col)?)
+    }
     fn typed_json<T: serde::de::DeserializeOwned>(&self, col: &str) -> Result<Option<T>, String> {
         self.opt_json(col)?
             .map(|v| serde_json::from_value(v).map_err(|e| format!("{col}: {e}")))
             .transpose()
     }
+}
+
+fn parse_utc(col: &str, text: &str) -> Result<UtcTime, String> {
+    text.parse().map_err(|e| format!("{col}: {e}"))
 }
 
 fn from_name<T: serde::de::DeserializeOwned>(col: &str, s: String) -> Result<T, String> {
@@ -453,8 +365,11 @@ pub(crate) fn session_from(r: &impl RowGet) -> Result<SessionMeta, String> {
     let seed = r.text("seed")?;
     Ok(SessionMeta {
         id: r.text("id")?,
-        started_at: r.text("started_at")?,
-        ended_at: r.opt_text("ended_at")?,
+        started_at: r.utc("started_at")?,
+        ended_at: r
+            .opt_text("ended_at")?
+            .map(|t| parse_utc("ended_at", &t))
+            .transpose()?,
         status,
         spec: r.opt_json("spec")?.unwrap_or(serde_json::Value::Null),
         seed: seed
@@ -522,15 +437,20 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         server_timing: r.typed_json::<BTreeMap<String, f64>>("server_timing")?,
         error,
     };
+    let phase = r
+        .text("phase")?
+        .parse::<PhaseKind>()
+        .map_err(|e| format!("phase: {e}"))?;
+    let dest = Destination::from_columns(phase, r.opt_text("path")?, r.opt_text("strategy")?)
+        .map_err(|e| e.to_string())?;
     Ok(SampleRow {
         session_id: r.text("session_id")?,
-        phase: r.text("phase")?,
-        path: r.opt_text("path")?,
-        strategy: r.opt_text("strategy")?,
+        phase,
+        dest,
         concurrency: r.opt_u32("concurrency")?,
         intended_start_ms: r.opt_f64("intended_start_ms")?,
         actual_start_ms: r.f64("actual_start_ms")?,
-        started_at: r.text("started_at")?,
+        started_at: r.utc("started_at")?,
         provenance: r.text("provenance")?.parse::<Provenance>()?,
         sample,
     })
@@ -550,7 +470,30 @@ mod tests {
                 "postgres lacks {col}"
             );
         }
+        // The SQLite rebuild keeps every column, in the same order.
+        let sqlite_v1 = SQLITE_MIGRATIONS[0].1;
+        let samples_v1 = &sqlite_v1[sqlite_v1.find("CREATE TABLE samples").unwrap()..];
+        let rebuilt = SQLITE_MIGRATIONS[1].1;
+        let mut at = 0;
+        for col in SAMPLE_COLUMNS {
+            let pat = format!("\n    {col} ");
+            assert!(samples_v1.contains(&pat), "v1 samples lacks {col}");
+            let found = rebuilt[at..].find(&pat).expect(col);
+            at += found + pat.len();
+        }
         assert_eq!(SQLITE_MIGRATIONS.len(), POSTGRES_MIGRATIONS.len());
+        for (s, p) in SQLITE_MIGRATIONS.iter().zip(POSTGRES_MIGRATIONS) {
+            assert_eq!(s.0, p.0);
+        }
+    }
+
+    #[test]
+    fn the_phase_checks_list_exactly_the_vocabulary() {
+        let list = format!("CHECK (phase IN ({}))", PhaseKind::sql_list());
+        for m in [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS] {
+            let v = m.iter().find(|m| m.0 == PHASE_CHECK_VERSION).unwrap();
+            assert!(v.1.contains(&list), "{}", v.1);
+        }
     }
 
     #[test]

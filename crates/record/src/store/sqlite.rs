@@ -27,7 +27,8 @@ use tokio::sync::oneshot;
 
 use super::error::{self, StoreError};
 use super::schema::{
-    self, Cell, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS, SQLITE_MIGRATIONS, insert_sql,
+    self, Cell, PHASE_CHECK_VERSION, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS, SQLITE_MIGRATIONS,
+    insert_sql,
 };
 use super::{Abandoned, pid_alive};
 use crate::session::{SampleRow, SessionMeta, SessionStatus};
@@ -122,6 +123,20 @@ fn migrate(conn: &mut rusqlite::Connection, path: &str) -> Result<usize, StoreEr
     }
     let mut applied = 0;
     for (version, sql) in SQLITE_MIGRATIONS.iter().filter(|m| m.0 > current) {
+        if *version == PHASE_CHECK_VERSION {
+            let unknown: Vec<String> = {
+                let mut st = tx.prepare(&schema::unknown_phases_sql()).map_err(err)?;
+                let rows = st.query_map([], |r| r.get(0)).map_err(err)?;
+                rows.collect::<Result<_, _>>().map_err(err)?
+            };
+            if !unknown.is_empty() {
+                return Err(invalid(
+                    "migrate",
+                    path,
+                    schema::unknown_phases_message(&unknown),
+                ));
+            }
+        }
         tx.execute_batch(sql).map_err(err)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, applied_at)
@@ -313,6 +328,50 @@ impl SqliteStore {
                 )
                 .map_err(|e| error::sqlite("set cleanup", p, e))?;
             no_session_if_zero(n, "set cleanup", p, id)
+        })
+        .await
+    }
+
+    pub(crate) async fn add_test_account(
+        &self,
+        session_id: String,
+        account_id: String,
+    ) -> Result<(), StoreError> {
+        self.call("add test account", move |c, p| {
+            let err = |e| error::sqlite("add test account", p, e);
+            let known = c
+                .prepare_cached("SELECT count(*) FROM sessions WHERE id = ?1")
+                .and_then(|mut st| st.query_row([&session_id], |r| r.get::<_, i64>(0)))
+                .map_err(err)?;
+            no_session_if_zero(known as usize, "add test account", p, session_id.clone())?;
+            // One INSERT in autocommit mode: committed when this returns.
+            c.prepare_cached(
+                "INSERT INTO test_accounts (session_id, account_id) VALUES (?1, ?2)
+                 ON CONFLICT (session_id, account_id) DO NOTHING",
+            )
+            .and_then(|mut st| st.execute([&session_id, &account_id]))
+            .map_err(err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(crate) async fn test_accounts(
+        &self,
+        session_id: Option<String>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        self.call("read test accounts", move |c, p| {
+            let err = |e| error::sqlite("read test accounts", p, e);
+            let mut st = c
+                .prepare_cached(
+                    "SELECT session_id, account_id FROM test_accounts
+                     WHERE ?1 IS NULL OR session_id = ?1 ORDER BY id",
+                )
+                .map_err(err)?;
+            let rows = st
+                .query_map([&session_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            rows.collect::<Result<_, _>>().map_err(err)
         })
         .await
     }

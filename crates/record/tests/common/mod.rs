@@ -14,7 +14,13 @@ use firsttoken_record::session::{
     Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus,
 };
 use firsttoken_record::store::{Store, host_name};
+use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError, TlsInfo};
+
+/// A time from its RFC 3339 text.
+pub fn utc(text: &str) -> UtcTime {
+    text.parse().expect("a valid test timestamp")
+}
 
 /// Upper bound on any single test body.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -227,7 +233,7 @@ macro_rules! both_backends {
 pub fn full_session(id: &str, started_at: &str) -> SessionMeta {
     SessionMeta {
         id: id.to_owned(),
-        started_at: started_at.to_owned(),
+        started_at: utc(started_at),
         ended_at: None,
         status: SessionStatus::Running,
         spec: serde_json::json!({
@@ -301,13 +307,14 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     });
     SampleRow {
         session_id: session_id.to_owned(),
-        phase: "concurrency".into(),
-        path: Some("chat".into()),
-        strategy: Some("fallback".into()),
+        phase: PhaseKind::Direct,
+        dest: Destination::Direct {
+            strategy: Some("fallback".into()),
+        },
         concurrency: Some(8),
         intended_start_ms: Some(actual_start_ms - 0.5),
         actual_start_ms,
-        started_at: "2026-11-30T02:30:01.250Z".into(),
+        started_at: utc("2026-11-30T02:30:01.250Z"),
         provenance: Provenance::Measured,
         sample: s,
     }
@@ -317,13 +324,12 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
 pub fn null_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     SampleRow {
         session_id: session_id.to_owned(),
-        phase: "warm".into(),
-        path: None,
-        strategy: None,
+        phase: PhaseKind::Warm,
+        dest: Destination::App { path: None },
         concurrency: None,
         intended_start_ms: None,
         actual_start_ms,
-        started_at: "2026-11-30T02:30:02.000Z".into(),
+        started_at: utc("2026-11-30T02:30:02.000Z"),
         provenance: Provenance::Emulated,
         sample: Sample::empty(seq, 0, Connection::Reused),
     }

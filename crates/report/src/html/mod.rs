@@ -42,6 +42,7 @@ mod testdata;
 use firsttoken_analyze::group::group_frame;
 use firsttoken_analyze::{Analysis, AnalyzeError, Frame, percentile_sorted};
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
+use firsttoken_record::vocab::PhaseKind;
 use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 
@@ -125,7 +126,7 @@ pub fn render(
 /// A successful, counted request with a TTFT: its TTFT.
 fn timed_ttft(r: &SampleRow) -> Option<f64> {
     let s = &r.sample;
-    (!s.warmup && s.error.is_none() && r.phase != "ping")
+    (!s.warmup && s.error.is_none() && r.phase != PhaseKind::Ping)
         .then_some(s.ttft_ms)
         .flatten()
         .filter(|v| v.is_finite())
@@ -191,7 +192,7 @@ fn cdf_series(
 fn session_series(sessions: &[SessionMeta], rows: &[SampleRow]) -> (Vec<BoxSeries>, &'static str) {
     let any_warm = rows
         .iter()
-        .any(|r| r.phase == "warm" && timed_ttft(r).is_some());
+        .any(|r| r.phase == PhaseKind::Warm && timed_ttft(r).is_some());
     let what = if any_warm {
         "TTFT of the warm phase (sequential requests on a reused connection)"
     } else {
@@ -199,9 +200,9 @@ fn session_series(sessions: &[SessionMeta], rows: &[SampleRow]) -> (Vec<BoxSerie
     };
     let keep = |r: &SampleRow| {
         if any_warm {
-            r.phase == "warm"
+            r.phase == PhaseKind::Warm
         } else {
-            r.phase != "direct"
+            r.phase != PhaseKind::Direct
         }
     };
     let mut order: Vec<(&str, Provenance)> = sessions
@@ -248,7 +249,7 @@ fn typical_request(rows: &[SampleRow]) -> Option<Typical<'_>> {
     .find_map(|p| {
         let warm: Vec<(&SampleRow, f64)> = rows
             .iter()
-            .filter(|r| r.provenance == p && r.phase == "warm")
+            .filter(|r| r.provenance == p && r.phase == PhaseKind::Warm)
             .filter_map(|r| timed_ttft(r).map(|t| (r, t)))
             .collect();
         let median = percentile_sorted(&sorted(warm.iter().map(|(_, t)| *t).collect()), 50.0)?;
@@ -345,10 +346,10 @@ mod tests {
     fn the_typical_request_is_the_warm_one_nearest_the_median() {
         let (_, _, rows) = fixture();
         let t = typical_request(&rows).unwrap();
-        assert_eq!(t.row.phase, "warm");
+        assert_eq!(t.row.phase, PhaseKind::Warm);
         let best = rows
             .iter()
-            .filter(|r| r.phase == "warm")
+            .filter(|r| r.phase == PhaseKind::Warm)
             .filter_map(timed_ttft)
             .map(|v| (v - t.median).abs())
             .fold(f64::INFINITY, f64::min);

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use firsttoken_analyze::{Analysis, GroupKey, Settings, analyze_rows};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::{Destination, PhaseKind};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
 
 /// A network label that must come out escaped.
@@ -16,8 +17,8 @@ pub const EVIL: &str = "office <script>alert(1)</script>";
 fn meta(id: &str, network: &str, code_version: &str, status: SessionStatus) -> SessionMeta {
     SessionMeta {
         id: id.to_string(),
-        started_at: "2026-11-30T02:30:00Z".into(),
-        ended_at: Some("2026-11-30T02:40:00Z".into()),
+        started_at: "2026-11-30T02:30:00Z".parse().expect("a valid time"),
+        ended_at: Some("2026-11-30T02:40:00Z".parse().expect("a valid time")),
         status,
         spec: serde_json::Value::Null,
         seed: 7,
@@ -90,15 +91,18 @@ impl Rows {
             }
         }
         self.seq += 1;
+        let phase: PhaseKind = phase.parse().expect("a stored phase name");
         self.out.push(SampleRow {
             session_id: self.session.to_string(),
-            phase: phase.to_string(),
-            path: Some(path.to_string()),
-            strategy: None,
+            phase,
+            dest: Destination::from_columns(phase, Some(path.to_string()), None)
+                .expect("a path that fits the phase"),
             concurrency: None,
             intended_start_ms: None,
             actual_start_ms: self.seq as f64 * 100.0,
-            started_at: format!("{}T02:31:{:02}Z", self.day, self.seq % 60),
+            started_at: format!("{}T02:31:{:02}Z", self.day, self.seq % 60)
+                .parse()
+                .expect("a valid time"),
             provenance: Provenance::Synthetic,
             sample: s,
         });
@@ -168,7 +172,9 @@ fn session_rows(session: &'static str, day: &'static str, slower: f64) -> Vec<Sa
             _ => ("alpha", -60.0, 55.0),
         };
         let row = r.push("direct", "direct", Some(t + offset), false);
-        row.strategy = Some(strategy.into());
+        row.dest = Destination::Direct {
+            strategy: Some(strategy.into()),
+        };
         row.sample.provider = Some(provider.into());
         row.sample.tokens_per_s = Some(tps + (i % 7) as f64);
     }

@@ -230,8 +230,8 @@ pub(crate) fn session(s: &SessionMeta) -> SessionView {
         provenance: s.provenance.as_str(),
         status,
         complete,
-        started_at: s.started_at.clone(),
-        ended_at: s.ended_at.clone().unwrap_or_else(|| "–".into()),
+        started_at: s.started_at.to_string(),
+        ended_at: s.ended_at.map_or_else(|| "–".into(), |t| t.to_string()),
         host: s.host.clone(),
         tool_version: s.tool_version.clone(),
     }
