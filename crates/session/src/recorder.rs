@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use firsttoken_drive::session::SessionSample;
+use firsttoken_drive::SessionSample;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::Dest;
 use firsttoken_record::session::{Provenance, SampleRow};

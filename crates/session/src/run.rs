@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use firsttoken_drive::Slot;
-use firsttoken_drive::session::{Stop, run_session as execute};
+use firsttoken_drive::{Stop, run_session as execute};
 use firsttoken_plan::{RequestTemplate, Target};
 use firsttoken_record::session::{
     Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
-use firsttoken_drive::session::RequestSource;
+use firsttoken_drive::RequestSource;
 use firsttoken_plan::env::expand_env;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::{Dest, Planned};
