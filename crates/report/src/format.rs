@@ -41,9 +41,16 @@ impl Unit {
 
 /// A value with `extra` more decimals than usual.
 fn value_with(unit: Unit, v: f64, extra: usize) -> String {
+    value_at(unit, v, v.abs(), extra)
+}
+
+/// A value printed at the scale of `magnitude` (the largest of an
+/// estimate's point and bounds), so an interval keeps one unit:
+/// `1.00 s [0.93 s, 1.07 s]`, not `1.00 s [931 ms, 1.07 s]`.
+fn value_at(unit: Unit, v: f64, magnitude: f64, extra: usize) -> String {
     match unit {
         Unit::Ms => {
-            let a = v.abs();
+            let a = magnitude;
             if a >= 1000.0 {
                 format!("{:.*} s", 2 + extra, v / 1000.0)
             } else if a >= 10.0 {
@@ -87,9 +94,9 @@ pub const DASH: &str = "–";
 
 /// Extra decimals (up to 2) that keep an interval's bounds apart; none
 /// when even two more would not (an interval of one repeated value).
-fn precision(unit: Unit, lo: f64, hi: f64) -> usize {
+fn precision(unit: Unit, lo: f64, hi: f64, magnitude: f64) -> usize {
     (0..=2)
-        .find(|&x| value_with(unit, lo, x) != value_with(unit, hi, x))
+        .find(|&x| value_at(unit, lo, magnitude, x) != value_at(unit, hi, magnitude, x))
         .unwrap_or(0)
 }
 
@@ -135,8 +142,9 @@ impl Cell {
 pub fn cell(unit: Unit, s: &Stat, sign: bool) -> Cell {
     match s {
         Stat::Ok(e) => {
-            let x = precision(unit, e.ci.lower, e.ci.upper);
-            let p = value_with(unit, e.point, x);
+            let m = e.point.abs().max(e.ci.lower.abs()).max(e.ci.upper.abs());
+            let x = precision(unit, e.ci.lower, e.ci.upper, m);
+            let p = value_at(unit, e.point, m, x);
             Cell {
                 v: if sign && e.point >= 0.0 {
                     format!("+{p}")
@@ -145,8 +153,8 @@ pub fn cell(unit: Unit, s: &Stat, sign: bool) -> Cell {
                 },
                 sub: Some(format!(
                     "[{}, {}]",
-                    value_with(unit, e.ci.lower, x),
-                    value_with(unit, e.ci.upper, x)
+                    value_at(unit, e.ci.lower, m, x),
+                    value_at(unit, e.ci.upper, m, x)
                 )),
             }
         }
@@ -244,6 +252,15 @@ mod tests {
         assert_eq!(
             stat(Unit::Ratio, &est(2.93, 2.92, 2.94)),
             "2.93× [2.92×, 2.94×]"
+        );
+        // One unit per interval, chosen by its largest figure.
+        assert_eq!(
+            stat(Unit::Ms, &est(1000.0, 931.0, 1070.0)),
+            "1.00 s [0.93 s, 1.07 s]"
+        );
+        assert_eq!(
+            signed_stat(Unit::Ms, &est(-6.0, -24.0, 12.0)),
+            "-6 ms [-24 ms, 12 ms]"
         );
         assert_eq!(percent(Some(0.125)), "12.5 %");
         assert_eq!(relative(Some(-0.2)), "-20 %");

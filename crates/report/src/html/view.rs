@@ -287,6 +287,15 @@ pub(crate) fn comparison(context: String, cmp: &Comparison) -> ComparisonView {
     }
 }
 
+/// `synthetic` or `synthetic, code_version=v2`: where a figure comes from.
+fn label(p: Provenance, scope: &str) -> String {
+    if scope.is_empty() {
+        p.as_str().to_string()
+    } else {
+        format!("{}, {scope}", p.as_str())
+    }
+}
+
 /// The comparisons asked for, then every comparison the analysis made,
 /// each with where it comes from.
 pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<ComparisonView> {
@@ -297,7 +306,7 @@ pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<Compari
     for p in &a.providers {
         if let Some(c) = &p.ttft_comparison {
             out.push(comparison(
-                format!("strategies, TTFT ({})", p.provenance.as_str()),
+                format!("strategies, TTFT ({})", label(p.provenance, &p.scope)),
                 c,
             ));
         }
@@ -305,7 +314,7 @@ pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<Compari
     for r in &a.routes {
         for c in &r.comparisons {
             out.push(comparison(
-                format!("paths, warm TTFT ({})", r.provenance.as_str()),
+                format!("paths, warm TTFT ({})", label(r.provenance, &r.scope)),
                 c,
             ));
         }
@@ -313,7 +322,7 @@ pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<Compari
     for d in &a.drift {
         for ch in &d.changes {
             out.push(comparison(
-                format!("days, warm TTFT ({})", d.provenance.as_str()),
+                format!("days, warm TTFT ({})", label(d.provenance, &d.scope)),
                 &ch.app,
             ));
         }

@@ -154,7 +154,7 @@ pub fn no_difference() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
             ((k / 2) % 2) as u32,
         );
     }
-    for (k, t) in spread(1010.0, 300.0, 80).into_iter().enumerate() {
+    for (k, t) in spread(1050.0, 300.0, 80).into_iter().enumerate() {
         add(&mut rows, "direct", "direct", t, 0).strategy = Some(["default", "alt"][k % 2].into());
     }
     for t in spread(1000.0, 300.0, 40) {
