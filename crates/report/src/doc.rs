@@ -9,7 +9,7 @@ use firsttoken_record::session::Provenance;
 
 use crate::ReportInput;
 use crate::format::{self, Unit, percent, ratio, stat};
-use crate::words;
+use crate::words::{self, Entry};
 
 /// A table: header and rows of cells.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -67,18 +67,13 @@ fn labelled(prov: Provenance, scope: &str, many: bool, sentence: String) -> Stri
     }
 }
 
-/// Lines for one diagnostic: each item's sentence, labelled.
-fn lines<T>(
-    items: &[T],
-    prov: impl Fn(&T) -> Provenance,
-    scope: impl Fn(&T) -> &str,
-    say: impl Fn(&T) -> String,
-) -> Vec<String> {
-    let first = items.first().map(&prov);
-    let many = items.iter().any(|i| Some(prov(i)) != first);
+/// Lines for one diagnostic: each entry's sentence, labelled.
+fn lines<T: Entry>(items: &[T], say: impl Fn(&T) -> String) -> Vec<String> {
+    let first = items.first().map(Entry::provenance);
+    let many = items.iter().any(|i| Some(i.provenance()) != first);
     items
         .iter()
-        .map(|i| labelled(prov(i), scope(i), many, say(i)))
+        .map(|i| labelled(i.provenance(), i.scope(), many, say(i)))
         .collect()
 }
 
@@ -187,31 +182,16 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
 
     doc.sections.push(section(
         "App overhead (app TTFT − direct TTFT)",
-        lines(
-            &analysis.overhead,
-            |o| o.provenance,
-            |o| &o.scope,
-            words::overhead,
-        ),
+        lines(&analysis.overhead, words::overhead),
     ));
     doc.sections.push(section(
         "Connection cost (fresh − warm TTFT)",
-        lines(
-            &analysis.connection,
-            |c| c.provenance,
-            |c| &c.scope,
-            words::connection,
-        ),
+        lines(&analysis.connection, words::connection),
     ));
 
     let mut wall = section(
         "Concurrency wall",
-        lines(
-            &analysis.concurrency,
-            |w| w.provenance,
-            |w| &w.scope,
-            words::concurrency,
-        ),
+        lines(&analysis.concurrency, words::concurrency),
     );
     for w in &analysis.concurrency {
         let mut t = TableData {
@@ -241,19 +221,12 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     }
     doc.sections.push(wall);
 
-    doc.sections.push(section(
-        "Cold start",
-        lines(&analysis.cold, |c| c.provenance, |c| &c.scope, words::cold),
-    ));
+    doc.sections
+        .push(section("Cold start", lines(&analysis.cold, words::cold)));
 
     let mut prov = section(
         "Providers (direct requests)",
-        lines(
-            &analysis.providers,
-            |p| p.provenance,
-            |p| &p.scope,
-            words::providers,
-        ),
+        lines(&analysis.providers, words::providers),
     );
     for p in &analysis.providers {
         let mut t = TableData {
@@ -281,15 +254,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     }
     doc.sections.push(prov);
 
-    let mut routes = section(
-        "Paths and routes",
-        lines(
-            &analysis.routes,
-            |r| r.provenance,
-            |r| &r.scope,
-            words::routes,
-        ),
-    );
+    let mut routes = section("Paths and routes", lines(&analysis.routes, words::routes));
     for r in &analysis.routes {
         routes.lines.extend(
             r.paths
@@ -299,15 +264,8 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     }
     doc.sections.push(routes);
 
-    doc.sections.push(section(
-        "Drift",
-        lines(
-            &analysis.drift,
-            |d| d.provenance,
-            |d| &d.scope,
-            words::drift,
-        ),
-    ));
+    doc.sections
+        .push(section("Drift", lines(&analysis.drift, words::drift)));
 
     let mut limits = section(
         "Claims and limits: what this data cannot support",

@@ -13,6 +13,7 @@ use firsttoken_analyze::diagnose::{
     ProviderStats, Providers, Routes, WallVerdict,
 };
 use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
+use firsttoken_record::session::Provenance;
 
 use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
@@ -36,6 +37,38 @@ pub fn scoped(scope: &str, sentence: String) -> String {
         format!("{scope}: {sentence}")
     }
 }
+
+/// A diagnostic's entry: it describes one provenance kind and, when a
+/// report covers several setups, one scope (`code_version=v2`).
+pub trait Entry {
+    /// The provenance kind of every row behind it.
+    fn provenance(&self) -> Provenance;
+    /// Its scope, empty when the report covers one setup.
+    fn scope(&self) -> &str;
+}
+
+macro_rules! entries {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            fn provenance(&self) -> Provenance {
+                self.provenance
+            }
+            fn scope(&self) -> &str {
+                &self.scope
+            }
+        }
+    )*};
+}
+
+entries!(
+    Overhead,
+    ConnectionCost,
+    ConcurrencyWall,
+    ColdStart,
+    Providers,
+    Routes,
+    Drift
+);
 
 /// App overhead: app TTFT − direct TTFT.
 pub fn overhead(o: &Overhead) -> String {

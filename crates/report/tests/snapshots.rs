@@ -4,8 +4,7 @@
 
 mod common;
 
-use firsttoken_analyze::compare::compare_sessions;
-use firsttoken_analyze::{Comparison, Metric, PhaseKind, Settings};
+use firsttoken_analyze::Comparison;
 use firsttoken_report::{Format, ReportInput, render};
 
 fn fixture() -> (
@@ -13,16 +12,7 @@ fn fixture() -> (
     firsttoken_analyze::Analysis,
     Vec<Comparison>,
 ) {
-    let (sessions, _, analysis, frame) = common::before_after();
-    let cmp = compare_sessions(
-        &frame,
-        "after",
-        "before",
-        Some(PhaseKind::Warm),
-        Metric::Ttft,
-        &Settings::new(7),
-    )
-    .unwrap();
+    let (sessions, _, analysis, cmp) = common::before_after_compared();
     (sessions, analysis, vec![cmp])
 }
 

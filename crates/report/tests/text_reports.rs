@@ -4,22 +4,11 @@
 
 mod common;
 
-use firsttoken_analyze::compare::compare_sessions;
-use firsttoken_analyze::{Metric, PhaseKind, Settings};
 use firsttoken_report::{Format, ReportInput, doc, json, render};
 
 #[test]
 fn every_format_shows_the_same_sections() {
-    let (sessions, _, analysis, frame) = common::before_after();
-    let cmp = compare_sessions(
-        &frame,
-        "after",
-        "before",
-        Some(PhaseKind::Warm),
-        Metric::Ttft,
-        &Settings::new(7),
-    )
-    .unwrap();
+    let (sessions, _, analysis, cmp) = common::before_after_compared();
     assert!(cmp.better(), "{cmp:?}");
     let comparisons = [cmp];
     let input = ReportInput::new(&sessions, &analysis, &comparisons);

@@ -13,8 +13,7 @@
 mod common;
 
 use common::{escaped, flat};
-use firsttoken_analyze::compare::compare_sessions;
-use firsttoken_analyze::{Direction, Metric, PhaseKind, Settings, Stat};
+use firsttoken_analyze::{Direction, Stat};
 use firsttoken_report::format::{self, Unit};
 use firsttoken_report::{Format, ReportInput, render, words};
 
@@ -128,16 +127,7 @@ fn defect_8_a_negative_point_spanning_zero_states_no_direction() {
 
 #[test]
 fn defect_6_the_html_page_of_a_comparison_carries_its_verdict() {
-    let (sessions, rows, analysis, frame) = common::before_after();
-    let cmp = compare_sessions(
-        &frame,
-        "after",
-        "before",
-        Some(PhaseKind::Warm),
-        Metric::Ttft,
-        &Settings::new(7),
-    )
-    .unwrap();
+    let (sessions, rows, analysis, cmp) = common::before_after_compared();
     assert_eq!(cmp.direction, Direction::Decrease);
     let comparisons = [cmp];
     let input = ReportInput::new(&sessions, &analysis, &comparisons).with_rows(&rows);

@@ -2,7 +2,10 @@
 //! row, deterministic (no randomness), so snapshots are stable.
 #![allow(dead_code)]
 
-use firsttoken_analyze::{Analysis, Frame, GroupKey, Settings, analyze};
+use firsttoken_analyze::compare::compare_sessions;
+use firsttoken_analyze::{
+    Analysis, Comparison, Frame, GroupKey, Metric, PhaseKind, Settings, analyze,
+};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::{Connection, Sample};
 
@@ -112,6 +115,21 @@ pub fn before_after() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis, Frame) {
     let frame = Frame::from_rows(&rows, &sessions).unwrap();
     let analysis = analyze(&frame, &sessions, &keys, &Settings::new(7));
     (sessions, rows, analysis, frame)
+}
+
+/// The before/after pair with `after` compared against `before` on warm TTFT.
+pub fn before_after_compared() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis, Comparison) {
+    let (sessions, rows, analysis, frame) = before_after();
+    let cmp = compare_sessions(
+        &frame,
+        "after",
+        "before",
+        Some(PhaseKind::Warm),
+        Metric::Ttft,
+        &Settings::new(7),
+    )
+    .expect("both sessions are measured alike");
+    (sessions, rows, analysis, cmp)
 }
 
 /// `n` values spread evenly (golden-ratio sequence) over `center` ± `spread`.
