@@ -12,7 +12,7 @@ use crate::format::{self, Unit, percent, ratio, stat};
 use crate::words::{self, Entry};
 
 /// A table: header and rows of cells.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableData {
     /// Column titles.
     pub header: Vec<String>,
@@ -21,7 +21,7 @@ pub struct TableData {
 }
 
 /// A titled part of the report.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Section {
     /// Heading.
     pub title: String,
@@ -32,7 +32,7 @@ pub struct Section {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Doc {
     /// Sections in order.
     pub sections: Vec<Section>,

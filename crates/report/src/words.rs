@@ -20,11 +20,13 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 /// The phrase for a finding that states no direction.
 pub const NO_DIFFERENCE: &str = "no detectable difference";
 
-/// Why a finding has no interval: `too few samples (n = 3, needs 10)`.
-fn withheld(f: &Finding) -> String {
-    match f.estimate {
+/// Why a change has no interval: `too few samples (n = 3, needs 10)`.
+fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
+    match *estimate {
         Stat::TooSmall { n, needed } => too_few(n, needed),
-        Stat::Ok(_) => too_few(f.n_a.min(f.n_b), 2),
+        // Not reached (a direction without an interval comes from a withheld
+        // estimate); a difference needs two values a side.
+        Stat::Ok(_) => too_few(n_a.min(n_b), 2),
     }
 }
 
@@ -78,7 +80,9 @@ pub fn overhead(o: &Overhead) -> String {
     let f = &o.overhead_median;
     let d = signed_stat(Unit::Ms, &f.estimate);
     let mut s = match f.direction {
-        Direction::TooFewSamples => return format!("app overhead: {}", withheld(f)),
+        Direction::TooFewSamples => {
+            return format!("app overhead: {}", withheld(&f.estimate, f.n_a, f.n_b));
+        }
         Direction::Increase => format!(
             "the app adds {} above the bare model at the median",
             stat(Unit::Ms, &f.estimate)
@@ -123,7 +127,9 @@ pub fn connection(c: &ConnectionCost) -> String {
     }
     let f = &c.cost_median;
     let head = match f.direction {
-        Direction::TooFewSamples => return format!("connection cost: {}", withheld(f)),
+        Direction::TooFewSamples => {
+            return format!("connection cost: {}", withheld(&f.estimate, f.n_a, f.n_b));
+        }
         Direction::Increase => format!(
             "a new connection adds {} to TTFT at the median",
             stat(Unit::Ms, &f.estimate)
@@ -263,10 +269,7 @@ fn judged(c: &Comparison) -> String {
 }
 
 fn withheld_comparison(c: &Comparison) -> String {
-    match c.median_difference {
-        Stat::TooSmall { n, needed } => too_few(n, needed),
-        Stat::Ok(_) => too_few(c.n_a.min(c.n_b), 2),
-    }
+    withheld(&c.median_difference, c.n_a, c.n_b)
 }
 
 /// Strategies and providers.
