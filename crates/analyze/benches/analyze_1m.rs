@@ -217,7 +217,7 @@ fn main() {
         .len()
     });
     time("pooled", &|| {
-        firsttoken_analyze::session::pooled_frame(
+        firsttoken_analyze::session::pooled(
             &frame,
             &keys,
             firsttoken_analyze::Metric::Ttft,
@@ -225,18 +225,14 @@ fn main() {
         )
         .len()
     });
-    time("overhead", &|| overhead_frame(&frame, &settings).len());
-    time("connection", &|| {
-        connection_cost_frame(&frame, &settings).len()
-    });
-    time("concurrency", &|| {
-        concurrency_wall_frame(&frame, &settings).len()
-    });
-    time("cold", &|| cold_start_frame(&frame, &settings).len());
-    time("providers", &|| providers_frame(&frame, &settings).len());
-    time("routes", &|| routes_frame(&frame, &settings).len());
-    time("drift", &|| drift_frame(&frame, &settings).len());
-    time("limits", &|| limits_frame(&frame, &sessions).items.len());
+    time("overhead", &|| overhead(&frame, &settings).len());
+    time("connection", &|| connection_cost(&frame, &settings).len());
+    time("concurrency", &|| concurrency_wall(&frame, &settings).len());
+    time("cold", &|| cold_start(&frame, &settings).len());
+    time("providers", &|| providers(&frame, &settings).len());
+    time("routes", &|| routes(&frame, &settings).len());
+    time("drift", &|| drift(&frame, &settings).len());
+    time("limits", &|| limits(&frame, &sessions).items.len());
     let t = Instant::now();
     let analysis = analyze(&frame, &sessions, &keys, &settings);
     let run = t.elapsed();
@@ -270,17 +266,32 @@ fn main() {
         std::mem::size_of::<SampleRow>(),
         (std::mem::size_of::<SampleRow>() * ROWS) as f64 / 1048576.0
     );
+    // Findings are data; the report stage words them.
     for o in &analysis.overhead {
-        println!("  overhead: {}", o.summary);
+        let f = &o.overhead_median;
+        println!(
+            "  overhead (median, ms): {:?} {:?}",
+            f.direction,
+            f.estimate.estimate()
+        );
     }
     for c in &analysis.concurrency {
-        println!("  concurrency: {}", c.summary);
+        println!("  concurrency: {:?}", c.verdict);
     }
     for c in &analysis.connection {
-        println!("  connection: {}", c.summary);
+        let f = &c.cost_median;
+        println!(
+            "  connection (median, ms): {:?} {:?}",
+            f.direction,
+            f.estimate.estimate()
+        );
     }
     for r in &analysis.routes {
-        println!("  routes: {}", r.summary);
+        println!(
+            "  routes: fastest {:?}, {} comparisons",
+            r.fastest_path,
+            r.comparisons.len()
+        );
     }
 }
 

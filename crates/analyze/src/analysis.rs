@@ -1,18 +1,17 @@
 //! Everything at once: grouped percentiles, per-session medians and every
 //! diagnostic, as one serializable [`Analysis`] for the report stage.
 
-use firsttoken_record::session::{SampleRow, SessionMeta};
+use firsttoken_record::session::SessionMeta;
 use serde::Serialize;
 
+use crate::Settings;
 use crate::diagnose::{
     ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers, Routes,
-    cold_start_frame, concurrency_wall_frame, connection_cost_frame, drift_frame, limits_frame,
-    overhead_frame, providers_frame, routes_frame,
+    cold_start, concurrency_wall, connection_cost, drift, limits, overhead, providers, routes,
 };
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::{GroupKey, effective_keys};
 use crate::session::{PooledGroup, pooled_where};
-use crate::{AnalyzeError, Settings};
 
 /// A full analysis of a set of sessions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,7 +66,7 @@ pub fn analyze(
         providers: Vec::new(),
         routes: Vec::new(),
         drift: Vec::new(),
-        limits: limits_frame(frame, sessions),
+        limits: limits(frame, sessions),
     };
     // Diagnostics describe one setup: sessions of different code versions
     // are never pooled into one overhead, wall or cold-start figure.
@@ -129,43 +128,38 @@ fn diagnose_into(a: &mut Analysis, frame: &Frame, settings: &Settings, scope: &s
         ($field:ident, $items:expr) => {
             for mut d in $items {
                 if !scope.is_empty() {
-                    d.summary = format!("{scope}: {}", d.summary);
                     d.scope = scope.to_string();
                 }
                 a.$field.push(d);
             }
         };
     }
-    scoped!(overhead, overhead_frame(frame, settings));
-    scoped!(connection, connection_cost_frame(frame, settings));
-    scoped!(concurrency, concurrency_wall_frame(frame, settings));
-    scoped!(cold, cold_start_frame(frame, settings));
-    scoped!(providers, providers_frame(frame, settings));
-    scoped!(routes, routes_frame(frame, settings));
-    scoped!(drift, drift_frame(frame, settings));
-}
-
-/// [`analyze`] over rows.
-pub fn analyze_rows(
-    rows: &[SampleRow],
-    sessions: &[SessionMeta],
-    keys: &[GroupKey],
-    settings: &Settings,
-) -> Result<Analysis, AnalyzeError> {
-    Ok(analyze(
-        &Frame::from_rows(rows, sessions)?,
-        sessions,
-        keys,
-        settings,
-    ))
+    scoped!(overhead, overhead(frame, settings));
+    scoped!(connection, connection_cost(frame, settings));
+    scoped!(concurrency, concurrency_wall(frame, settings));
+    scoped!(cold, cold_start(frame, settings));
+    scoped!(providers, providers(frame, settings));
+    scoped!(routes, routes(frame, settings));
+    scoped!(drift, drift(frame, settings));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::WallVerdict;
     use crate::testutil::{meta, row, spread};
-    use firsttoken_record::session::Provenance;
+    use firsttoken_record::session::{Provenance, SampleRow};
     use firsttoken_record::vocab::Destination;
+
+    fn analyze_rows(
+        rows: &[SampleRow],
+        sessions: &[SessionMeta],
+        keys: &[GroupKey],
+        settings: &Settings,
+    ) -> Option<Analysis> {
+        let frame = Frame::from_rows(rows, sessions).ok()?;
+        Some(analyze(&frame, sessions, keys, settings))
+    }
 
     /// The article's session shape: 10 ping, 3 cold, 120 warm, 40 fresh,
     /// 90 direct over 3 strategies, 60 concurrent (c = 1, 3, 5 × 20).
@@ -257,7 +251,10 @@ mod tests {
             "pings are not TTFT groups"
         );
         assert_eq!(json["groups"][0]["pooled"]["metric"], "ttft");
-        assert_eq!(json["overhead"][0]["overhead_median"]["status"], "ok");
+        assert_eq!(
+            json["overhead"][0]["overhead_median"]["estimate"]["status"],
+            "ok"
+        );
         assert!(json["limits"]["items"].as_array().unwrap().len() >= 3);
     }
 
@@ -292,16 +289,7 @@ mod tests {
             .iter()
             .find(|w| w.scope == "code_version=v2")
             .unwrap();
-        assert!(
-            v1.summary
-                .starts_with("code_version=v1: behaves like a one-at-a-time server"),
-            "{}",
-            v1.summary
-        );
-        assert!(
-            v2.summary.starts_with("code_version=v2: scales"),
-            "{}",
-            v2.summary
-        );
+        assert_eq!(v1.verdict, WallVerdict::OneAtATime);
+        assert_eq!(v2.verdict, WallVerdict::Scales);
     }
 }

@@ -2,44 +2,25 @@
 //! and of the p95 with bootstrap CIs ([`crate::bootstrap`]), a Mann–Whitney
 //! U test and Cliff's delta ([`crate::rank`]), and a verdict.
 //!
-//! The verdict is *faster* or *slower* only when three things hold at once
-//! (a deliberately conservative rule, as in hyperfine's and criterion's
-//! "change within noise threshold"): the rank test is significant
-//! (p < α, default 0.05), the CI of the median difference excludes 0, and
-//! the median moved by more than the noise threshold (default 5 %) relative
-//! to the baseline `b`. Otherwise: *no significant change*.
+//! The [`Direction`] is an increase or a decrease only when three things
+//! hold at once (a deliberately conservative rule, as in hyperfine's and
+//! criterion's "change within noise threshold"): the rank test is
+//! significant (p < α, default 0.05), the CI of the median difference
+//! excludes 0, and the median moved by more than the noise threshold
+//! (default 5 %) relative to the baseline `b`. Otherwise: no detectable
+//! difference (or too few samples when there is no interval). Whether an
+//! increase is better or worse depends on the metric
+//! ([`Comparison::worse`]); the words are the report's.
 
 use serde::Serialize;
 
 use crate::estimate::{Percentile, Stat};
+use crate::finding::Direction;
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::Group;
 use crate::rank::{CliffsDelta, MannWhitney, cliffs_delta, mann_whitney};
 use crate::samples::Samples;
-use crate::{AnalyzeError, Settings, bootstrap, fmt};
-
-/// Outcome of a comparison of `a` against the baseline `b`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// `a` is significantly better (lower latency, or higher throughput).
-    Faster,
-    /// `a` is significantly worse.
-    Slower,
-    /// No change beyond noise (or too little data to tell).
-    NoChange,
-}
-
-impl Verdict {
-    /// Words for a summary line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::NoChange => "no significant change",
-        }
-    }
-}
+use crate::{AnalyzeError, Settings, bootstrap};
 
 /// `a` against the baseline `b`: both medians and p95s, their differences
 /// (a − b) with CIs, the rank test, the effect size and the verdict.
@@ -77,10 +58,25 @@ pub struct Comparison {
     pub alpha: f64,
     /// Relative median change below which nothing counts as a change.
     pub noise_threshold: f64,
-    /// The verdict.
-    pub verdict: Verdict,
-    /// One line for a person.
-    pub summary: String,
+    /// What the median difference supports, under the rule above.
+    pub direction: Direction,
+}
+
+impl Comparison {
+    /// True when `a` is detectably worse than `b`: slower for a latency,
+    /// lower for a throughput.
+    pub fn worse(&self) -> bool {
+        match self.direction {
+            Direction::Increase => !self.metric.higher_is_better(),
+            Direction::Decrease => self.metric.higher_is_better(),
+            _ => false,
+        }
+    }
+
+    /// True when `a` is detectably better than `b`.
+    pub fn better(&self) -> bool {
+        self.direction.is_change() && !self.worse()
+    }
 }
 
 /// Compare `a` (named `names.0`) against the baseline `b` (`names.1`).
@@ -108,27 +104,10 @@ pub fn compare(
     let significant = mw.is_some_and(|m| m.p_value < settings.alpha())
         && median_difference.ci().is_some_and(|c| c.excludes_zero())
         && relative.is_some_and(|r| r.abs() > settings.noise_threshold());
-    let verdict = match median_difference.point() {
-        Some(d) if significant => {
-            if (d < 0.0) != metric.higher_is_better() {
-                Verdict::Faster
-            } else {
-                Verdict::Slower
-            }
-        }
-        _ => Verdict::NoChange,
+    let direction = match Direction::of(&median_difference, 0.0, 0.0) {
+        d if d.is_change() && !significant => Direction::NoDetectableDifference,
+        d => d,
     };
-    let summary = summarize(
-        names,
-        metric,
-        verdict,
-        &median_difference,
-        relative,
-        &p95_difference,
-        mw,
-        cd,
-        (a.len(), b.len()),
-    );
     Comparison {
         a: names.0.to_string(),
         b: names.1.to_string(),
@@ -146,51 +125,8 @@ pub fn compare(
         cliffs_delta: cd,
         alpha: settings.alpha(),
         noise_threshold: settings.noise_threshold(),
-        verdict,
-        summary,
+        direction,
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn summarize(
-    names: (&str, &str),
-    metric: Metric,
-    verdict: Verdict,
-    median: &Stat,
-    relative: Option<f64>,
-    p95: &Stat,
-    mw: Option<MannWhitney>,
-    cd: Option<CliffsDelta>,
-    n: (usize, usize),
-) -> String {
-    let Some(_) = median.point() else {
-        return format!(
-            "n too small to compare {} with {} (n = {} and {})",
-            names.0, names.1, n.0, n.1
-        );
-    };
-    let head = match verdict {
-        Verdict::NoChange => format!("no significant change between {} and {}", names.0, names.1),
-        v => format!("{} is {} than {}", names.0, v.as_str(), names.1),
-    };
-    let mut s = format!("{head}: median {}", fmt::signed_stat(metric, median));
-    if let Some(r) = relative {
-        s.push_str(&format!(" ({})", fmt::relative(r)));
-    }
-    if p95.point().is_some() {
-        s.push_str(&format!(", p95 {}", fmt::signed_stat(metric, p95)));
-    }
-    if let Some(m) = mw {
-        s.push_str(&format!("; Mann–Whitney {}", fmt::p_value(m.p_value)));
-    }
-    if let Some(c) = cd {
-        s.push_str(&format!(
-            ", Cliff's δ = {:+.2} ({})",
-            c.delta,
-            c.magnitude.as_str()
-        ));
-    }
-    s
 }
 
 /// Compare two groups of a frame on `metric`. Groups of different
@@ -286,18 +222,16 @@ mod tests {
         let fast = spread(800.0, 60);
         let slow = spread(1000.0, 60);
         let c = compare(&fast, &slow, ("new", "old"), Metric::Ttft, &s);
-        assert_eq!(c.verdict, Verdict::Faster, "{}", c.summary);
+        assert_eq!(c.direction, Direction::Decrease, "{c:?}");
+        assert!(c.better() && !c.worse());
         assert!(c.median_difference.ci().unwrap().upper < 0.0);
-        assert!(
-            c.summary.starts_with("new is faster than old: median -"),
-            "{}",
-            c.summary
-        );
         let c = compare(&slow, &fast, ("old", "new"), Metric::Ttft, &s);
-        assert_eq!(c.verdict, Verdict::Slower);
-        // Higher throughput is faster.
+        assert_eq!(c.direction, Direction::Increase);
+        assert!(c.worse());
+        // Higher throughput is better.
         let c = compare(&slow, &fast, ("a", "b"), Metric::TokensPerS, &s);
-        assert_eq!(c.verdict, Verdict::Faster);
+        assert_eq!(c.direction, Direction::Increase);
+        assert!(c.better());
     }
 
     #[test]
@@ -309,13 +243,12 @@ mod tests {
         let b = spread(1000.0, 2000);
         let c = compare(&a, &b, ("a", "b"), Metric::Ttft, &s);
         assert!(c.mann_whitney.unwrap().p_value < 0.05);
-        assert_eq!(c.verdict, Verdict::NoChange, "{}", c.summary);
+        assert_eq!(c.direction, Direction::NoDetectableDifference, "{c:?}");
         let c = compare(&b, &b, ("b", "b"), Metric::Ttft, &s);
-        assert_eq!(c.verdict, Verdict::NoChange);
+        assert_eq!(c.direction, Direction::NoDetectableDifference);
         let one = Samples::new(vec![1.0]).unwrap();
         let c = compare(&one, &b, ("one", "b"), Metric::Ttft, &s);
-        assert_eq!(c.verdict, Verdict::NoChange);
-        assert!(c.summary.starts_with("n too small"), "{}", c.summary);
+        assert_eq!(c.direction, Direction::TooFewSamples);
     }
 
     #[test]
@@ -337,11 +270,11 @@ mod tests {
             compare_sessions(&frame, "m", "e", Some(PhaseKind::Warm), Metric::Ttft, &s),
             Err(AnalyzeError::MixedProvenance { .. })
         ));
-        let groups = crate::group::group_frame(&frame, &[crate::group::GroupKey::Path]);
+        let groups = crate::group::group(&frame, &[crate::group::GroupKey::Path]);
         assert_eq!(groups.len(), 2, "provenance splits the groups");
         assert!(compare_groups(&frame, &groups[0], &groups[1], Metric::Ttft, &s).is_err());
         assert!(compare_sessions(&frame, "m", "x", None, Metric::Ttft, &s).is_err());
         let c = compare_sessions(&frame, "m", "m", None, Metric::Ttft, &s).unwrap();
-        assert_eq!(c.verdict, Verdict::NoChange);
+        assert_eq!(c.direction, Direction::NoDetectableDifference);
     }
 }

@@ -7,8 +7,6 @@
 //! percentile needs `n ≥ ⌈100 / (100 − p)⌉` ([`min_n`]), so that at least one
 //! observation lies at or above it (p50 → 2, p90 → 10, p95 → 20, p99 → 100).
 
-use std::fmt;
-
 use serde::Serialize;
 
 use crate::AnalyzeError;
@@ -81,15 +79,6 @@ impl Stat {
     /// The interval, if there is one.
     pub fn ci(&self) -> Option<Ci> {
         self.estimate().map(|e| e.ci)
-    }
-}
-
-impl fmt::Display for Stat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stat::Ok(e) => write!(f, "{:.4} [{:.4}, {:.4}]", e.point, e.ci.lower, e.ci.upper),
-            Stat::TooSmall { n, needed } => write!(f, "n too small (n = {n}, needs {needed})"),
-        }
     }
 }
 
@@ -177,10 +166,6 @@ mod tests {
         assert_eq!(
             small,
             serde_json::json!({"status": "too_small", "n": 12, "needed": 20})
-        );
-        assert_eq!(
-            Stat::TooSmall { n: 12, needed: 20 }.to_string(),
-            "n too small (n = 12, needs 20)"
         );
     }
 }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -247,17 +247,8 @@ pub(crate) fn effective_keys(keys: &[GroupKey]) -> Vec<GroupKey> {
     out
 }
 
-/// Group `rows` (with their `sessions` for labels) by `keys`.
-pub fn group(
-    rows: &[SampleRow],
-    sessions: &[SessionMeta],
-    keys: &[GroupKey],
-) -> Result<Vec<Group>, AnalyzeError> {
-    Ok(group_frame(&Frame::from_rows(rows, sessions)?, keys))
-}
-
 /// Group the rows of a frame by `keys` (provenance added if missing).
-pub fn group_frame(frame: &Frame, keys: &[GroupKey]) -> Vec<Group> {
+pub fn group(frame: &Frame, keys: &[GroupKey]) -> Vec<Group> {
     group_where(frame, keys, |_| true)
 }
 
@@ -331,7 +322,7 @@ pub fn group_summaries(
     metric: Metric,
     settings: &Settings,
 ) -> Vec<GroupSummary> {
-    group_frame(frame, keys)
+    group(frame, keys)
         .into_iter()
         .map(|g| GroupSummary {
             sessions: distinct_sessions(frame, &g.rows),
@@ -391,7 +382,10 @@ mod tests {
         rows.push(e);
         let sessions = [s1, s2, s3];
 
-        let g = group(&rows, &sessions, &[GroupKey::Path]).unwrap();
+        let g = group(
+            &Frame::from_rows(&rows, &sessions).unwrap(),
+            &[GroupKey::Path],
+        );
         let labels: Vec<String> = g.iter().map(|g| g.label.to_string()).collect();
         assert_eq!(
             labels,
@@ -404,11 +398,9 @@ mod tests {
         assert_eq!(g[0].rows, vec![1, 2, 3, 4]);
 
         let g = group(
-            &rows,
-            &sessions,
+            &Frame::from_rows(&rows, &sessions).unwrap(),
             &[GroupKey::Network, GroupKey::Concurrency],
-        )
-        .unwrap();
+        );
         let labels: Vec<String> = g.iter().map(|g| g.label.to_string()).collect();
         assert_eq!(
             labels,
@@ -420,7 +412,10 @@ mod tests {
                 "network=office, concurrency=10, provenance=measured",
             ]
         );
-        let g = group(&rows, &sessions, &[GroupKey::Day]).unwrap();
+        let g = group(
+            &Frame::from_rows(&rows, &sessions).unwrap(),
+            &[GroupKey::Day],
+        );
         assert_eq!(g.len(), 3);
         assert_eq!(
             g[0].label.get(GroupKey::Day),

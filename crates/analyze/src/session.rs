@@ -8,14 +8,14 @@
 //! grouping hides a difference (another network, another day). Provenance
 //! is always a key, so kinds never pool.
 
-use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use crate::estimate::{Percentile, Stat};
 use crate::frame::{Frame, Metric, Obs, partition};
 use crate::group::{GroupKey, GroupLabel, group_where};
 use crate::samples::{Counts, MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, percentile_sorted};
+use crate::{Settings, percentile_sorted};
 
 /// One session's median within a group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,24 +51,8 @@ pub struct PooledGroup {
     pub max_session_median: Option<f64>,
 }
 
-/// Per-session medians and pooled distributions of `metric`, grouped by `keys`.
+/// Pool `metric` over the sessions of each group of `keys`.
 pub fn pooled(
-    rows: &[SampleRow],
-    sessions: &[SessionMeta],
-    keys: &[GroupKey],
-    metric: Metric,
-    settings: &Settings,
-) -> Result<Vec<PooledGroup>, AnalyzeError> {
-    Ok(pooled_frame(
-        &Frame::from_rows(rows, sessions)?,
-        keys,
-        metric,
-        settings,
-    ))
-}
-
-/// [`pooled`] over a frame.
-pub fn pooled_frame(
     frame: &Frame,
     keys: &[GroupKey],
     metric: Metric,
@@ -77,7 +61,7 @@ pub fn pooled_frame(
     pooled_where(frame, keys, metric, settings, |_| true)
 }
 
-/// [`pooled_frame`] over the rows that satisfy `keep`.
+/// [`pooled`] over the rows that satisfy `keep`.
 pub(crate) fn pooled_where(
     frame: &Frame,
     keys: &[GroupKey],
@@ -141,14 +125,13 @@ mod tests {
             rows.push(row("b", "warm", Some("chat"), Some(200.0 + f64::from(i))));
         }
         rows.push(row("b", "warm", Some("chat"), Some(999.0)));
+        let frame = Frame::from_rows(&rows, &[a, b]).unwrap();
         let p = pooled(
-            &rows,
-            &[a, b],
+            &frame,
             &[GroupKey::Network],
             Metric::Ttft,
             &Settings::new(1),
-        )
-        .unwrap();
+        );
         assert_eq!(p.len(), 1);
         let g = &p[0];
         assert_eq!(g.sessions.len(), 2);

@@ -70,3 +70,8 @@ pub(crate) fn spread(center: f64, spread: f64, n: usize) -> Vec<f64> {
         .map(|i| center + spread * (2.0 * (i as f64 * 0.618_033_988_7).fract() - 1.0))
         .collect()
 }
+
+/// Rows validated into a frame, without session metadata.
+pub(crate) fn frame(rows: &[SampleRow]) -> crate::Frame {
+    crate::Frame::from_rows(rows, &[]).expect("test rows are valid")
+}

@@ -10,10 +10,12 @@ use clap::{Args, ValueEnum};
 use firsttoken_analyze::compare::compare_sessions;
 use firsttoken_analyze::{
     Analysis, Comparison, Frame, FrameBuilder, GroupKey, Metric, Percentile, PhaseKind, Samples,
-    Settings, Stat, Verdict, analyze,
+    Settings, analyze,
 };
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::store::Store;
+use firsttoken_report::format::{self as fmt, Unit};
+use firsttoken_report::{ReportInput, words};
 
 use crate::session::DEFAULT_STORE;
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
@@ -98,58 +100,28 @@ fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Render an analysis in `format`.
+impl From<Format> for firsttoken_report::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Terminal => firsttoken_report::Format::Terminal,
+            Format::Markdown => firsttoken_report::Format::Markdown,
+            Format::Json => firsttoken_report::Format::Json,
+            Format::Html => firsttoken_report::Format::Html,
+        }
+    }
+}
+
+/// Render an analysis in `format`: every format gets the same input
+/// (sessions, analysis, comparisons; the rows for HTML plots).
 pub fn render(
     format: Format,
     loaded: &Loaded,
     analysis: &Analysis,
     comparisons: &[Comparison],
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Terminal => {
-            let doc = firsttoken_report::doc::build(analysis, comparisons);
-            format!(
-                "{}{}",
-                header(&loaded.sessions),
-                firsttoken_report::terminal::render(&doc, 100)
-            )
-        }
-        Format::Markdown => {
-            let doc = firsttoken_report::doc::build(analysis, comparisons);
-            firsttoken_report::markdown::render(
-                &doc,
-                &format!("firsttoken report: {}", session_list(&loaded.sessions)),
-            )
-        }
-        Format::Json => firsttoken_report::json::render(&loaded.sessions, analysis, comparisons),
-        Format::Html => {
-            firsttoken_report::html::render(analysis, &loaded.sessions, Some(&loaded.rows))
-                .context("cannot render the HTML report")?
-        }
-    })
-}
-
-fn session_list(sessions: &[SessionMeta]) -> String {
-    sessions
-        .iter()
-        .map(|s| format!("{} ({})", s.id, s.labels.code_version))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn header(sessions: &[SessionMeta]) -> String {
-    let mut out = String::from("firsttoken report\n");
-    for s in sessions {
-        out.push_str(&format!(
-            "  session {} · {} · code {} · network {} · vantage {}\n",
-            s.id,
-            s.provenance.as_str(),
-            s.labels.code_version,
-            s.labels.network,
-            s.labels.vantage
-        ));
-    }
-    out
+    let input = ReportInput::new(&loaded.sessions, analysis, comparisons).with_rows(&loaded.rows);
+    firsttoken_report::render(format.into(), &input)
+        .with_context(|| format!("cannot render the {format:?} report"))
 }
 
 /// `firsttoken report`.
@@ -254,7 +226,7 @@ pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         &GroupKey::parse_list("code_version")?,
         &settings,
     );
-    let slower = c.verdict == Verdict::Slower;
+    let slower = c.worse();
     let text = render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?;
     write_out(None, &text)?;
     Ok(if slower {
@@ -280,7 +252,7 @@ async fn compare_groups_cmd(
     if phase.is_some() {
         keys.push(GroupKey::Phase);
     }
-    let groups = firsttoken_analyze::group::group_frame(&loaded.frame, &keys);
+    let groups = firsttoken_analyze::group::group(&loaded.frame, &keys);
     let pick = |value: &str| {
         let found: Vec<&firsttoken_analyze::Group> = groups
             .iter()
@@ -316,7 +288,7 @@ async fn compare_groups_cmd(
         &settings,
     )?;
     let analysis = analyze(&loaded.frame, &loaded.sessions, &[key], &settings);
-    let slower = c.verdict == Verdict::Slower;
+    let slower = c.worse();
     write_out(
         None,
         &render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?,
@@ -452,7 +424,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             };
             (
                 Some(rate),
-                format!("{:.2}% ({bad} of {})", rate * 100.0, counted.len()),
+                format!("{} ({bad} of {})", fmt::percent(Some(rate)), counted.len()),
             )
         } else {
             let (m, p) = t.metric.split_once('.').unwrap_or(("ttft", "p95"));
@@ -461,23 +433,16 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             let stat =
                 samples.map(|s| s.stat(Percentile::new(pct).unwrap_or(Percentile::P95), &settings));
             match stat {
-                Some(Stat::Ok(e)) => (
-                    Some(e.point),
-                    format!(
-                        "{:.1} ms [95% CI {:.1}, {:.1}]",
-                        e.point, e.ci.lower, e.ci.upper
-                    ),
-                ),
-                Some(other) => (None, other.to_string()),
+                Some(s) => (s.point(), fmt::stat(Unit::Ms, &s)),
                 None => (None, "no successful app requests".to_string()),
             }
         };
         let ok = value.is_some_and(|v| v <= t.limit);
         failed |= !ok;
         let limit = if t.metric == "error_rate" {
-            format!("{:.2}%", t.limit * 100.0)
+            fmt::percent(Some(t.limit))
         } else {
-            format!("{:.0} ms", t.limit)
+            fmt::ms(t.limit)
         };
         println!(
             "  {} {:<14} {shown}  (max {limit})",
@@ -494,13 +459,13 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             Some(PhaseKind::Warm),
             &Settings::from_sessions(&loaded.sessions),
         )?;
-        let slower = c.verdict == Verdict::Slower;
+        let slower = c.worse();
         failed |= slower;
         println!(
             "  {} against {}: {}",
             if slower { "FAIL" } else { "PASS" },
             loaded.sessions[1].id,
-            c.summary
+            words::comparison(&c)
         );
     }
     Ok(if failed {
@@ -511,8 +476,9 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The demo's closing report: both sessions grouped by code version and
-/// path, `after` compared against `before`, terminal text returned and the
-/// HTML page written.
+/// path, `after` compared against `before` (warm and concurrency TTFT),
+/// terminal text returned and the HTML page written — both from the same
+/// input, so the page carries the before/after verdicts too.
 pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow::Result<String> {
     let store = Store::open(store_url).await?;
     let loaded = load(&store, ids, true).await?;
@@ -525,12 +491,10 @@ pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow
             if let Ok(mut c) =
                 compare_pair(&loaded.frame, &after.id, &before.id, Some(phase), &settings)
             {
-                // Name the sides by code version: that is what the demo compares.
+                // Name the sides by code version and phase: that is what the demo compares.
                 let (va, vb) = (&after.labels.code_version, &before.labels.code_version);
-                let summary = c.summary.replace(&after.id, va).replace(&before.id, vb);
-                c.summary = format!("{} TTFT: {summary}", phase.as_str());
                 c.a = format!("{va} ({})", phase.as_str());
-                c.b = vb.clone();
+                c.b = format!("{vb} ({})", phase.as_str());
                 comparisons.push(c);
             }
         }

@@ -220,12 +220,18 @@ fn demo_runs_both_apps_and_writes_the_report() {
         "{t}"
     );
     assert!(
-        t.contains("concurrency TTFT: after") && t.contains("warm TTFT: "),
+        t.contains("after (concurrency)") && t.contains("after (warm)"),
         "the before/after comparison: {t}"
     );
     assert!(t.contains("Concurrency wall"), "{t}");
     let page = std::fs::read_to_string(&html).expect("the HTML report");
     assert!(page.contains("data-plot=\"concurrency\""));
+    // Defect 6: the page carries the before/after verdicts the terminal shows
+    // (old main's HTML page had no requested comparisons).
+    assert!(
+        page.contains("requested, ttft") && page.contains("after (warm)"),
+        "no before/after comparison in the page"
+    );
     let sessions = firsttoken(&["sessions", "--store", &store], &[]);
     let listing = text(&sessions.stdout);
     assert_eq!(listing.matches("complete").count(), 2, "{listing}");

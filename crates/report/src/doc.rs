@@ -1,8 +1,15 @@
-//! An analysis laid out once as sections of lines and tables, then
-//! rendered for the terminal ([`crate::terminal`]) or as Markdown
-//! ([`crate::markdown`]): both show the same numbers in the same order.
+//! A report laid out once as sections of lines and tables, then rendered
+//! for the terminal ([`crate::terminal`]), as Markdown ([`crate::markdown`])
+//! or as the JSON report's text ([`crate::json`]): all show the same
+//! sentences ([`crate::words`]) and numbers ([`crate::format`]) in the same
+//! order.
 
-use firsttoken_analyze::{Analysis, Comparison, MetricSummary, Stat};
+use firsttoken_analyze::MetricSummary;
+use firsttoken_record::session::Provenance;
+
+use crate::ReportInput;
+use crate::format::{self, Unit, percent, ratio, stat};
+use crate::words::{self, Entry};
 
 /// A table: header and rows of cells.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,84 +38,98 @@ pub struct Doc {
     pub sections: Vec<Section>,
 }
 
-/// A millisecond (or other) value with one decimal, none above 100.
-pub fn num(x: f64) -> String {
-    if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}
-
-/// An estimate as `point [lower, upper]`, or why it is missing.
-pub fn stat(s: &Stat) -> String {
-    match s {
-        Stat::Ok(e) => format!(
-            "{} [{}, {}]",
-            num(e.point),
-            num(e.ci.lower),
-            num(e.ci.upper)
-        ),
-        Stat::TooSmall { n, needed } => format!("n too small ({n}<{needed})"),
-    }
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", v * 100.0))
-        .unwrap_or_else(|| "-".into())
+fn header(cols: &[&str]) -> Vec<String> {
+    cols.iter().map(|s| s.to_string()).collect()
 }
 
 fn summary_row(label: String, m: &MetricSummary) -> Vec<String> {
+    let u = Unit::of(m.metric);
     vec![
         label,
         m.n.to_string(),
-        pct(m.error_rate),
-        stat(&m.p50),
-        stat(&m.p90),
-        stat(&m.p95),
-        stat(&m.p99),
+        percent(m.error_rate),
+        stat(u, &m.p50),
+        stat(u, &m.p90),
+        stat(u, &m.p95),
+        stat(u, &m.p99),
     ]
 }
 
-fn percentile_header(first: &str) -> Vec<String> {
-    [first, "n", "errors", "p50", "p90", "p95", "p99"]
+/// A diagnostic's sentence, labelled with its scope and, when a section
+/// holds several provenance kinds, its provenance: kinds and code versions
+/// are never read as one pooled figure.
+fn labelled(prov: Provenance, scope: &str, many: bool, sentence: String) -> String {
+    let s = words::scoped(scope, sentence);
+    if many {
+        format!("[{}] {s}", prov.as_str())
+    } else {
+        s
+    }
+}
+
+/// Lines for one diagnostic: each entry's sentence, labelled.
+fn lines<T: Entry>(items: &[T], say: impl Fn(&T) -> String) -> Vec<String> {
+    let first = items.first().map(Entry::provenance);
+    let many = items.iter().any(|i| Some(i.provenance()) != first);
+    items
         .iter()
-        .map(|s| s.to_string())
+        .map(|i| labelled(i.provenance(), i.scope(), many, say(i)))
         .collect()
 }
 
-/// Lay out `analysis` (and comparisons, if any) as a document.
-pub fn build(analysis: &Analysis, comparisons: &[Comparison]) -> Doc {
+fn section(title: &str, lines: Vec<String>) -> Section {
+    Section {
+        title: title.into(),
+        lines,
+        tables: Vec::new(),
+    }
+}
+
+/// Lay out a report.
+pub fn build(input: &ReportInput<'_>) -> Doc {
+    let analysis = input.analysis;
     let mut doc = Doc::default();
-    let mut groups = Section {
-        title: "TTFT by group (ms, pooled over sessions, 95% bootstrap CI)".into(),
-        ..Section::default()
-    };
+    doc.sections.push(section(
+        "Sessions",
+        input
+            .sessions
+            .iter()
+            .map(|s| {
+                format!(
+                    "session {} · {} · code {} · network {} · vantage {}",
+                    s.id,
+                    s.provenance.as_str(),
+                    s.labels.code_version,
+                    s.labels.network,
+                    s.labels.vantage
+                )
+            })
+            .collect(),
+    ));
+
+    let mut groups = section(
+        "TTFT by group (pooled over sessions, 95% bootstrap CI)",
+        Vec::new(),
+    );
     let mut t = TableData {
-        header: percentile_header("group"),
+        header: header(&["group", "n", "errors", "p50", "p90", "p95", "p99"]),
         rows: Vec::new(),
     };
     let mut per_session = TableData {
-        header: vec![
-            "group".into(),
-            "sessions".into(),
-            "median of session medians".into(),
-            "range".into(),
-        ],
+        header: header(&["group", "sessions", "median of session medians", "range"]),
         rows: Vec::new(),
     };
     for g in &analysis.groups {
+        let u = Unit::of(g.pooled.metric);
         t.rows.push(summary_row(g.label.to_string(), &g.pooled));
         let range = match (g.min_session_median, g.max_session_median) {
-            (Some(a), Some(b)) => format!("{} – {}", num(a), num(b)),
-            _ => "-".into(),
+            (Some(a), Some(b)) => format!("{} – {}", format::value(u, a), format::value(u, b)),
+            _ => format::DASH.into(),
         };
         per_session.rows.push(vec![
             g.label.to_string(),
             g.sessions.len().to_string(),
-            g.median_of_session_medians
-                .map(num)
-                .unwrap_or_else(|| "-".into()),
+            format::opt(u, g.median_of_session_medians),
             range,
         ]);
     }
@@ -122,105 +143,76 @@ pub fn build(analysis: &Analysis, comparisons: &[Comparison]) -> Doc {
     }
     doc.sections.push(groups);
 
-    if !comparisons.is_empty() {
-        let mut s = Section {
-            title: "Comparison".into(),
-            ..Section::default()
-        };
+    if !input.comparisons.is_empty() {
+        let mut s = section(
+            "Comparison",
+            input.comparisons.iter().map(words::comparison).collect(),
+        );
         let mut t = TableData {
-            header: [
+            header: header(&[
                 "A → B",
                 "median A",
                 "median B",
                 "Δ median [CI]",
                 "Δ p95 [CI]",
-                "p (U test)",
+                "U test",
                 "Cliff's δ",
                 "verdict",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            ]),
             rows: Vec::new(),
         };
-        for c in comparisons {
-            s.lines.push(c.summary.clone());
+        for c in input.comparisons {
+            let u = Unit::of(c.metric);
             t.rows.push(vec![
                 format!("{} → {}", c.a, c.b),
-                stat(&c.median_a),
-                stat(&c.median_b),
-                stat(&c.median_difference),
-                stat(&c.p95_difference),
+                stat(u, &c.median_a),
+                stat(u, &c.median_b),
+                format::signed_stat(u, &c.median_difference),
+                format::signed_stat(u, &c.p95_difference),
                 c.mann_whitney
-                    .as_ref()
-                    .map(|m| format!("{:.4}", m.p_value))
-                    .unwrap_or_else(|| "-".into()),
+                    .map_or_else(|| format::DASH.into(), |m| format::p_value(m.p_value)),
                 c.cliffs_delta
-                    .as_ref()
-                    .map(|d| format!("{:+.2}", d.delta))
-                    .unwrap_or_else(|| "-".into()),
-                match c.verdict {
-                    firsttoken_analyze::Verdict::Faster => "faster",
-                    firsttoken_analyze::Verdict::Slower => "slower",
-                    firsttoken_analyze::Verdict::NoChange => "no change",
-                }
-                .to_string(),
+                    .map_or_else(|| format::DASH.into(), |d| format::coefficient(d.delta)),
+                words::verdict(c).to_string(),
             ]);
         }
         s.tables.push(t);
         doc.sections.push(s);
     }
 
-    let mut overhead = Section {
-        title: "App overhead (app TTFT − direct TTFT)".into(),
-        ..Section::default()
-    };
-    overhead
-        .lines
-        .extend(analysis.overhead.iter().map(|o| o.summary.clone()));
-    doc.sections.push(overhead);
+    doc.sections.push(section(
+        "App overhead (app TTFT − direct TTFT)",
+        lines(&analysis.overhead, words::overhead),
+    ));
+    doc.sections.push(section(
+        "Connection cost (fresh − warm TTFT)",
+        lines(&analysis.connection, words::connection),
+    ));
 
-    let mut conn = Section {
-        title: "Connection cost (fresh − warm TTFT)".into(),
-        ..Section::default()
-    };
-    conn.lines
-        .extend(analysis.connection.iter().map(|c| c.summary.clone()));
-    doc.sections.push(conn);
-
-    let mut wall = Section {
-        title: "Concurrency wall".into(),
-        ..Section::default()
-    };
+    let mut wall = section(
+        "Concurrency wall",
+        lines(&analysis.concurrency, words::concurrency),
+    );
     for w in &analysis.concurrency {
-        wall.lines.push(w.summary.clone());
         let mut t = TableData {
-            header: [
+            header: header(&[
                 "k",
                 "n",
-                "TTFT p50 ms",
-                "÷ c=1 [CI]",
+                "TTFT p50",
+                "÷ baseline [CI]",
                 "serial (k+1)/2",
                 "ideal",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            ]),
             rows: Vec::new(),
         };
         for l in &w.levels {
             t.rows.push(vec![
                 l.concurrency.to_string(),
                 l.ttft.n.to_string(),
-                stat(&l.ttft.p50),
-                match &l.ratio {
-                    Stat::Ok(e) => {
-                        format!("{:.2}× [{:.2}, {:.2}]", e.point, e.ci.lower, e.ci.upper)
-                    }
-                    other => stat(other),
-                },
-                format!("{:.1}×", l.serial_model),
-                format!("{:.1}×", l.ideal),
+                stat(Unit::Ms, &l.ttft.p50),
+                stat(Unit::Ratio, &l.ratio.estimate),
+                ratio(l.serial_model),
+                ratio(l.ideal),
             ]);
         }
         if !t.rows.is_empty() {
@@ -229,40 +221,31 @@ pub fn build(analysis: &Analysis, comparisons: &[Comparison]) -> Doc {
     }
     doc.sections.push(wall);
 
-    let mut cold = Section {
-        title: "Cold start".into(),
-        ..Section::default()
-    };
-    cold.lines
-        .extend(analysis.cold.iter().map(|c| c.summary.clone()));
-    doc.sections.push(cold);
+    doc.sections
+        .push(section("Cold start", lines(&analysis.cold, words::cold)));
 
-    let mut prov = Section {
-        title: "Providers (direct requests)".into(),
-        ..Section::default()
-    };
+    let mut prov = section(
+        "Providers (direct requests)",
+        lines(&analysis.providers, words::providers),
+    );
     for p in &analysis.providers {
-        prov.lines.push(p.summary.clone());
         let mut t = TableData {
-            header: [
+            header: header(&[
                 "strategy / provider",
                 "n",
-                "TTFT p50 ms",
+                "TTFT p50",
                 "tokens/s p50",
-                "completion p50 ms",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+                "completion p50",
+            ]),
             rows: Vec::new(),
         };
         for s in p.strategies.iter().chain(&p.providers) {
             t.rows.push(vec![
                 s.name.clone(),
                 s.ttft.n.to_string(),
-                stat(&s.ttft.p50),
-                stat(&s.tokens_per_s),
-                stat(&s.e2e),
+                stat(Unit::Ms, &s.ttft.p50),
+                stat(Unit::TokS, &s.tokens_per_s),
+                stat(Unit::Ms, &s.e2e),
             ]);
         }
         if !t.rows.is_empty() {
@@ -271,39 +254,25 @@ pub fn build(analysis: &Analysis, comparisons: &[Comparison]) -> Doc {
     }
     doc.sections.push(prov);
 
-    let mut routes = Section {
-        title: "Paths and routes".into(),
-        ..Section::default()
-    };
+    let mut routes = section("Paths and routes", lines(&analysis.routes, words::routes));
     for r in &analysis.routes {
-        routes.lines.push(r.summary.clone());
-        routes
-            .lines
-            .extend(r.paths.iter().map(|p| p.funnel.summary.clone()));
+        routes.lines.extend(
+            r.paths
+                .iter()
+                .map(|p| words::scoped(&r.scope, words::funnel(&p.path, &p.funnel))),
+        );
     }
     doc.sections.push(routes);
 
-    let mut drift = Section {
-        title: "Drift".into(),
-        ..Section::default()
-    };
-    drift
-        .lines
-        .extend(analysis.drift.iter().map(|d| d.summary.clone()));
-    doc.sections.push(drift);
+    doc.sections
+        .push(section("Drift", lines(&analysis.drift, words::drift)));
 
-    let mut limits = Section {
-        title: "Claims and limits: what this data cannot support".into(),
-        ..Section::default()
-    };
-    limits
-        .lines
-        .extend(analysis.limits.items.iter().map(|l| match &l.subject {
-            Some(s) => format!("{} ({s})", l.message),
-            None => l.message.clone(),
-        }));
+    let mut limits = section(
+        "Claims and limits: what this data cannot support",
+        analysis.limits.items.iter().map(words::limit).collect(),
+    );
     if limits.lines.is_empty() {
-        limits.lines.push("No limits found.".into());
+        limits.lines.push(words::limits(&analysis.limits));
     }
     doc.sections.push(limits);
     for s in &mut doc.sections {

@@ -1,9 +1,14 @@
-//! The report as JSON: `{"schema": "firsttoken.report.v1", "sessions", "analysis", "comparisons"}`.
+//! The report as JSON: `{"schema": "firsttoken.report.v1", "sessions",
+//! "analysis", "comparisons", "text"}` — the analysis as data (findings with
+//! their estimates, intervals, n and direction) and, in `text`, the same
+//! sentences the terminal and Markdown reports show, section by section.
 //! The shape is documented by `docs/schema/report.v1.schema.json` ([`REPORT_SCHEMA`]).
 
 use firsttoken_analyze::{Analysis, Comparison};
-use firsttoken_record::session::SessionMeta;
 use serde::Serialize;
+
+use crate::doc::build;
+use crate::{Exporter, ReportError, ReportInput};
 
 /// The `schema` value of a report document.
 pub const REPORT_SCHEMA_ID: &str = "firsttoken.report.v1";
@@ -27,13 +32,40 @@ struct Report<'a> {
     sessions: Vec<SessionRef<'a>>,
     analysis: &'a Analysis,
     comparisons: &'a [Comparison],
+    text: Vec<Text>,
+}
+
+/// One section's sentences.
+#[derive(Serialize)]
+struct Text {
+    section: String,
+    lines: Vec<String>,
+}
+
+/// The JSON format.
+#[derive(Debug, Clone, Copy)]
+pub struct Json;
+
+impl Exporter for Json {
+    fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError> {
+        Ok(render(input))
+    }
 }
 
 /// Render the report document as pretty JSON.
-pub fn render(sessions: &[SessionMeta], analysis: &Analysis, comparisons: &[Comparison]) -> String {
+pub fn render(input: &ReportInput<'_>) -> String {
+    let text = build(input)
+        .sections
+        .into_iter()
+        .map(|s| Text {
+            section: s.title,
+            lines: s.lines,
+        })
+        .collect();
     let report = Report {
         schema: REPORT_SCHEMA_ID,
-        sessions: sessions
+        sessions: input
+            .sessions
             .iter()
             .map(|s| SessionRef {
                 id: &s.id,
@@ -44,8 +76,9 @@ pub fn render(sessions: &[SessionMeta], analysis: &Analysis, comparisons: &[Comp
                 seed: s.seed,
             })
             .collect(),
-        analysis,
-        comparisons,
+        analysis: input.analysis,
+        comparisons: input.comparisons,
+        text,
     };
     // Plain data with string keys: serialization cannot fail.
     serde_json::to_string_pretty(&report).unwrap_or_default()

@@ -1,173 +1,124 @@
-//! Renders firsttoken results for people and machines: a per-request
-//! terminal line and the probe's summary table (n, min, p50, p90, p99, max
-//! per phase); for sessions, the analysis as a terminal report
-//! ([`terminal`]), Markdown ([`markdown`]), JSON ([`json`]) and a
-//! self-contained HTML page with plots (`html`). Terminal and Markdown come
-//! from one layout ([`doc`]), so they show the same numbers.
+//! Renders firsttoken results for people and machines. Analysis returns
+//! data; this crate owns every word and number:
+//!
+//! - [`format`]: the one number formatter (durations, ratios, percents,
+//!   intervals, "too few samples (n = X, needs Y)").
+//! - [`words`]: one sentence builder per kind of finding; words follow
+//!   intervals, never the sign of a point.
+//! - [`ReportInput`]: sessions, analysis and comparisons — the one input of
+//!   every format, each an [`Exporter`]: [`terminal::Terminal`],
+//!   [`markdown::Markdown`], [`json::Json`], [`html::Html`] (or [`render`]
+//!   with a [`Format`]). Terminal, Markdown and the JSON text come from one
+//!   layout ([`doc`]).
+//! - [`probe`]: the probe's per-request line and summary table;
+//!   [`run`]: the summary printed at the end of `firsttoken run`.
 //!
 //! ```
-//! use firsttoken_analyze::RunSummary;
-//! use firsttoken_record::{Connection, Sample};
-//! let mut s = Sample::empty(0, 0, Connection::Fresh);
-//! s.ttft_ms = Some(201.5);
-//! let table = firsttoken_report::summary_table(&RunSummary::of(&[s]));
-//! assert!(table.contains("ttft"));
+//! use firsttoken_analyze::{Frame, Settings, analyze};
+//! use firsttoken_report::{Format, ReportInput, render};
+//! let frame = Frame::from_rows(&[], &[]).unwrap();
+//! let analysis = analyze(&frame, &[], &[], &Settings::new(1));
+//! let input = ReportInput::new(&[], &analysis, &[]);
+//! let text = render(Format::Markdown, &input).unwrap();
+//! assert!(text.contains("## Claims and limits"));
 //! ```
 #![deny(missing_docs)]
 
 pub mod doc;
+pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod probe;
+pub mod run;
 pub mod terminal;
+pub mod words;
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
-use firsttoken_analyze::RunSummary;
-use firsttoken_record::Sample;
+pub use probe::{sample_line, summary_table};
+pub use run::{Emphasis, run_summary};
 
-fn fmt_ms(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(x) if x >= 10_000.0 => format!("{:.2}s", x / 1000.0),
-        Some(x) if x >= 100.0 => format!("{x:.0}"),
-        Some(x) if x >= 10.0 => format!("{x:.1}"),
-        Some(x) => format!("{x:.2}"),
+use firsttoken_analyze::{Analysis, Comparison};
+use firsttoken_record::session::{SampleRow, SessionMeta};
+
+/// Everything a report shows, the same for every format: the sessions, the
+/// analysis of them, the comparisons asked for and (for plots of single
+/// requests) the rows.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportInput<'a> {
+    /// The sessions the analysis covers.
+    pub sessions: &'a [SessionMeta],
+    /// The analysis.
+    pub analysis: &'a Analysis,
+    /// Comparisons asked for (`compare`, the demo's before/after).
+    pub comparisons: &'a [Comparison],
+    /// The samples the analysis was computed from, when at hand: the HTML
+    /// page plots single requests from them.
+    pub rows: Option<&'a [SampleRow]>,
+}
+
+impl<'a> ReportInput<'a> {
+    /// An input without rows.
+    pub fn new(
+        sessions: &'a [SessionMeta],
+        analysis: &'a Analysis,
+        comparisons: &'a [Comparison],
+    ) -> ReportInput<'a> {
+        ReportInput {
+            sessions,
+            analysis,
+            comparisons,
+            rows: None,
+        }
+    }
+
+    /// The same input with the samples for plots.
+    pub fn with_rows(mut self, rows: &'a [SampleRow]) -> ReportInput<'a> {
+        self.rows = Some(rows);
+        self
+    }
+
+    /// `session X` or `N sessions`.
+    pub fn title(&self) -> String {
+        match self.sessions {
+            [one] => format!("firsttoken report: session {}", one.id),
+            _ => format!("firsttoken report: {} sessions", self.sessions.len()),
+        }
     }
 }
 
-/// One request as a line of text: the phases that happened and the outcome.
-pub fn sample_line(s: &Sample) -> String {
-    let mut out = String::new();
-    let tag = if s.warmup {
-        "warm-up".to_string()
-    } else {
-        format!("#{}", s.seq)
-    };
-    out.push_str(&format!(
-        "{tag:>7} w{:<3} {:<6} ",
-        s.worker,
-        if s.connection == firsttoken_record::Connection::Fresh {
-            "fresh"
-        } else {
-            "reused"
-        }
-    ));
-    for (name, v) in [
-        ("dns", s.dns_ms),
-        ("connect", s.connect_ms),
-        ("tls", s.tls_ms),
-        ("sent", s.sent_ms),
-        ("ttfb", s.ttfb_ms),
-        ("ttfe", s.ttfe_ms),
-        ("ttfr", s.ttfr_ms),
-        ("ttft", s.ttft_ms),
-        ("last", s.last_token_ms),
-        ("e2e", s.e2e_ms),
-    ] {
-        if v.is_some() {
-            out.push_str(&format!("{name}={} ", fmt_ms(v)));
-        }
-    }
-    out.push_str(&format!("chunks={}", s.content_chunks));
-    if let Some(n) = s.output_tokens {
-        out.push_str(&format!(" tokens={n}"));
-    }
-    if let Some(t) = s.tokens_per_s {
-        out.push_str(&format!(" tok/s={t:.1}"));
-    }
-    if let Some(p) = s.itl_p50_ms {
-        out.push_str(&format!(
-            " itl_p50={} itl_p99={}",
-            fmt_ms(Some(p)),
-            fmt_ms(s.itl_p99_ms)
-        ));
-    }
-    if let Some(st) = s.status {
-        out.push_str(&format!(" status={st}"));
-    }
-    if let Some(e) = &s.error {
-        out.push_str(&format!(" ERROR {}: {}", e.kind.as_str(), e.message));
-    }
-    out
+/// What can go wrong rendering a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The HTML page failed.
+    #[error(transparent)]
+    Html(#[from] html::HtmlError),
 }
 
-/// The summary table: one row per phase that any request reached, times in ms.
-pub fn summary_table(r: &RunSummary) -> String {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(100);
-    t.set_header(vec!["phase (ms)", "n", "min", "p50", "p90", "p99", "max"]);
-    for p in &r.phases {
-        let Some(s) = p.summary else { continue };
-        t.add_row(vec![
-            p.phase.to_string(),
-            s.n.to_string(),
-            fmt_ms(Some(s.min)),
-            fmt_ms(Some(s.p50)),
-            fmt_ms(Some(s.p90)),
-            fmt_ms(Some(s.p99)),
-            fmt_ms(Some(s.max)),
-        ]);
-    }
-    for i in 1..7 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let mut out = t.to_string();
-    out.push('\n');
-    out.push_str(&format!(
-        "requests: {}  ok: {}  failed: {}  content chunks: {}  output tokens: {}",
-        r.requests,
-        r.requests - r.failed,
-        r.failed,
-        r.content_chunks,
-        r.output_tokens
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "not reported".into())
-    ));
-    if !r.errors.is_empty() {
-        let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-        out.push_str(&format!("\nerrors: {}", list.join(", ")));
-    }
-    out
+/// One output format: the whole [`ReportInput`] in, the document out.
+pub trait Exporter {
+    /// Render the report.
+    fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError>;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use firsttoken_record::{Connection, ErrorKind, SampleError};
+/// The report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Text for a terminal, 100 columns.
+    Terminal,
+    /// Markdown.
+    Markdown,
+    /// JSON (`docs/schema/report.v1.schema.json`).
+    Json,
+    /// A self-contained HTML page.
+    Html,
+}
 
-    #[test]
-    fn table_lists_reached_phases_only_and_counts_errors() {
-        let mut a = Sample::empty(0, 0, Connection::Reused);
-        a.ttft_ms = Some(200.0);
-        a.e2e_ms = Some(400.0);
-        let mut b = Sample::empty(1, 0, Connection::Reused);
-        b.error = Some(SampleError {
-            kind: ErrorKind::Timeout,
-            message: "slow".into(),
-        });
-        let out = summary_table(&RunSummary::of(&[a, b]));
-        assert!(out.contains("ttft") && out.contains("e2e"));
-        assert!(!out.contains("dns"), "{out}");
-        assert!(out.contains("failed: 1"));
-        assert!(out.contains("timeout ×1"));
-        assert!(out.lines().all(|l| l.chars().count() <= 100));
-    }
-
-    #[test]
-    fn sample_line_shows_error_and_skips_missing_phases() {
-        let mut s = Sample::empty(4, 2, Connection::Fresh);
-        s.connect_ms = Some(0.31);
-        s.error = Some(SampleError {
-            kind: ErrorKind::HttpStatus,
-            message: "HTTP 503".into(),
-        });
-        let l = sample_line(&s);
-        assert!(l.contains("#4") && l.contains("connect=0.31") && !l.contains("dns="));
-        assert!(l.contains("ERROR http_status: HTTP 503"));
+/// Render `input` in `format`.
+pub fn render(format: Format, input: &ReportInput<'_>) -> Result<String, ReportError> {
+    match format {
+        Format::Terminal => terminal::Terminal { width: 100 }.export(input),
+        Format::Markdown => markdown::Markdown.export(input),
+        Format::Json => json::Json.export(input),
+        Format::Html => html::Html.export(input),
     }
 }

@@ -1,6 +1,17 @@
 //! The report as Markdown: `##` sections and pipe tables.
 
-use crate::doc::Doc;
+use crate::doc::{Doc, build};
+use crate::{Exporter, ReportError, ReportInput};
+
+/// The Markdown format, titled by the sessions it covers.
+#[derive(Debug, Clone, Copy)]
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError> {
+        Ok(render(&build(input), &input.title()))
+    }
+}
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")

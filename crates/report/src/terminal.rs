@@ -3,11 +3,25 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use crate::doc::Doc;
+use crate::doc::{Doc, build};
+use crate::{Exporter, ReportError, ReportInput};
+
+/// The terminal format, at most `width` columns wide.
+#[derive(Debug, Clone, Copy)]
+pub struct Terminal {
+    /// Columns.
+    pub width: u16,
+}
+
+impl Exporter for Terminal {
+    fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError> {
+        Ok(render(&build(input), self.width))
+    }
+}
 
 /// Render `doc` for a terminal, at most `width` columns wide.
 pub fn render(doc: &Doc, width: u16) -> String {
-    let mut out = String::new();
+    let mut out = String::from("firsttoken report\n");
     for s in &doc.sections {
         out.push_str(&format!("\n== {}\n", s.title));
         for l in &s.lines {

@@ -112,7 +112,8 @@ fn page_errors(stderr: &str) -> Vec<&str> {
 #[test]
 fn the_report_renders_in_headless_chromium() {
     let (analysis, sessions, rows) = testdata::fixture();
-    let html = firsttoken_report::html::render(&analysis, &sessions, Some(&rows)).unwrap();
+    let input = firsttoken_report::ReportInput::new(&sessions, &analysis, &[]).with_rows(&rows);
+    let html = firsttoken_report::html::render(&input).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     fs::write(&page, &html).unwrap();

@@ -18,15 +18,16 @@
 //! 1 + noise threshold (its CI reaches that low) or P ≥ that level;
 //! *one at a time* when P < 1.5; *limited* between.
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::{provenances_with, rows_of};
+use crate::Settings;
 use crate::bootstrap::ratio_stat;
 use crate::estimate::{Percentile, Stat};
+use crate::finding::Finding;
 use crate::frame::{Frame, Metric, PhaseKind, partition};
 use crate::samples::{MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 /// How the app copes with concurrent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,8 +50,9 @@ pub struct ConcurrencyLevel {
     pub concurrency: u32,
     /// TTFT at this level.
     pub ttft: MetricSummary,
-    /// Median TTFT ÷ baseline median.
-    pub ratio: Stat,
+    /// Median TTFT ÷ baseline median, judged against 1 with the noise
+    /// threshold (n: this level, baseline).
+    pub ratio: Finding,
     /// (k+1)/2: the ratio of a one-at-a-time server.
     pub serial_model: f64,
     /// 1.0: the ratio of a server with k parallel slots.
@@ -77,23 +79,10 @@ pub struct ConcurrencyWall {
     pub effective_parallelism: Option<f64>,
     /// The verdict.
     pub verdict: WallVerdict,
-    /// One line for a person.
-    pub summary: String,
-}
-
-/// [`concurrency_wall_frame`] over rows.
-pub fn concurrency_wall(
-    rows: &[SampleRow],
-    settings: &Settings,
-) -> Result<Vec<ConcurrencyWall>, AnalyzeError> {
-    Ok(concurrency_wall_frame(
-        &Frame::from_rows(rows, &[])?,
-        settings,
-    ))
 }
 
 /// The concurrency wall per provenance kind with concurrency rows.
-pub fn concurrency_wall_frame(frame: &Frame, settings: &Settings) -> Vec<ConcurrencyWall> {
+pub fn concurrency_wall(frame: &Frame, settings: &Settings) -> Vec<ConcurrencyWall> {
     provenances_with(frame, &[PhaseKind::Concurrency])
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -127,7 +116,12 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
             ConcurrencyLevel {
                 concurrency: k,
                 ttft: MetricSummary::new(Metric::Ttft, &s, c, settings),
-                ratio: ratio_stat(&s, &base, Percentile::P50, settings, &label),
+                ratio: Finding::ratio(
+                    ratio_stat(&s, &base, Percentile::P50, settings, &label),
+                    settings.noise_threshold(),
+                    s.len(),
+                    base.len(),
+                ),
                 serial_model: (f64::from(k) + 1.0) / 2.0,
                 ideal: 1.0,
             }
@@ -137,28 +131,23 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
     let fit: Vec<(f64, f64)> = levels
         .iter()
         .filter(|l| l.concurrency > 1)
-        .filter_map(|l| l.ratio.point().map(|r| (f64::from(l.concurrency), r)))
+        .filter_map(|l| {
+            l.ratio
+                .estimate
+                .point()
+                .map(|r| (f64::from(l.concurrency), r))
+        })
         .collect();
     let top = levels
         .iter()
         .rev()
-        .find(|l| l.concurrency > 1 && l.ratio.estimate().is_some());
+        .find(|l| l.concurrency > 1 && l.ratio.estimate.estimate().is_some());
     let (num, den) = fit.iter().fold((0.0, 0.0), |(n, d), &(k, r)| {
         (n + (r - 1.0) * (k - 1.0), d + (k - 1.0) * (k - 1.0))
     });
     let effective_parallelism = (den > 0.0 && num > 0.0).then(|| den / (2.0 * num));
-    let (verdict, summary) = match top {
-        None => (
-            WallVerdict::Insufficient,
-            format!(
-                "too few requests to judge concurrency (baseline: {baseline}, levels: {})",
-                levels
-                    .iter()
-                    .map(|l| format!("c={} n={}", l.concurrency, l.ttft.n))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
+    let verdict = match top {
+        None => WallVerdict::Insufficient,
         Some(top) => judge(top, effective_parallelism, settings),
     };
     ConcurrencyWall {
@@ -169,63 +158,36 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
         levels,
         effective_parallelism,
         verdict,
-        summary,
     }
 }
 
-fn judge(top: &ConcurrencyLevel, p: Option<f64>, settings: &Settings) -> (WallVerdict, String) {
+fn judge(top: &ConcurrencyLevel, p: Option<f64>, settings: &Settings) -> WallVerdict {
     // `top` has a ratio estimate (checked by the caller).
-    let Some(e) = top.ratio.estimate() else {
-        return (WallVerdict::Insufficient, String::new());
+    let Some(e) = top.ratio.estimate.estimate() else {
+        return WallVerdict::Insufficient;
     };
     let k = top.concurrency;
-    let at = format!(
-        "{} at c={k}",
-        fmt::ratio_ci(e.point, e.ci.lower, e.ci.upper)
-    );
     let flat = e.ci.lower <= 1.0 + settings.noise_threshold();
     // An interval that holds both the ideal and the one-at-a-time model
     // cannot tell them apart, whatever the point estimate says.
     if flat && top.serial_model > 1.0 + settings.noise_threshold() && e.ci.upper >= top.serial_model
     {
-        return (
-            WallVerdict::Insufficient,
-            format!(
-                "cannot tell: {at} — the interval holds both the ideal 1.0× and the serial model {}; send more requests per level",
-                fmt::ratio(top.serial_model)
-            ),
-        );
+        return WallVerdict::Insufficient;
     }
     match p {
-        _ if flat || p.is_none_or(|p| p >= f64::from(k)) => (
-            WallVerdict::Scales,
-            format!(
-                "scales: {at} (ideal 1.0×, serial model {})",
-                fmt::ratio(top.serial_model)
-            ),
-        ),
-        Some(p) if p < 1.5 => (
-            WallVerdict::OneAtATime,
-            format!(
-                "behaves like a one-at-a-time server: {at}, serial model predicts {}",
-                fmt::ratio(top.serial_model)
-            ),
-        ),
-        Some(p) => (
-            WallVerdict::Limited,
-            format!(
-                "handles about {p:.1} requests at a time: {at} (serial model {}, ideal 1.0×)",
-                fmt::ratio(top.serial_model)
-            ),
-        ),
-        None => (WallVerdict::Insufficient, String::new()),
+        _ if flat || p.is_none_or(|p| p >= f64::from(k)) => WallVerdict::Scales,
+        Some(p) if p < 1.5 => WallVerdict::OneAtATime,
+        Some(_) => WallVerdict::Limited,
+        None => WallVerdict::Insufficient,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{row, spread};
+    use crate::Direction;
+    use crate::testutil::{frame, row, spread};
+    use firsttoken_record::session::SampleRow;
 
     /// Bursts of k against a server with `slots` parallel slots and a
     /// service time of ~800 ms: the i-th request of a burst gets its first
@@ -258,31 +220,28 @@ mod tests {
     #[test]
     fn serial_server_hits_the_wall() {
         let rows = server(1, &[1, 3, 5], 60);
-        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        let w = &concurrency_wall(&frame(&rows), &Settings::new(4))[0];
         assert_eq!(w.baseline, "c=1");
         assert_eq!(w.levels.len(), 3);
-        let r5 = w.levels[2].ratio.point().unwrap();
+        let r5 = w.levels[2].ratio.estimate.point().unwrap();
         assert!((r5 - 3.0).abs() < 0.15, "{r5}");
-        assert!((w.levels[1].ratio.point().unwrap() - 2.0).abs() < 0.15);
+        assert!((w.levels[1].ratio.estimate.point().unwrap() - 2.0).abs() < 0.15);
         let p = w.effective_parallelism.unwrap();
         assert!((p - 1.0).abs() < 0.1, "{p}");
         assert_eq!(w.verdict, WallVerdict::OneAtATime);
-        assert!(
-            w.summary
-                .starts_with("behaves like a one-at-a-time server: 3.0× [")
-                && w.summary.ends_with("at c=5, serial model predicts 3.0×"),
-            "{}",
-            w.summary
-        );
+        assert_eq!(w.levels[2].ratio.direction, Direction::Increase);
     }
 
     #[test]
     fn parallel_server_scales() {
         let rows = server(8, &[1, 3, 5], 60);
-        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
-        assert!((w.levels[2].ratio.point().unwrap() - 1.0).abs() < 0.1);
-        assert_eq!(w.verdict, WallVerdict::Scales, "{}", w.summary);
-        assert!(w.summary.starts_with("scales: 1.00× [0.9"), "{}", w.summary);
+        let w = &concurrency_wall(&frame(&rows), &Settings::new(4))[0];
+        assert!((w.levels[2].ratio.estimate.point().unwrap() - 1.0).abs() < 0.1);
+        assert_eq!(w.verdict, WallVerdict::Scales, "{w:?}");
+        assert_eq!(
+            w.levels[2].ratio.direction,
+            Direction::NoDetectableDifference
+        );
     }
 
     #[test]
@@ -291,16 +250,15 @@ mod tests {
         for t in spread(800.0, 40.0, 60) {
             rows.push(row("s", "warm", Some("chat"), Some(t)));
         }
-        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
+        let w = &concurrency_wall(&frame(&rows), &Settings::new(4))[0];
         assert_eq!(w.baseline, "warm");
-        assert_eq!(w.verdict, WallVerdict::Limited, "{}", w.summary);
+        assert_eq!(w.verdict, WallVerdict::Limited, "{w:?}");
         let p = w.effective_parallelism.unwrap();
         assert!((1.5..3.0).contains(&p), "{p}");
-        assert!(w.summary.starts_with("handles about"), "{}", w.summary);
         // Nothing to compare against.
         let lone = server(1, &[3], 30);
 
-        let w = &concurrency_wall(&lone, &Settings::new(4)).unwrap()[0];
+        let w = &concurrency_wall(&frame(&lone), &Settings::new(4))[0];
         assert_eq!((w.baseline, w.verdict), ("none", WallVerdict::Insufficient));
     }
 
@@ -317,8 +275,11 @@ mod tests {
                 rows.push(r);
             }
         }
-        let w = &concurrency_wall(&rows, &Settings::new(4)).unwrap()[0];
-        assert_eq!(w.verdict, WallVerdict::Insufficient, "{}", w.summary);
-        assert!(w.summary.starts_with("cannot tell"), "{}", w.summary);
+        let w = &concurrency_wall(&frame(&rows), &Settings::new(4))[0];
+        assert_eq!(w.verdict, WallVerdict::Insufficient, "{w:?}");
+        assert_eq!(
+            w.levels[1].ratio.direction,
+            Direction::NoDetectableDifference
+        );
     }
 }

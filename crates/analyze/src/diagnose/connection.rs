@@ -8,15 +8,16 @@
 //! "other" = cost − their sum (request setup on a cold connection: TCP slow
 //! start, HTTP/2 settings, per-connection work in the app).
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::{both, provenances_with, rows_of, session_set, within};
+use crate::Settings;
 use crate::bootstrap::difference_stat;
 use crate::estimate::{Percentile, Stat};
+use crate::finding::Finding;
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::samples::{MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 /// Fresh − warm TTFT and its split, for one provenance kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,8 +34,8 @@ pub struct ConnectionCost {
     pub fresh: MetricSummary,
     /// TTFT on reused connections.
     pub warm: MetricSummary,
-    /// Fresh median − warm median.
-    pub cost_median: Stat,
+    /// Fresh median − warm median, judged against 0 (n: fresh, warm).
+    pub cost_median: Finding,
     /// Fresh p95 − warm p95.
     pub cost_p95: Stat,
     /// Median DNS lookup of the fresh requests.
@@ -45,23 +46,10 @@ pub struct ConnectionCost {
     pub tls: Stat,
     /// Cost median − (dns + connect + tls medians), ms.
     pub other_ms: Option<f64>,
-    /// One line for a person.
-    pub summary: String,
-}
-
-/// [`connection_cost_frame`] over rows.
-pub fn connection_cost(
-    rows: &[SampleRow],
-    settings: &Settings,
-) -> Result<Vec<ConnectionCost>, AnalyzeError> {
-    Ok(connection_cost_frame(
-        &Frame::from_rows(rows, &[])?,
-        settings,
-    ))
 }
 
 /// Connection cost per provenance kind that has fresh requests.
-pub fn connection_cost_frame(frame: &Frame, settings: &Settings) -> Vec<ConnectionCost> {
+pub fn connection_cost(frame: &Frame, settings: &Settings) -> Vec<ConnectionCost> {
     provenances_with(frame, &[PhaseKind::Fresh])
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -81,7 +69,11 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
     let (fs, fc) = gather(frame, &fresh_rows, Metric::Ttft);
     let (ws, wc) = gather(frame, &warm_rows, Metric::Ttft);
     let label = format!("connection/{}", prov.as_str());
-    let cost_median = difference_stat(&fs, &ws, Percentile::P50, settings, &format!("{label}/p50"));
+    let cost_median = Finding::difference(
+        difference_stat(&fs, &ws, Percentile::P50, settings, &format!("{label}/p50")),
+        fs.len(),
+        ws.len(),
+    );
     let cost_p95 = difference_stat(&fs, &ws, Percentile::P95, settings, &format!("{label}/p95"));
     let phase = |m: Metric| Samples::of_rows(frame, &fresh_rows, m).stat(Percentile::P50, settings);
     let (dns, connect, tls) = (
@@ -93,40 +85,9 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
         .iter()
         .filter_map(|s| s.point())
         .sum();
-    let other_ms = cost_median.point().map(|c| c - split);
+    let other_ms = cost_median.estimate.point().map(|c| c - split);
     let fresh = MetricSummary::new(Metric::Ttft, &fs, fc, settings);
     let warm = MetricSummary::new(Metric::Ttft, &ws, wc, settings);
-    let summary = match cost_median.estimate() {
-        _ if sessions == 0 => {
-            "no session has both fresh and warm requests: connection cost unknown".to_string()
-        }
-        None => format!(
-            "too few requests to estimate connection cost (fresh n = {}, warm n = {})",
-            fs.len(),
-            ws.len()
-        ),
-        Some(e) => {
-            let part = |name: &str, s: &Stat| match s.point() {
-                Some(v) => format!("{name} {}", fmt::ms(v)),
-                None => format!("{name} n/a"),
-            };
-            let what = if e.point >= 0.0 {
-                format!("adds {}", fmt::stat(Metric::Ttft, &cost_median))
-            } else {
-                format!(
-                    "changes TTFT by {}",
-                    fmt::signed_stat(Metric::Ttft, &cost_median)
-                )
-            };
-            format!(
-                "a new connection {what} at the median: {}, {}, {}, other {}",
-                part("dns", &dns),
-                part("connect", &connect),
-                part("tls", &tls),
-                fmt::ms(other_ms.unwrap_or(f64::NAN)),
-            )
-        }
-    };
     ConnectionCost {
         provenance: prov,
         scope: String::new(),
@@ -139,14 +100,14 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
         connect,
         tls,
         other_ms,
-        summary,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{row, spread};
+    use crate::Direction;
+    use crate::testutil::{frame, row, spread};
 
     #[test]
     fn connection_cost_is_split_into_dns_connect_tls() {
@@ -163,22 +124,16 @@ mod tests {
         for t in spread(500.0, 30.0, 120) {
             rows.push(row("s", "warm", Some("chat"), Some(t)));
         }
-        let c = connection_cost(&rows, &Settings::new(9)).unwrap();
+        let c = connection_cost(&frame(&rows), &Settings::new(9));
         assert_eq!(c.len(), 1);
         let c = &c[0];
-        let e = c.cost_median.estimate().unwrap();
+        let e = c.cost_median.estimate.estimate().unwrap();
+        assert_eq!(c.cost_median.direction, Direction::Increase);
         assert!((e.point - 180.0).abs() < 12.0, "{e:?}");
         assert!(e.ci.lower > 100.0);
         assert_eq!(c.dns.point(), Some(20.0));
         assert_eq!(c.connect.point(), Some(45.0));
         assert_eq!(c.tls.point(), Some(90.0));
         assert!((c.other_ms.unwrap() - 25.0).abs() < 12.0);
-        assert!(
-            c.summary.starts_with("a new connection adds 1")
-                && c.summary
-                    .contains("dns 20 ms, connect 45 ms, tls 90 ms, other"),
-            "{}",
-            c.summary
-        );
     }
 }

@@ -9,17 +9,18 @@
 //! significant (CI excludes 0) and at least half as large; otherwise "not
 //! the network".
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::{provenances_with, rows_of};
+use crate::Settings;
 use crate::bootstrap::difference_stat;
-use crate::compare::{Comparison, Verdict, compare};
-use crate::estimate::{Percentile, Stat};
+use crate::compare::{Comparison, compare};
+use crate::estimate::Percentile;
+use crate::finding::Finding;
 use crate::frame::{Frame, Metric, PhaseKind, format_day, partition};
 use crate::group::distinct_sessions;
 use crate::samples::{Counts, MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 /// One UTC day.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,12 +44,10 @@ pub struct DayChange {
     pub to: String,
     /// Later day's app TTFT against the earlier's.
     pub app: Comparison,
-    /// Later ping median − earlier ping median.
-    pub ping_change: Stat,
+    /// Later ping median − earlier ping median, judged against 0.
+    pub ping_change: Finding,
     /// True when a significant app change is mostly the network's.
     pub network_explained: bool,
-    /// One line for a person.
-    pub summary: String,
 }
 
 /// Day-to-day drift for one provenance kind.
@@ -64,17 +63,10 @@ pub struct Drift {
     pub days: Vec<DayStats>,
     /// Consecutive days with app data.
     pub changes: Vec<DayChange>,
-    /// One line for a person.
-    pub summary: String,
-}
-
-/// [`drift_frame`] over rows.
-pub fn drift(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Drift>, AnalyzeError> {
-    Ok(drift_frame(&Frame::from_rows(rows, &[])?, settings))
 }
 
 /// Drift per provenance kind with warm requests.
-pub fn drift_frame(frame: &Frame, settings: &Settings) -> Vec<Drift> {
+pub fn drift(frame: &Frame, settings: &Settings) -> Vec<Drift> {
     provenances_with(frame, &[PhaseKind::Warm])
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -130,98 +122,56 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
         .map(|k| {
             let (from, to) = (format_day(warm[k - 1].0), format_day(warm[k].0));
             let app = compare(&app[k], &app[k - 1], (&to, &from), Metric::Ttft, settings);
-            let ping_change = difference_stat(
+            let (later, earlier) = (
                 pings[k].as_ref().map_or(&none, |p| &p.0),
                 pings[k - 1].as_ref().map_or(&none, |p| &p.0),
-                Percentile::P50,
-                settings,
-                &format!("{label}/{from}/{to}/ping"),
+            );
+            let ping_change = Finding::difference(
+                difference_stat(
+                    later,
+                    earlier,
+                    Percentile::P50,
+                    settings,
+                    &format!("{label}/{from}/{to}/ping"),
+                ),
+                later.len(),
+                earlier.len(),
             );
             let network_explained = match (
-                app.verdict,
+                app.direction.is_change(),
                 app.median_difference.point(),
-                ping_change.estimate(),
+                ping_change.estimate.estimate(),
             ) {
-                (Verdict::Faster | Verdict::Slower, Some(a), Some(p)) => {
+                (true, Some(a), Some(p)) => {
                     p.ci.excludes_zero()
                         && p.point.abs() >= 0.5 * a.abs()
                         && p.point.signum() == a.signum()
                 }
                 _ => false,
             };
-            let summary = change_summary(&from, &to, &app, &ping_change, network_explained);
             DayChange {
                 from,
                 to,
                 app,
                 ping_change,
                 network_explained,
-                summary,
             }
         })
         .collect();
-    let summary = if days.len() < 2 {
-        "one day of data: no day-to-day drift to show".to_string()
-    } else {
-        let moved: Vec<&str> = changes
-            .iter()
-            .filter(|c| c.app.verdict != Verdict::NoChange)
-            .map(|c| c.summary.as_str())
-            .collect();
-        if moved.is_empty() {
-            format!(
-                "app TTFT steady over {} days: no significant day-to-day change",
-                days.len()
-            )
-        } else {
-            moved.join("; ")
-        }
-    };
     Drift {
         provenance: prov,
         scope: String::new(),
         days,
         changes,
-        summary,
     }
-}
-
-fn change_summary(from: &str, to: &str, app: &Comparison, ping: &Stat, network: bool) -> String {
-    let Some(_) = app.median_difference.estimate() else {
-        return format!("{from} → {to}: too few requests to compare");
-    };
-    let mut s = format!(
-        "{from} → {to}: app TTFT {}",
-        fmt::signed_stat(Metric::Ttft, &app.median_difference)
-    );
-    if let Some(r) = app.relative_median_difference {
-        s.push_str(&format!(
-            " ({}, {})",
-            fmt::relative(r),
-            app.verdict.as_str()
-        ));
-    }
-    match ping.estimate() {
-        Some(_) => s.push_str(&format!(
-            " while ping RTT changed {}",
-            fmt::signed_stat(Metric::Rtt, ping)
-        )),
-        None => s.push_str(" (no ping baseline on both days)"),
-    }
-    if app.verdict != Verdict::NoChange && ping.estimate().is_some() {
-        s.push_str(if network {
-            ": the network explains much of it"
-        } else {
-            ": not the network"
-        });
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{row, spread};
+    use crate::Direction;
+    use crate::testutil::{frame, row, spread};
+    use firsttoken_record::session::SampleRow;
 
     fn day(rows: &mut Vec<SampleRow>, date: &str, app: f64, ping: f64) {
         for t in spread(app, app * 0.05, 60) {
@@ -244,31 +194,22 @@ mod tests {
         day(&mut rows, "2026-11-30", 1400.0, 41.0);
         day(&mut rows, "2026-12-01", 1400.0, 41.0);
         day(&mut rows, "2026-12-02", 2000.0, 640.0);
-        let d = &drift(&rows, &Settings::new(6)).unwrap()[0];
+        let d = &drift(&frame(&rows), &Settings::new(6))[0];
         assert_eq!(d.days.len(), 4);
         assert_eq!(d.days[0].day, "2026-11-29");
         assert_eq!(d.changes.len(), 3);
         let c = &d.changes[0];
-        assert_eq!(c.app.verdict, Verdict::Slower);
+        assert_eq!(c.app.direction, Direction::Increase);
         assert!(!c.network_explained);
-        assert!(
-            c.summary
-                .starts_with("2026-11-29 → 2026-11-30: app TTFT +400 ms ["),
-            "{}",
-            c.summary
-        );
-        assert!(c.summary.ends_with(": not the network"), "{}", c.summary);
-        assert_eq!(d.changes[1].app.verdict, Verdict::NoChange);
-        assert!(d.changes[2].network_explained, "{}", d.changes[2].summary);
-        assert!(
-            !d.summary.contains("2026-11-30 → 2026-12-01"),
-            "{}",
-            d.summary
-        );
-        let one = drift(&rows[..80], &Settings::new(6)).unwrap();
+        assert_eq!(c.ping_change.direction, Direction::NoDetectableDifference);
         assert_eq!(
-            one[0].summary,
-            "one day of data: no day-to-day drift to show"
+            d.changes[1].app.direction,
+            Direction::NoDetectableDifference
         );
+        assert!(d.changes[2].network_explained, "{:?}", d.changes[2]);
+        assert_eq!(d.changes[2].ping_change.direction, Direction::Increase);
+        let one = drift(&frame(&rows[..80]), &Settings::new(6));
+        assert_eq!(one[0].days.len(), 1);
+        assert!(one[0].changes.is_empty());
     }
 }

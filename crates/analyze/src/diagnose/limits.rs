@@ -1,7 +1,7 @@
 //! Claims and limits: a generated list of what this data cannot support.
 //!
-//! Each limit names its kind, what it concerns (a session, a cell) and one
-//! sentence. Checked: one vantage point or one network; one day; no
+//! Each limit is data: its kind and the figures behind it (the sessions,
+//! the cell and its n, the error counts); the report words it. Checked: one vantage point or one network; one day; no
 //! Server-Timing from the app; emulated, synthetic or imported data; cells
 //! (phase × path × strategy × concurrency × provenance) too small for some
 //! percentiles (see [`crate::min_n`]); sessions flagged for client
@@ -9,13 +9,12 @@
 //! stopped early; no direct requests or no pings; rows without session
 //! metadata; phases with a high error rate (over 5 %).
 
-use firsttoken_record::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::session::{Provenance, SessionMeta, SessionStatus};
 use serde::Serialize;
 
-use crate::AnalyzeError;
 use crate::estimate::Percentile;
 use crate::frame::{Frame, Metric, PhaseKind};
-use crate::group::{GroupKey, group_frame};
+use crate::group::{GroupKey, group};
 use crate::samples::Counts;
 
 /// Error rate above which a phase gets a limit.
@@ -57,15 +56,117 @@ pub enum LimitKind {
     HighErrorRate,
 }
 
-/// One limit.
+/// One limit, with the figures behind it. Serialized with a `kind` tag.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Limit {
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Limit {
+    /// Every session ran from the same vantage point.
+    OneVantage {
+        /// Its name (empty when unnamed).
+        vantage: String,
+    },
+    /// Every session ran on the same network.
+    OneNetwork {
+        /// Its label (empty when unlabelled).
+        network: String,
+    },
+    /// Every request ran on one UTC day.
+    OneDay {
+        /// `YYYY-MM-DD`.
+        day: String,
+    },
+    /// The app sent no Server-Timing.
+    NoServerTiming,
+    /// The upstream (or the whole target) was the emulator.
+    EmulatedUpstream {
+        /// Sessions concerned (empty: rows without session metadata).
+        sessions: Vec<String>,
+    },
+    /// Generated data.
+    SyntheticData {
+        /// Sessions concerned (empty: rows without session metadata).
+        sessions: Vec<String>,
+    },
+    /// Data read from an export.
+    ImportedData {
+        /// Sessions concerned (empty: rows without session metadata).
+        sessions: Vec<String>,
+    },
+    /// A cell with too few samples for some percentiles.
+    SmallCell {
+        /// The cell's key values, in key order.
+        cell: Vec<String>,
+        /// Timed values in it.
+        n: usize,
+        /// Percentiles withheld for it.
+        withheld: Vec<Percentile>,
+    },
+    /// A session whose client lagged.
+    ClientLag {
+        /// The session.
+        session: String,
+        /// p99 of its scheduling lag, ms.
+        lag_p99_ms: f64,
+    },
+    /// Test accounts not (verifiably) deleted.
+    CleanupResidue {
+        /// The session.
+        session: String,
+        /// Accounts it created.
+        created: usize,
+        /// Rows left (`None`: not verified).
+        residual: Option<i64>,
+        /// Why cleanup failed, if it did.
+        error: Option<String>,
+    },
+    /// A session that stopped early.
+    PartialSession {
+        /// The session.
+        session: String,
+        /// Why it stopped.
+        reason: String,
+    },
+    /// No direct-to-provider requests.
+    NoDirect,
+    /// No ping baseline.
+    NoPing,
+    /// Rows whose session metadata is missing.
+    MissingSessionMeta {
+        /// Session ids of those rows.
+        sessions: Vec<String>,
+    },
+    /// A phase with many failures.
+    HighErrorRate {
+        /// The phase.
+        phase: PhaseKind,
+        /// Failed requests.
+        failed: usize,
+        /// Counted requests.
+        requests: usize,
+    },
+}
+
+impl Limit {
     /// Its kind.
-    pub kind: LimitKind,
-    /// What it concerns (session ids, a cell, a phase), if not everything.
-    pub subject: Option<String>,
-    /// One sentence.
-    pub message: String,
+    pub fn kind(&self) -> LimitKind {
+        match self {
+            Limit::OneVantage { .. } => LimitKind::OneVantage,
+            Limit::OneNetwork { .. } => LimitKind::OneNetwork,
+            Limit::OneDay { .. } => LimitKind::OneDay,
+            Limit::NoServerTiming => LimitKind::NoServerTiming,
+            Limit::EmulatedUpstream { .. } => LimitKind::EmulatedUpstream,
+            Limit::SyntheticData { .. } => LimitKind::SyntheticData,
+            Limit::ImportedData { .. } => LimitKind::ImportedData,
+            Limit::SmallCell { .. } => LimitKind::SmallCell,
+            Limit::ClientLag { .. } => LimitKind::ClientLag,
+            Limit::CleanupResidue { .. } => LimitKind::CleanupResidue,
+            Limit::PartialSession { .. } => LimitKind::PartialSession,
+            Limit::NoDirect => LimitKind::NoDirect,
+            Limit::NoPing => LimitKind::NoPing,
+            Limit::MissingSessionMeta { .. } => LimitKind::MissingSessionMeta,
+            Limit::HighErrorRate { .. } => LimitKind::HighErrorRate,
+        }
+    }
 }
 
 /// Everything the data cannot support.
@@ -73,46 +174,18 @@ pub struct Limit {
 pub struct Limits {
     /// The limits, in the order checked.
     pub items: Vec<Limit>,
-    /// One line for a person.
-    pub summary: String,
 }
 
 impl Limits {
     /// True when a limit of `kind` is present.
     pub fn has(&self, kind: LimitKind) -> bool {
-        self.items.iter().any(|l| l.kind == kind)
+        self.items.iter().any(|l| l.kind() == kind)
     }
-}
-
-/// [`limits_frame`] over rows.
-pub fn limits(rows: &[SampleRow], sessions: &[SessionMeta]) -> Result<Limits, AnalyzeError> {
-    Ok(limits_frame(&Frame::from_rows(rows, sessions)?, sessions))
-}
-
-fn list(ids: &[&str]) -> String {
-    const SHOWN: usize = 5;
-    let mut s = ids
-        .iter()
-        .take(SHOWN)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if ids.len() > SHOWN {
-        s.push_str(&format!(" and {} more", ids.len() - SHOWN));
-    }
-    s
 }
 
 /// The limits of the data in `frame`, described by `sessions`.
-pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
+pub fn limits(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
     let mut items = Vec::new();
-    let mut push = |kind, subject: Option<String>, message: String| {
-        items.push(Limit {
-            kind,
-            subject,
-            message,
-        })
-    };
 
     let distinct = |f: &dyn Fn(&SessionMeta) -> &str| {
         let mut v: Vec<&str> = sessions.iter().map(f).collect();
@@ -122,32 +195,16 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
     };
     if !sessions.is_empty() {
         let vantages = distinct(&|s| s.labels.vantage.as_str());
-        if vantages.len() == 1 {
-            let v = if vantages[0].is_empty() {
-                "an unnamed host"
-            } else {
-                vantages[0]
-            };
-            push(
-                LimitKind::OneVantage,
-                None,
-                format!(
-                    "every session ran from one vantage point ({v}): nothing here speaks for users elsewhere"
-                ),
-            );
+        if let [v] = vantages.as_slice() {
+            items.push(Limit::OneVantage {
+                vantage: v.to_string(),
+            });
         }
         let networks = distinct(&|s| s.labels.network.as_str());
-        if networks.len() == 1 {
-            let n = if networks[0].is_empty() {
-                "unlabelled"
-            } else {
-                networks[0]
-            };
-            push(
-                LimitKind::OneNetwork,
-                None,
-                format!("every session ran on one network ({n}): other networks may differ"),
-            );
+        if let [n] = networks.as_slice() {
+            items.push(Limit::OneNetwork {
+                network: n.to_string(),
+            });
         }
     }
 
@@ -157,15 +214,10 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
             days.push(o.day);
         }
     }
-    if days.len() == 1 {
-        push(
-            LimitKind::OneDay,
-            None,
-            format!(
-                "every request ran on one day ({}): no claim about other days or times of day",
-                crate::frame::format_day(days[0])
-            ),
-        );
+    if let [day] = days.as_slice() {
+        items.push(Limit::OneDay {
+            day: crate::frame::format_day(*day),
+        });
     }
 
     let app_rows = frame.obs.iter().filter(|o| o.phase.is_app() && o.counted());
@@ -175,45 +227,33 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
         timed_app += usize::from(o.timing_len > 0);
     }
     if app > 0 && timed_app == 0 {
-        push(
-            LimitKind::NoServerTiming,
-            None,
-            "the app sent no Server-Timing: its overhead cannot be broken down into its own phases"
-                .to_string(),
-        );
+        items.push(Limit::NoServerTiming);
     }
 
-    for (prov, kind, msg) in [
-        (
-            Provenance::Emulated,
-            LimitKind::EmulatedUpstream,
-            "the upstream was the emulator: provider and overhead numbers are not a real provider's",
-        ),
-        (
-            Provenance::Synthetic,
-            LimitKind::SyntheticData,
-            "synthetic data: generated, not measured",
-        ),
-        (
-            Provenance::Imported,
-            LimitKind::ImportedData,
-            "imported data: how it was measured is only as known as its export says",
-        ),
-    ] {
-        let mut ids: Vec<&str> = sessions
+    type Make = fn(Vec<String>) -> Limit;
+    let kinds: [(Provenance, Make); 3] = [
+        (Provenance::Emulated, |sessions| Limit::EmulatedUpstream {
+            sessions,
+        }),
+        (Provenance::Synthetic, |sessions| Limit::SyntheticData {
+            sessions,
+        }),
+        (Provenance::Imported, |sessions| Limit::ImportedData {
+            sessions,
+        }),
+    ];
+    for (prov, make) in kinds {
+        let ids: Vec<String> = sessions
             .iter()
             .filter(|s| s.provenance == prov)
-            .map(|s| s.id.as_str())
+            .map(|s| s.id.clone())
             .collect();
-        if ids.is_empty() && frame.provenances().contains(&prov) {
-            ids.push("rows without session");
-        }
-        if !ids.is_empty() {
-            push(kind, Some(list(&ids)), format!("{}: {msg}", list(&ids)));
+        if !ids.is_empty() || frame.provenances().contains(&prov) {
+            items.push(make(ids));
         }
     }
 
-    for g in group_frame(
+    for g in group(
         frame,
         &[
             GroupKey::Phase,
@@ -239,15 +279,14 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
             .map(|&i| frame.obs(i))
             .filter(|o| o.timed() && !metric.of(o).is_nan())
             .count();
-        let withheld: Vec<&str> = [
-            (Percentile::P50, "median"),
-            (Percentile::P90, "p90"),
-            (Percentile::P95, "p95"),
-            (Percentile::P99, "p99"),
+        let withheld: Vec<Percentile> = [
+            Percentile::P50,
+            Percentile::P90,
+            Percentile::P95,
+            Percentile::P99,
         ]
         .into_iter()
-        .filter(|(p, _)| n < p.min_n())
-        .map(|(_, name)| name)
+        .filter(|p| n < p.min_n())
         .collect();
         if !withheld.is_empty() {
             let cell = g
@@ -256,29 +295,17 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
                 .iter()
                 .filter(|(_, v)| *v != crate::group::KeyValue::Missing)
                 .map(|(_, v)| v.to_string())
-                .collect::<Vec<_>>()
-                .join(" · ");
-            push(
-                LimitKind::SmallCell,
-                Some(cell.clone()),
-                format!(
-                    "{cell}: n = {n}, so {} withheld (n too small)",
-                    withheld.join(", ")
-                ),
-            );
+                .collect();
+            items.push(Limit::SmallCell { cell, n, withheld });
         }
     }
 
     for s in sessions {
         if let Some(lag) = s.client_lag_p99_ms {
-            push(
-                LimitKind::ClientLag,
-                Some(s.id.clone()),
-                format!(
-                    "session {}: the client's own scheduling lag reached p99 = {lag:.1} ms, so its timings may be inflated",
-                    s.id
-                ),
-            );
+            items.push(Limit::ClientLag {
+                session: s.id.clone(),
+                lag_p99_ms: lag,
+            });
         }
     }
     for s in sessions {
@@ -286,27 +313,19 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
         if c.is_clean() {
             continue;
         }
-        let why = match (&c.error, c.residual) {
-            (Some(e), _) => format!("cleanup failed ({e})"),
-            (None, Some(r)) => format!("{r} test account row(s) left behind"),
-            (None, None) => "cleanup was not verified (no count query)".to_string(),
-        };
-        push(
-            LimitKind::CleanupResidue,
-            Some(s.id.clone()),
-            format!("session {}: {why} of {} created", s.id, c.created_ids.len()),
-        );
+        items.push(Limit::CleanupResidue {
+            session: s.id.clone(),
+            created: c.created_ids.len(),
+            residual: c.residual,
+            error: c.error.clone(),
+        });
     }
     for s in sessions {
         if let SessionStatus::Partial { reason } = &s.status {
-            push(
-                LimitKind::PartialSession,
-                Some(s.id.clone()),
-                format!(
-                    "session {} stopped early ({reason}): its phases may be unevenly covered",
-                    s.id
-                ),
-            );
+            items.push(Limit::PartialSession {
+                session: s.id.clone(),
+                reason: reason.clone(),
+            });
         }
     }
 
@@ -317,35 +336,19 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
             .any(|&pr| !frame.rows(pr, p).is_empty())
     };
     if app > 0 && !has_phase(PhaseKind::Direct) {
-        push(
-            LimitKind::NoDirect,
-            None,
-            "no direct requests: the app's overhead cannot be separated from the model's own time"
-                .to_string(),
-        );
+        items.push(Limit::NoDirect);
     }
     if !frame.is_empty() && !has_phase(PhaseKind::Ping) {
-        push(
-            LimitKind::NoPing,
-            None,
-            "no pings: no network baseline to tell network from app".to_string(),
-        );
+        items.push(Limit::NoPing);
     }
-    let orphans: Vec<&str> = frame
+    let orphans: Vec<String> = frame
         .sessions
         .iter()
         .filter(|s| s.labels.is_none())
-        .map(|s| s.id.as_str())
+        .map(|s| s.id.clone())
         .collect();
     if !orphans.is_empty() {
-        push(
-            LimitKind::MissingSessionMeta,
-            Some(list(&orphans)),
-            format!(
-                "rows of {} have no session metadata: their labels are unknown and they cannot be checked for lag or cleanup",
-                list(&orphans)
-            ),
-        );
+        items.push(Limit::MissingSessionMeta { sessions: orphans });
     }
     for phase in PhaseKind::ALL {
         let rows: Vec<u32> = frame
@@ -354,54 +357,15 @@ pub fn limits_frame(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
             .flat_map(|p| frame.rows(p, phase).iter().copied())
             .collect();
         let c = Counts::of_rows(frame, &rows);
-        if let Some(rate) = c.error_rate().filter(|&r| r > HIGH_ERROR_RATE) {
-            push(
-                LimitKind::HighErrorRate,
-                Some(phase.as_str().to_string()),
-                format!(
-                    "{}: {:.0} % of requests failed ({} of {}); its timings describe only the successes",
-                    phase.as_str(),
-                    100.0 * rate,
-                    c.failed,
-                    c.requests
-                ),
-            );
+        if c.error_rate().is_some_and(|r| r > HIGH_ERROR_RATE) {
+            items.push(Limit::HighErrorRate {
+                phase,
+                failed: c.failed,
+                requests: c.requests,
+            });
         }
     }
-
-    let summary = if items.is_empty() {
-        "no structural limits found".to_string()
-    } else {
-        let mut kinds: Vec<&str> = Vec::new();
-        for l in &items {
-            let name = kind_words(l.kind);
-            if !kinds.contains(&name) {
-                kinds.push(name);
-            }
-        }
-        format!("{} limit(s): {}", items.len(), kinds.join(", "))
-    };
-    Limits { items, summary }
-}
-
-fn kind_words(k: LimitKind) -> &'static str {
-    match k {
-        LimitKind::OneVantage => "one vantage point",
-        LimitKind::OneNetwork => "one network",
-        LimitKind::OneDay => "one day",
-        LimitKind::NoServerTiming => "no server timing",
-        LimitKind::EmulatedUpstream => "emulated upstream",
-        LimitKind::SyntheticData => "synthetic data",
-        LimitKind::ImportedData => "imported data",
-        LimitKind::SmallCell => "small n in some cells",
-        LimitKind::ClientLag => "client lag",
-        LimitKind::CleanupResidue => "cleanup residue",
-        LimitKind::PartialSession => "partial session",
-        LimitKind::NoDirect => "no direct baseline",
-        LimitKind::NoPing => "no ping baseline",
-        LimitKind::MissingSessionMeta => "missing session metadata",
-        LimitKind::HighErrorRate => "high error rate",
-    }
+    Limits { items }
 }
 
 #[cfg(test)]
@@ -409,6 +373,7 @@ mod tests {
     use super::*;
     use crate::testutil::{failed, meta, row};
     use firsttoken_record::session::Cleanup;
+    use firsttoken_record::session::SampleRow;
 
     #[test]
     fn limits_name_what_the_data_cannot_support() {
@@ -434,7 +399,11 @@ mod tests {
         }
         rows.extend((0..4).map(|_| failed(row("a", "fresh", Some("chat"), None))));
         rows.push(row("x", "warm", Some("chat"), Some(1.0)));
-        let l = limits(&rows, &[a, b]).unwrap();
+        let sessions = [a, b];
+        let l = limits(
+            &crate::Frame::from_rows(&rows, &sessions).unwrap(),
+            &sessions,
+        );
         for k in [
             LimitKind::OneVantage,
             LimitKind::OneNetwork,
@@ -453,34 +422,34 @@ mod tests {
             assert!(l.has(k), "{k:?} missing from {:#?}", l.items);
         }
         assert!(!l.has(LimitKind::SyntheticData));
-        let small: Vec<&str> = l
+        let small: Vec<(String, usize, Vec<f64>)> = l
             .items
             .iter()
-            .filter(|i| i.kind == LimitKind::SmallCell)
-            .map(|i| i.message.as_str())
+            .filter_map(|i| match i {
+                Limit::SmallCell { cell, n, withheld } => Some((
+                    cell.join(" · "),
+                    *n,
+                    withheld.iter().map(|p| p.get()).collect(),
+                )),
+                _ => None,
+            })
             .collect();
         assert!(
-            small.contains(&"warm · docs · emulated: n = 12, so p95, p99 withheld (n too small)"),
+            small.contains(&("warm · docs · emulated".into(), 12, vec![95.0, 99.0])),
             "{small:?}"
         );
         assert!(
-            small.contains(&"warm · chat · measured: n = 31, so p99 withheld (n too small)"),
+            small.contains(&("warm · chat · measured".into(), 31, vec![99.0])),
             "{small:?}"
         );
-        let cleanup = l
-            .items
-            .iter()
-            .find(|i| i.kind == LimitKind::CleanupResidue)
-            .unwrap();
-        assert_eq!(
-            cleanup.message,
-            "session a: 1 test account row(s) left behind of 2 created"
-        );
-        assert!(
-            l.summary.contains("one vantage point") && l.summary.contains("emulated upstream"),
-            "{}",
-            l.summary
-        );
+        assert!(l.items.contains(&Limit::CleanupResidue {
+            session: "a".into(),
+            created: 2,
+            residual: Some(1),
+            error: None,
+        }));
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["items"][0]["kind"], "one_vantage");
     }
 
     #[test]
@@ -490,7 +459,8 @@ mod tests {
         let mut b = meta("b", Provenance::Measured);
         b.labels.vantage = "tokyo".into();
         b.labels.network = "mobile".into();
-        let l = limits(&[], &[a, b]).unwrap();
+        let sessions = [a, b];
+        let l = limits(&crate::Frame::from_rows(&[], &sessions).unwrap(), &sessions);
         assert!(!l.has(LimitKind::OneVantage) && !l.has(LimitKind::OneNetwork));
         assert!(
             !l.has(LimitKind::NoPing),

@@ -1,11 +1,12 @@
-//! Diagnostics: what the numbers say about the app, each with its figures,
-//! their CIs and a one-line human summary.
+//! Diagnostics: what the numbers say about the app, as data — each with
+//! its figures, their CIs and, for every change it reports, a
+//! [`crate::Finding`] whose [`crate::Direction`] is decided from the
+//! interval. No diagnostic writes a sentence: the report stage does.
 //!
-//! Every diagnostic is a pure function of the rows (plus sessions where
-//! labels or session state matter) and [`crate::Settings`] (which carries the
-//! bootstrap seed). Each comes in two forms: over `&[SampleRow]` (validated
-//! into a [`Frame`] first, hence the `Result`) and over a [`Frame`] (for a
-//! report that builds the frame once, streaming rows from a store).
+//! Every diagnostic is a pure function of a [`Frame`] (plus sessions where
+//! labels or session state matter) and [`crate::Settings`] (which carries
+//! the bootstrap seed); build the frame once with [`Frame::from_rows`] or
+//! [`crate::FrameBuilder`].
 //! Results come one per provenance kind present, since kinds never pool.
 //! Warm-ups and failed requests never enter timings; failures show as
 //! error rates.
@@ -34,18 +35,14 @@ pub mod overhead;
 pub mod providers;
 pub mod routes;
 
-pub use cold::{ColdProbe, ColdStart, cold_start, cold_start_frame};
-pub use concurrency::{
-    ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrency_wall, concurrency_wall_frame,
-};
-pub use connection::{ConnectionCost, connection_cost, connection_cost_frame};
-pub use drift::{DayChange, DayStats, Drift, drift, drift_frame};
-pub use limits::{Limit, LimitKind, Limits, limits, limits_frame};
-pub use overhead::{
-    Overhead, PathOverhead, ServerTimingBreakdown, TimingPart, overhead, overhead_frame,
-};
-pub use providers::{ProviderStats, Providers, Share, providers, providers_frame};
-pub use routes::{Funnel, PathStats, RouteStats, Routes, routes, routes_frame};
+pub use cold::{ColdProbe, ColdStart, cold_start};
+pub use concurrency::{ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrency_wall};
+pub use connection::{ConnectionCost, connection_cost};
+pub use drift::{DayChange, DayStats, Drift, drift};
+pub use limits::{Limit, LimitKind, Limits, limits};
+pub use overhead::{Overhead, PathOverhead, ServerTimingBreakdown, TimingPart, overhead};
+pub use providers::{ProviderStats, Providers, Share, providers};
+pub use routes::{Funnel, PathStats, RouteStats, Routes, routes};
 
 /// Rows of any of `phases` with provenance `prov`, ascending.
 pub(crate) fn rows_of(frame: &Frame, prov: Provenance, phases: &[PhaseKind]) -> Vec<u32> {

@@ -20,15 +20,16 @@
 
 use std::collections::HashMap;
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::{both, provenances_with, rows_of, session_set, within};
+use crate::Settings;
 use crate::bootstrap::difference_stat;
 use crate::estimate::{Percentile, Stat};
+use crate::finding::Finding;
 use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
 use crate::samples::{MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 /// Server-Timing names that describe the model call, a total, or work done
 /// after the first token (streaming the answer, storing it): none of these
@@ -62,8 +63,8 @@ pub struct Overhead {
     pub direct: MetricSummary,
     /// Ping RTT in the same sessions, `None` without pings.
     pub ping: Option<MetricSummary>,
-    /// App median − direct median.
-    pub overhead_median: Stat,
+    /// App median − direct median, judged against 0 (n: app, direct).
+    pub overhead_median: Finding,
     /// App p95 − direct p95.
     pub overhead_p95: Stat,
     /// Overhead median ÷ direct median.
@@ -72,8 +73,6 @@ pub struct Overhead {
     pub per_path: Vec<PathOverhead>,
     /// The app's own Server-Timing breakdown, where it sends one.
     pub server_timing: Option<ServerTimingBreakdown>,
-    /// One line for a person.
-    pub summary: String,
 }
 
 /// Overhead of one app path.
@@ -83,8 +82,8 @@ pub struct PathOverhead {
     pub path: String,
     /// App TTFT values on it.
     pub n: usize,
-    /// Its median − direct median.
-    pub overhead_median: Stat,
+    /// Its median − direct median, judged against 0.
+    pub overhead_median: Finding,
 }
 
 /// The app's Server-Timing phases over its successful warm requests.
@@ -115,13 +114,8 @@ pub struct TimingPart {
     pub median: Stat,
 }
 
-/// [`overhead_frame`] over rows.
-pub fn overhead(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Overhead>, AnalyzeError> {
-    Ok(overhead_frame(&Frame::from_rows(rows, &[])?, settings))
-}
-
 /// App overhead per provenance kind that has app or direct requests.
-pub fn overhead_frame(frame: &Frame, settings: &Settings) -> Vec<Overhead> {
+pub fn overhead(frame: &Frame, settings: &Settings) -> Vec<Overhead> {
     provenances_with(frame, &[PhaseKind::Warm, PhaseKind::Direct])
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -150,12 +144,16 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
     let (app_s, app_c) = gather(frame, &app_rows, Metric::Ttft);
     let (direct_s, direct_c) = gather(frame, &direct_rows, Metric::Ttft);
     let label = format!("overhead/{}", prov.as_str());
-    let overhead_median = difference_stat(
-        &app_s,
-        &direct_s,
-        Percentile::P50,
-        settings,
-        &format!("{label}/p50"),
+    let overhead_median = Finding::difference(
+        difference_stat(
+            &app_s,
+            &direct_s,
+            Percentile::P50,
+            settings,
+            &format!("{label}/p50"),
+        ),
+        app_s.len(),
+        direct_s.len(),
     );
     let overhead_p95 = difference_stat(
         &app_s,
@@ -168,7 +166,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
     let direct = MetricSummary::new(Metric::Ttft, &direct_s, direct_c, settings);
     let ping = (!ping_rows.is_empty())
         .then(|| MetricSummary::of_rows(frame, &ping_rows, Metric::Rtt, settings));
-    let relative_overhead = match (overhead_median.point(), direct.p50.point()) {
+    let relative_overhead = match (overhead_median.estimate.point(), direct.p50.point()) {
         (Some(o), Some(d)) if d > 0.0 => Some(o / d),
         _ => None,
     };
@@ -183,12 +181,16 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
             let path = frame.str(*pid as u32).unwrap_or("-").to_string();
             let s = Samples::of_rows(frame, rows, Metric::Ttft);
             PathOverhead {
-                overhead_median: difference_stat(
-                    &s,
-                    &direct_s,
-                    Percentile::P50,
-                    settings,
-                    &format!("{label}/{path}/p50"),
+                overhead_median: Finding::difference(
+                    difference_stat(
+                        &s,
+                        &direct_s,
+                        Percentile::P50,
+                        settings,
+                        &format!("{label}/{path}/p50"),
+                    ),
+                    s.len(),
+                    direct_s.len(),
                 ),
                 n: s.len(),
                 path,
@@ -196,15 +198,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
         })
         .collect();
 
-    let server_timing = breakdown(frame, &app_rows, &overhead_median, settings);
-    let summary = summarize(
-        sessions,
-        &app,
-        &direct,
-        ping.as_ref(),
-        &overhead_median,
-        server_timing.as_ref(),
-    );
+    let server_timing = breakdown(frame, &app_rows, &overhead_median.estimate, settings);
     Overhead {
         provenance: prov,
         scope: String::new(),
@@ -217,7 +211,6 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
         relative_overhead,
         per_path,
         server_timing,
-        summary,
     }
 }
 
@@ -279,69 +272,12 @@ fn breakdown(
     })
 }
 
-fn summarize(
-    sessions: usize,
-    app: &MetricSummary,
-    direct: &MetricSummary,
-    ping: Option<&MetricSummary>,
-    overhead: &Stat,
-    st: Option<&ServerTimingBreakdown>,
-) -> String {
-    if sessions == 0 {
-        return "no session has both app and direct requests: app overhead unknown".to_string();
-    }
-    let Some(e) = overhead.estimate() else {
-        return format!(
-            "too few requests to estimate app overhead (app n = {}, direct n = {})",
-            app.n, direct.n
-        );
-    };
-    let (a, d) = (
-        app.p50.point().unwrap_or(f64::NAN),
-        direct.p50.point().unwrap_or(f64::NAN),
-    );
-    let mut s = if e.point >= 0.0 {
-        format!(
-            "the app adds {} above the bare model at the median",
-            fmt::stat(Metric::Ttft, overhead)
-        )
-    } else {
-        format!(
-            "the app is faster than the bare model at the median: {}",
-            fmt::signed_stat(Metric::Ttft, overhead)
-        )
-    };
-    s.push_str(&format!(" (app {}, direct {}", fmt::ms(a), fmt::ms(d)));
-    if let Some(p) = ping.and_then(|p| p.p50.point()) {
-        s.push_str(&format!("; ping {}", fmt::ms(p)));
-    }
-    s.push(')');
-    if let Some(st) = st {
-        let parts: Vec<String> = st
-            .parts
-            .iter()
-            .filter_map(|p| {
-                p.median
-                    .point()
-                    .map(|m| format!("{} {}", p.name, fmt::ms(m)))
-            })
-            .collect();
-        if !parts.is_empty() {
-            s.push_str(&format!(", of which {}", parts.join(", ")));
-            if let Some(u) = st.unexplained_ms {
-                s.push_str(&format!(", unexplained {}", fmt::ms(u)));
-            }
-        }
-    } else {
-        s.push_str("; the app sends no Server-Timing to break it down");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{row, spread};
+    use crate::Direction;
+    use crate::testutil::{frame, row, spread};
+    use firsttoken_record::session::SampleRow;
 
     fn rows_with_timing() -> Vec<SampleRow> {
         let mut rows = Vec::new();
@@ -378,12 +314,14 @@ mod tests {
 
     #[test]
     fn overhead_with_server_timing() {
-        let o = overhead(&rows_with_timing(), &Settings::new(5)).unwrap();
+        let o = overhead(&frame(&rows_with_timing()), &Settings::new(5));
         assert_eq!(o.len(), 1);
         let o = &o[0];
         assert_eq!(o.sessions, 1);
         assert_eq!(o.app.n, 60, "s2 has no direct requests and is left out");
-        let e = o.overhead_median.estimate().unwrap();
+        let e = o.overhead_median.estimate.estimate().unwrap();
+        assert_eq!(o.overhead_median.direction, Direction::Increase);
+        assert_eq!((o.overhead_median.n_a, o.overhead_median.n_b), (60, 60));
         assert!((e.point - 1900.0).abs() < 40.0, "{e:?}");
         assert!(e.ci.contains(1900.0) && e.ci.lower > 1700.0);
         assert!((o.ping.as_ref().unwrap().p50.point().unwrap() - 40.0).abs() < 3.0);
@@ -394,14 +332,6 @@ mod tests {
         assert_eq!(st.model_parts[0].name, "upstream_ttft");
         assert!((st.explained_ms - 805.0).abs() < 5.0, "{}", st.explained_ms);
         assert!((st.unexplained_ms.unwrap() - 1095.0).abs() < 45.0);
-        assert!(
-            o.summary.starts_with("the app adds 1.90 s [1.8")
-                && o.summary
-                    .contains("of which db 603 ms, retrieve 202 ms, unexplained 1.1 s"),
-            "{}",
-            o.summary
-        );
-        assert!(o.summary.contains("ping 40 ms"), "{}", o.summary);
         assert_eq!(o.per_path.len(), 2);
         assert_eq!(o.per_path[0].path, "chat");
     }
@@ -411,22 +341,13 @@ mod tests {
         let rows: Vec<SampleRow> = (0..20)
             .map(|i| row("s", "warm", Some("chat"), Some(100.0 + f64::from(i))))
             .collect();
-        let o = overhead(&rows, &Settings::new(1)).unwrap();
+        let o = overhead(&frame(&rows), &Settings::new(1));
         assert_eq!(o[0].sessions, 0);
-        assert!(o[0].overhead_median.estimate().is_none());
-        assert!(
-            o[0].summary.starts_with("no session has both"),
-            "{}",
-            o[0].summary
-        );
+        assert!(o[0].overhead_median.estimate.estimate().is_none());
+        assert_eq!(o[0].overhead_median.direction, Direction::TooFewSamples);
         let mut rows = rows;
         rows.extend((0..20).map(|i| row("s", "direct", Some("direct"), Some(50.0 + f64::from(i)))));
-        let o = overhead(&rows, &Settings::new(1)).unwrap();
+        let o = overhead(&frame(&rows), &Settings::new(1));
         assert!(o[0].server_timing.is_none());
-        assert!(
-            o[0].summary.ends_with("no Server-Timing to break it down"),
-            "{}",
-            o[0].summary
-        );
     }
 }

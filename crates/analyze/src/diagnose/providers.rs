@@ -6,20 +6,21 @@
 //! `provider` field): TTFT percentiles, median output tokens/s after the
 //! first token, and median completion time (e2e), each with its bootstrap
 //! CI, plus which providers each strategy landed on. The winners on each
-//! axis are named, and the two strategies with the fastest first token are
-//! compared ([`mod@crate::compare`]) to say whether that lead is real.
+//! axis are named by their point estimates (a ranking, not a claim), and
+//! the two strategies with the lowest median TTFT are compared
+//! ([`mod@crate::compare`]): its direction says whether that lead is real.
 
 use std::collections::HashMap;
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::{provenances_with, rows_of};
+use crate::Settings;
 use crate::compare::{Comparison, compare};
 use crate::estimate::{Percentile, Stat};
 use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
 use crate::samples::{MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 /// How many requests went one way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,17 +67,10 @@ pub struct Providers {
     pub fastest_completion: Option<String>,
     /// Fastest-first-token strategy against the runner-up, on TTFT.
     pub ttft_comparison: Option<Comparison>,
-    /// One line for a person.
-    pub summary: String,
-}
-
-/// [`providers_frame`] over rows.
-pub fn providers(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Providers>, AnalyzeError> {
-    Ok(providers_frame(&Frame::from_rows(rows, &[])?, settings))
 }
 
 /// Strategies and providers per provenance kind with direct requests.
-pub fn providers_frame(frame: &Frame, settings: &Settings) -> Vec<Providers> {
+pub fn providers(frame: &Frame, settings: &Settings) -> Vec<Providers> {
     provenances_with(frame, &[PhaseKind::Direct])
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -205,7 +199,6 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
             settings,
         ))
     });
-    let summary = summarize(&strategies, fast, thr, done, ttft_comparison.as_ref());
     Providers {
         provenance: prov,
         scope: String::new(),
@@ -215,80 +208,14 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
         ttft_comparison,
         strategies,
         providers,
-        summary,
     }
-}
-
-fn summarize(
-    strategies: &[ProviderStats],
-    fast: Option<&ProviderStats>,
-    thr: Option<&ProviderStats>,
-    done: Option<&ProviderStats>,
-    cmp: Option<&Comparison>,
-) -> String {
-    let ms = |s: &Stat| s.point().map_or("n/a".to_string(), fmt::ms);
-    let tps = |s: &Stat| {
-        s.point().map_or("n/a tok/s".to_string(), |v| {
-            fmt::value(Metric::TokensPerS, v)
-        })
-    };
-    let Some(fast) = fast else {
-        return "too few direct requests to compare strategies or providers".to_string();
-    };
-    if strategies.len() == 1 {
-        let mix: Vec<String> = fast
-            .mix
-            .iter()
-            .map(|m| format!("{} ×{}", m.name, m.count))
-            .collect();
-        return format!(
-            "{}: first token {}, {}, done in {}; served by {}",
-            fast.name,
-            ms(&fast.ttft.p50),
-            tps(&fast.tokens_per_s),
-            ms(&fast.e2e),
-            mix.join(", ")
-        );
-    }
-    let mut s = format!(
-        "fastest first token: {} ({}) at {}",
-        fast.name,
-        ms(&fast.ttft.p50),
-        tps(&fast.tokens_per_s)
-    );
-    if let Some(c) = cmp {
-        s.push_str(&format!(
-            " ({} vs {})",
-            if c.verdict == crate::Verdict::Faster {
-                "a real lead"
-            } else {
-                "no significant lead"
-            },
-            c.b
-        ));
-    }
-    if let Some(t) = thr {
-        s.push_str(&format!(
-            "; highest throughput: {} ({}) with {} to first token",
-            t.name,
-            tps(&t.tokens_per_s),
-            ms(&t.ttft.p50)
-        ));
-    }
-    if let Some(d) = done {
-        s.push_str(&format!(
-            "; quickest to finish: {} ({})",
-            d.name,
-            ms(&d.e2e)
-        ));
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{row, spread};
+    use crate::Direction;
+    use crate::testutil::{frame, row, spread};
     use firsttoken_record::vocab::Destination;
 
     #[test]
@@ -316,7 +243,7 @@ mod tests {
             r.sample.e2e_ms = Some(t + 2200.0);
             rows.push(r);
         }
-        let p = &providers(&rows, &Settings::new(3)).unwrap()[0];
+        let p = &providers(&frame(&rows), &Settings::new(3))[0];
         assert_eq!(p.strategies.len(), 2);
         assert_eq!(p.providers.len(), 3);
         assert_eq!(p.fastest_first_token.as_deref(), Some("latency"));
@@ -338,13 +265,8 @@ mod tests {
         );
         assert_eq!(t.tokens_per_s.point(), Some(91.0));
         assert_eq!(
-            p.ttft_comparison.as_ref().unwrap().verdict,
-            crate::Verdict::Faster
-        );
-        assert!(
-            p.summary.starts_with("fastest first token: latency (399 ms) at 41 tok/s (a real lead vs throughput); highest throughput: throughput (91 tok/s) with 899 ms to first token; quickest to finish: throughput (3.1 s)"),
-            "{}",
-            p.summary
+            p.ttft_comparison.as_ref().unwrap().direction,
+            Direction::Decrease
         );
     }
 }

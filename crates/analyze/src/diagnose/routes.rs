@@ -13,15 +13,15 @@
 
 use std::collections::HashMap;
 
-use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use super::providers::Share;
 use super::{provenances_with, rows_of};
-use crate::compare::{Comparison, Verdict, compare};
+use crate::Settings;
+use crate::compare::{Comparison, compare};
 use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
 use crate::samples::{Counts, MetricSummary, Samples, gather};
-use crate::{AnalyzeError, Settings, fmt};
 
 const APP_PHASES: [PhaseKind; 5] = [
     PhaseKind::Cold,
@@ -44,8 +44,6 @@ pub struct Funnel {
     pub reached: usize,
     /// Reported routes (`unreported` when none), most first.
     pub routes: Vec<Share>,
-    /// "of 20 requests sent to docs, 2 reached it (18 went to chat)".
-    pub summary: String,
 }
 
 /// One app path.
@@ -85,17 +83,10 @@ pub struct Routes {
     pub fastest_path: Option<String>,
     /// Every other path against the fastest.
     pub comparisons: Vec<Comparison>,
-    /// One line for a person.
-    pub summary: String,
-}
-
-/// [`routes_frame`] over rows.
-pub fn routes(rows: &[SampleRow], settings: &Settings) -> Result<Vec<Routes>, AnalyzeError> {
-    Ok(routes_frame(&Frame::from_rows(rows, &[])?, settings))
 }
 
 /// Paths and routes per provenance kind with app requests.
-pub fn routes_frame(frame: &Frame, settings: &Settings) -> Vec<Routes> {
+pub fn routes(frame: &Frame, settings: &Settings) -> Vec<Routes> {
     provenances_with(frame, &APP_PHASES)
         .into_iter()
         .map(|p| one(frame, p, settings))
@@ -175,7 +166,6 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
                 .collect()
         }
     };
-    let summary = summarize(&paths, &comparisons);
     Routes {
         provenance: prov,
         scope: String::new(),
@@ -183,7 +173,6 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
         paths,
         routes,
         comparisons,
-        summary,
     }
 }
 
@@ -216,90 +205,20 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
         })
         .collect();
     routes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
-    let summary = if reported == 0 {
-        format!("the app reported no route for the {sent} requests sent to {name}")
-    } else {
-        let elsewhere: Vec<String> = routes
-            .iter()
-            .filter(|r| r.name != name && r.name != "unreported")
-            .map(|r| format!("{} went to {}", r.count, r.name))
-            .collect();
-        let mut s = format!("of {sent} requests sent to {name}, {reached} reached it");
-        let mut notes = elsewhere;
-        if reported < sent {
-            notes.push(format!("{} unreported", sent - reported));
-        }
-        if !notes.is_empty() {
-            s.push_str(&format!(" ({})", notes.join(", ")));
-        }
-        s
-    };
     Funnel {
         sent,
         failed,
         reported,
         reached,
         routes,
-        summary,
     }
-}
-
-fn summarize(paths: &[PathStats], comparisons: &[Comparison]) -> String {
-    let mut parts: Vec<String> = comparisons
-        .iter()
-        .map(
-            |c| match (c.verdict, c.median_a.point(), c.median_b.point()) {
-                (Verdict::NoChange, _, _) => {
-                    c.summary.split(':').next().unwrap_or_default().to_string()
-                }
-                (v, Some(a), Some(b)) => format!(
-                    "{} is {} than {} by {} at the median ({} vs {})",
-                    c.a,
-                    v.as_str(),
-                    c.b,
-                    fmt::ms((a - b).abs()),
-                    fmt::ms(a),
-                    fmt::ms(b)
-                ),
-                _ => c.summary.clone(),
-            },
-        )
-        .collect();
-    let misrouted: Vec<&str> = paths
-        .iter()
-        .filter(|p| p.funnel.reached < p.funnel.reported)
-        .map(|p| p.funnel.summary.as_str())
-        .collect();
-    if misrouted.is_empty() {
-        let reported: usize = paths.iter().map(|p| p.funnel.reported).sum();
-        if reported > 0 {
-            parts.push(format!(
-                "all {reported} reported routes matched the intended path"
-            ));
-        } else {
-            parts.push("the app reports no route".to_string());
-        }
-    } else {
-        parts.extend(misrouted.into_iter().map(str::to_string));
-    }
-    if paths.len() == 1 && comparisons.is_empty() {
-        let p = &paths[0];
-        parts.insert(
-            0,
-            format!(
-                "{}: warm TTFT {}",
-                p.path,
-                fmt::stat(Metric::Ttft, &p.ttft.p50)
-            ),
-        );
-    }
-    parts.join("; ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{failed, row, spread};
+    use crate::Direction;
+    use crate::testutil::{failed, frame, row, spread};
 
     #[test]
     fn funnel_counts_and_path_comparison() {
@@ -326,17 +245,13 @@ mod tests {
         rows.push(row("s", "direct", Some("direct"), Some(400.0)));
         rows.push(failed(row("s", "cold", Some("chat"), None)));
 
-        let r = &routes(&rows, &Settings::new(8)).unwrap()[0];
+        let r = &routes(&frame(&rows), &Settings::new(8))[0];
         assert_eq!(r.paths.len(), 2);
         let docs = &r.paths[1];
         assert_eq!(docs.path, "docs");
         assert_eq!(
             (docs.funnel.sent, docs.funnel.reported, docs.funnel.reached),
             (20, 18, 2)
-        );
-        assert_eq!(
-            docs.funnel.summary,
-            "of 20 requests sent to docs, 2 reached it (16 went to chat, 2 unreported)"
         );
         let chat = &r.paths[0];
         assert_eq!(
@@ -345,14 +260,25 @@ mod tests {
         );
         assert_eq!(r.fastest_path.as_deref(), Some("chat"));
         assert_eq!(r.comparisons.len(), 1);
-        assert_eq!(r.comparisons[0].verdict, Verdict::Slower);
+        assert_eq!(r.comparisons[0].direction, Direction::Increase);
         assert_eq!(r.routes.len(), 2);
         assert_eq!(r.routes[0].ttft.n, 56);
-        assert!(
-            r.summary
-                == "docs is slower than chat by 2.1 s at the median (3.0 s vs 898 ms); of 20 requests sent to docs, 2 reached it (16 went to chat, 2 unreported)",
-            "{}",
-            r.summary
+        assert_eq!(
+            docs.funnel.routes,
+            vec![
+                Share {
+                    name: "chat".into(),
+                    count: 16
+                },
+                Share {
+                    name: "docs".into(),
+                    count: 2
+                },
+                Share {
+                    name: "unreported".into(),
+                    count: 2
+                }
+            ]
         );
     }
 }

@@ -1,28 +1,30 @@
-//! Each diagnostic as the page shows it: its one-line summary, its
-//! numbers as named facts, and its tables.
+//! Each diagnostic as the page shows it: its sentence ([`crate::words`]),
+//! its numbers as named facts, and its tables, every number from
+//! [`crate::format`].
 
 use firsttoken_analyze::diagnose::{
     ColdStart, ConcurrencyWall, ConnectionCost, Drift, Overhead, ProviderStats, Providers, Routes,
-    Share, WallVerdict,
+    Share,
 };
-use firsttoken_analyze::{Analysis, MetricSummary, Stat};
+use firsttoken_analyze::{Analysis, MetricSummary};
 
 use super::plots::Plot;
-use super::text::{
-    Cell, Unit, c, cell, ms, opt, percent, point, ratio, relative, signed_cell, signed_stat, stat,
-};
 use super::view::{Entry, Section, Table, fact};
+use crate::format::{
+    Cell, DASH, Unit, cell, ms, opt, percent, point, ratio, relative, signed_stat, stat,
+};
+use crate::words;
 
 /// A summary as a table row: name, requests, error rate, n, p50, p95.
 fn summary_row(name: &str, m: &MetricSummary) -> Vec<Cell> {
     let u = Unit::of(m.metric);
     vec![
-        c(name.to_string()),
-        c(m.requests.to_string()),
-        c(percent(m.error_rate)),
-        c(m.n.to_string()),
-        cell(u, &m.p50),
-        cell(u, &m.p95),
+        Cell::plain(name.to_string()),
+        Cell::plain(m.requests.to_string()),
+        Cell::plain(percent(m.error_rate)),
+        Cell::plain(m.n.to_string()),
+        cell(u, &m.p50, false),
+        cell(u, &m.p95, false),
     ]
 }
 
@@ -59,9 +61,9 @@ fn overhead(o: &Overhead) -> Entry {
         );
         for p in &o.per_path {
             t.rows.push(vec![
-                c(p.path.clone()),
-                c(p.n.to_string()),
-                signed_cell(Unit::Ms, &p.overhead_median),
+                Cell::plain(p.path.clone()),
+                Cell::plain(p.n.to_string()),
+                cell(Unit::Ms, &p.overhead_median.estimate, true),
             ]);
         }
         tables.push(t);
@@ -73,7 +75,7 @@ fn overhead(o: &Overhead) -> Entry {
         ),
         fact(
             "overhead (median)",
-            signed_stat(Unit::Ms, &o.overhead_median),
+            signed_stat(Unit::Ms, &o.overhead_median.estimate),
         ),
         fact("overhead (p95)", signed_stat(Unit::Ms, &o.overhead_p95)),
         fact("relative to direct median", relative(o.relative_overhead)),
@@ -96,10 +98,10 @@ fn overhead(o: &Overhead) -> Entry {
         ] {
             for p in parts {
                 t.rows.push(vec![
-                    c(p.name.clone()),
-                    c(kind.to_string()),
-                    c(p.n.to_string()),
-                    cell(Unit::Ms, &p.median),
+                    Cell::plain(p.name.clone()),
+                    Cell::plain(kind.to_string()),
+                    Cell::plain(p.n.to_string()),
+                    cell(Unit::Ms, &p.median, false),
                 ]);
             }
         }
@@ -107,7 +109,7 @@ fn overhead(o: &Overhead) -> Entry {
     }
     Entry {
         provenance: o.provenance.as_str(),
-        summary: o.summary.clone(),
+        summary: words::scoped(&o.scope, words::overhead(o)),
         facts,
         tables,
     }
@@ -120,13 +122,16 @@ fn connection(cc: &ConnectionCost) -> Entry {
         .push(summary_row("reused connection (warm)", &cc.warm));
     Entry {
         provenance: cc.provenance.as_str(),
-        summary: cc.summary.clone(),
+        summary: words::scoped(&cc.scope, words::connection(cc)),
         facts: vec![
             fact(
                 "sessions with fresh and warm requests",
                 cc.sessions.to_string(),
             ),
-            fact("cost (median)", signed_stat(Unit::Ms, &cc.cost_median)),
+            fact(
+                "cost (median)",
+                signed_stat(Unit::Ms, &cc.cost_median.estimate),
+            ),
             fact("cost (p95)", signed_stat(Unit::Ms, &cc.cost_p95)),
             fact("DNS lookup (median)", stat(Unit::Ms, &cc.dns)),
             fact("TCP connect (median)", stat(Unit::Ms, &cc.connect)),
@@ -134,15 +139,6 @@ fn connection(cc: &ConnectionCost) -> Entry {
             fact("other (cost − DNS − TCP − TLS)", opt(Unit::Ms, cc.other_ms)),
         ],
         tables: vec![t],
-    }
-}
-
-fn verdict_words(v: WallVerdict) -> &'static str {
-    match v {
-        WallVerdict::OneAtATime => "one request at a time",
-        WallVerdict::Limited => "limited parallelism",
-        WallVerdict::Scales => "scales",
-        WallVerdict::Insufficient => "not enough data",
     }
 }
 
@@ -163,19 +159,19 @@ fn concurrency(w: &ConcurrencyWall) -> Entry {
     );
     for l in &w.levels {
         t.rows.push(vec![
-            c(l.concurrency.to_string()),
-            c(l.ttft.requests.to_string()),
-            c(percent(l.ttft.error_rate)),
-            c(l.ttft.n.to_string()),
-            cell(Unit::Ms, &l.ttft.p50),
-            cell(Unit::Ratio, &l.ratio),
-            c(ratio(l.serial_model)),
-            c(ratio(l.ideal)),
+            Cell::plain(l.concurrency.to_string()),
+            Cell::plain(l.ttft.requests.to_string()),
+            Cell::plain(percent(l.ttft.error_rate)),
+            Cell::plain(l.ttft.n.to_string()),
+            cell(Unit::Ms, &l.ttft.p50, false),
+            cell(Unit::Ratio, &l.ratio.estimate, false),
+            Cell::plain(ratio(l.serial_model)),
+            Cell::plain(ratio(l.ideal)),
         ]);
     }
     Entry {
         provenance: w.provenance.as_str(),
-        summary: w.summary.clone(),
+        summary: words::scoped(&w.scope, words::concurrency(w)),
         facts: vec![
             fact("baseline", w.baseline.to_string()),
             fact("baseline median", stat(Unit::Ms, &w.baseline_median)),
@@ -184,7 +180,7 @@ fn concurrency(w: &ConcurrencyWall) -> Entry {
                 w.effective_parallelism
                     .map_or_else(|| "unbounded or unknown".to_string(), |p| format!("{p:.1}")),
             ),
-            fact("verdict", verdict_words(w.verdict).to_string()),
+            fact("verdict", words::wall_verdict(w.verdict).to_string()),
         ],
         tables: vec![t],
     }
@@ -208,25 +204,25 @@ fn cold(cs: &ColdStart) -> Entry {
     );
     for p in &cs.probes {
         t.rows.push(vec![
-            c(p.session_id.clone()),
-            c(p.seq.to_string()),
-            c(p.started_at.clone()),
-            c(p.path.clone().unwrap_or_else(|| "–".into())),
-            c(opt(Unit::Ms, p.ttft_ms)),
+            Cell::plain(p.session_id.clone()),
+            Cell::plain(p.seq.to_string()),
+            Cell::plain(p.started_at.clone()),
+            Cell::plain(p.path.clone().unwrap_or_else(|| DASH.into())),
+            Cell::plain(opt(Unit::Ms, p.ttft_ms)),
             p.excess
-                .map_or_else(|| c("–"), |e| signed_cell(Unit::Ms, &Stat::Ok(e))),
-            c(opt(Unit::Ratio, p.ratio)),
-            c(match p.beyond_warm {
+                .map_or_else(|| Cell::plain(DASH), |f| cell(Unit::Ms, &f.estimate, true)),
+            Cell::plain(opt(Unit::Ratio, p.ratio)),
+            Cell::plain(match p.beyond_warm {
                 Some(true) => "yes",
                 Some(false) => "no",
-                None => "–",
+                None => DASH,
             }),
-            c(p.error.clone().unwrap_or_else(|| "–".into())),
+            Cell::plain(p.error.clone().unwrap_or_else(|| DASH.into())),
         ]);
     }
     Entry {
         provenance: cs.provenance.as_str(),
-        summary: cs.summary.clone(),
+        summary: words::scoped(&cs.scope, words::cold(cs)),
         facts: vec![
             fact("warm median", stat(Unit::Ms, &cs.warm_median)),
             fact("warm p95", stat(Unit::Ms, &cs.warm_p95)),
@@ -256,24 +252,24 @@ fn provider_table(caption: &str, first: &str, list: &[ProviderStats], mix_head: 
     );
     for s in list {
         t.rows.push(vec![
-            c(s.name.clone()),
-            c(s.ttft.requests.to_string()),
-            c(percent(s.ttft.error_rate)),
-            cell(Unit::Ms, &s.ttft.p50),
-            cell(Unit::Ms, &s.ttft.p95),
-            cell(Unit::TokS, &s.tokens_per_s),
-            c(point(Unit::Ms, &s.e2e)),
-            c(mix(&s.mix)),
+            Cell::plain(s.name.clone()),
+            Cell::plain(s.ttft.requests.to_string()),
+            Cell::plain(percent(s.ttft.error_rate)),
+            cell(Unit::Ms, &s.ttft.p50, false),
+            cell(Unit::Ms, &s.ttft.p95, false),
+            cell(Unit::TokS, &s.tokens_per_s, false),
+            Cell::plain(point(Unit::Ms, &s.e2e)),
+            Cell::plain(mix(&s.mix)),
         ]);
     }
     t
 }
 
 fn providers(p: &Providers) -> Entry {
-    let or_dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "–".into());
+    let or_dash = |s: &Option<String>| s.clone().unwrap_or_else(|| DASH.into());
     Entry {
         provenance: p.provenance.as_str(),
-        summary: p.summary.clone(),
+        summary: words::scoped(&p.scope, words::providers(p)),
         facts: vec![
             fact("fastest first token", or_dash(&p.fastest_first_token)),
             fact("highest throughput", or_dash(&p.highest_throughput)),
@@ -315,16 +311,16 @@ fn routes(r: &Routes) -> Entry {
     );
     for p in &r.paths {
         paths.rows.push(vec![
-            c(p.path.clone()),
-            c(p.ttft.n.to_string()),
-            cell(Unit::Ms, &p.ttft.p50),
-            cell(Unit::Ms, &p.ttft.p95),
-            c(p.funnel.sent.to_string()),
-            c(p.funnel.failed.to_string()),
-            c(p.funnel.reported.to_string()),
-            c(p.funnel.reached.to_string()),
-            c(mix(&p.funnel.routes)),
-            c(p.funnel.summary.clone()),
+            Cell::plain(p.path.clone()),
+            Cell::plain(p.ttft.n.to_string()),
+            cell(Unit::Ms, &p.ttft.p50, false),
+            cell(Unit::Ms, &p.ttft.p95, false),
+            Cell::plain(p.funnel.sent.to_string()),
+            Cell::plain(p.funnel.failed.to_string()),
+            Cell::plain(p.funnel.reported.to_string()),
+            Cell::plain(p.funnel.reached.to_string()),
+            Cell::plain(mix(&p.funnel.routes)),
+            Cell::plain(words::funnel(&p.path, &p.funnel)),
         ]);
     }
     let mut tables = vec![paths];
@@ -336,20 +332,20 @@ fn routes(r: &Routes) -> Entry {
         );
         for s in &r.routes {
             t.rows.push(vec![
-                c(s.route.clone()),
-                c(s.ttft.n.to_string()),
-                cell(Unit::Ms, &s.ttft.p50),
-                cell(Unit::Ms, &s.ttft.p95),
+                Cell::plain(s.route.clone()),
+                Cell::plain(s.ttft.n.to_string()),
+                cell(Unit::Ms, &s.ttft.p50, false),
+                cell(Unit::Ms, &s.ttft.p95, false),
             ]);
         }
         tables.push(t);
     }
     Entry {
         provenance: r.provenance.as_str(),
-        summary: r.summary.clone(),
+        summary: words::scoped(&r.scope, words::routes(r)),
         facts: vec![fact(
             "fastest path",
-            r.fastest_path.clone().unwrap_or_else(|| "–".into()),
+            r.fastest_path.clone().unwrap_or_else(|| DASH.into()),
         )],
         tables,
     }
@@ -370,15 +366,16 @@ fn drift(d: &Drift) -> Entry {
     );
     for day in &d.days {
         days.rows.push(vec![
-            c(day.day.clone()),
-            c(day.sessions.to_string()),
-            c(day.app.n.to_string()),
-            cell(Unit::Ms, &day.app.p50),
-            cell(Unit::Ms, &day.app.p95),
-            c(day
-                .ping
-                .as_ref()
-                .map_or_else(|| "–".to_string(), |p| point(Unit::Ms, &p.p50))),
+            Cell::plain(day.day.clone()),
+            Cell::plain(day.sessions.to_string()),
+            Cell::plain(day.app.n.to_string()),
+            cell(Unit::Ms, &day.app.p50, false),
+            cell(Unit::Ms, &day.app.p95, false),
+            Cell::plain(
+                day.ping
+                    .as_ref()
+                    .map_or_else(|| DASH.to_string(), |p| point(Unit::Ms, &p.p50)),
+            ),
         ]);
     }
     let mut tables = vec![days];
@@ -397,19 +394,19 @@ fn drift(d: &Drift) -> Entry {
         );
         for ch in &d.changes {
             t.rows.push(vec![
-                c(format!("{} → {}", ch.from, ch.to)),
-                signed_cell(Unit::Ms, &ch.app.median_difference),
-                c(ch.app.verdict.as_str().to_string()),
-                signed_cell(Unit::Ms, &ch.ping_change),
-                c(if ch.network_explained { "yes" } else { "no" }.to_string()),
-                c(ch.summary.clone()),
+                Cell::plain(format!("{} → {}", ch.from, ch.to)),
+                cell(Unit::Ms, &ch.app.median_difference, true),
+                Cell::plain(words::verdict(&ch.app).to_string()),
+                cell(Unit::Ms, &ch.ping_change.estimate, true),
+                Cell::plain(if ch.network_explained { "yes" } else { "no" }.to_string()),
+                Cell::plain(words::day_change(ch)),
             ]);
         }
         tables.push(t);
     }
     Entry {
         provenance: d.provenance.as_str(),
-        summary: d.summary.clone(),
+        summary: words::scoped(&d.scope, words::drift(d)),
         facts: Vec::new(),
         tables,
     }

@@ -7,8 +7,9 @@
 //!
 //! The page shows the sessions covered (with a banner when any data is
 //! emulated, synthetic or imported), the grouped TTFT percentiles with
-//! their CIs, every comparison and its verdict, each diagnostic's numbers
-//! and one-line summary, the claims-and-limits list, and five plots, each
+//! their CIs, every comparison and its verdict (those asked for first:
+//! `compare`'s and the demo's before/after), each diagnostic's numbers and
+//! sentence ([`crate::words`]), the claims-and-limits list, and five plots, each
 //! a figure with `data-plot="…"` (and `id="plot-…"`):
 //!
 //! | `data-plot` | shows |
@@ -23,9 +24,10 @@
 //! without them those plots say so and everything else is shown.
 //!
 //! ```
-//! use firsttoken_analyze::{Settings, analyze_rows};
-//! let a = analyze_rows(&[], &[], &[], &Settings::new(1)).unwrap();
-//! let page = firsttoken_report::html::render(&a, &[], None).unwrap();
+//! use firsttoken_analyze::{Frame, Settings, analyze};
+//! use firsttoken_report::ReportInput;
+//! let a = analyze(&Frame::from_rows(&[], &[]).unwrap(), &[], &[], &Settings::new(1));
+//! let page = firsttoken_report::html::render(&ReportInput::new(&[], &a, &[])).unwrap();
 //! assert!(page.starts_with("<!DOCTYPE html>"));
 //! assert!(page.contains(r#"data-plot="ttft-cdf""#));
 //! ```
@@ -33,13 +35,12 @@
 mod diagnostics;
 mod plots;
 mod svg;
-mod text;
 mod view;
 
 #[cfg(test)]
 mod testdata;
 
-use firsttoken_analyze::group::group_frame;
+use firsttoken_analyze::group::group;
 use firsttoken_analyze::{Analysis, AnalyzeError, Frame, percentile_sorted};
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::PhaseKind;
@@ -47,6 +48,8 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 
 use plots::{BoxSeries, CdfSeries, Typical};
+
+use crate::{Exporter, ReportError, ReportInput};
 
 /// The page template.
 const TEMPLATE: &str = include_str!("../../templates/report.html");
@@ -62,20 +65,27 @@ pub enum HtmlError {
     Template(#[from] minijinja::Error),
 }
 
+/// The HTML format.
+#[derive(Debug, Clone, Copy)]
+pub struct Html;
+
+impl Exporter for Html {
+    fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError> {
+        Ok(render(input)?)
+    }
+}
+
 /// The report as one HTML document.
 ///
-/// `sessions` are the sessions `analysis` covers. `rows`, when given, must
-/// be the samples `analysis` was computed from (those of `sessions`, in any
-/// order): they give the per-request plots (the TTFT CDF per group, the
-/// per-session box plots and a typical request's waterfall), grouped by
-/// `analysis.keys` exactly as the analysis grouped them. With `None` those
-/// three plots show a "no data" note instead.
-pub fn render(
-    analysis: &Analysis,
-    sessions: &[SessionMeta],
-    rows: Option<&[SampleRow]>,
-) -> Result<String, HtmlError> {
-    let (cdf, boxes, what, typical) = match rows {
+/// `input.rows`, when given, must be the samples `input.analysis` was
+/// computed from (those of `input.sessions`, in any order): they give the
+/// per-request plots (the TTFT CDF per group, the per-session box plots
+/// and a typical request's waterfall), grouped by `analysis.keys` exactly
+/// as the analysis grouped them. With `None` those three plots show a "no
+/// data" note instead. `input.comparisons` head the comparisons table.
+pub fn render(input: &ReportInput<'_>) -> Result<String, HtmlError> {
+    let (analysis, sessions) = (input.analysis, input.sessions);
+    let (cdf, boxes, what, typical) = match input.rows {
         Some(rows) => {
             let (boxes, what) = session_series(sessions, rows);
             (
@@ -88,10 +98,7 @@ pub fn render(
         None => (Vec::new(), Vec::new(), "TTFT", None),
     };
     let page = view::Page {
-        title: match sessions {
-            [one] => format!("firsttoken report: session {}", one.id),
-            _ => format!("firsttoken report: {} sessions", sessions.len()),
-        },
+        title: input.title(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         banners: view::banners(analysis, sessions),
         sessions: sessions.iter().map(view::session).collect(),
@@ -99,7 +106,7 @@ pub fn render(
         rows: analysis.rows,
         keys: analysis.keys.iter().map(|k| k.as_str()).collect(),
         groups: analysis.groups.iter().map(view::group).collect(),
-        comparisons: view::comparisons(analysis),
+        comparisons: view::comparisons(analysis, input.comparisons),
         sections: diagnostics::sections(
             analysis,
             plots::concurrency(&analysis.concurrency),
@@ -145,7 +152,7 @@ fn cdf_series(
     rows: &[SampleRow],
 ) -> Result<Vec<CdfSeries>, AnalyzeError> {
     let frame = Frame::from_rows(rows, sessions)?;
-    let groups = group_frame(&frame, &analysis.keys);
+    let groups = group(&frame, &analysis.keys);
     let labels: Vec<_> = analysis.groups.iter().map(|g| &g.label).collect();
     let varies: Vec<bool> = (0..analysis.keys.len())
         .map(|i| {
@@ -277,7 +284,8 @@ mod tests {
     #[test]
     fn the_page_has_every_plot_the_banner_and_no_network_references() {
         let (analysis, sessions, rows) = fixture();
-        let html = render(&analysis, &sessions, Some(&rows)).unwrap();
+        let input = ReportInput::new(&sessions, &analysis, &[]).with_rows(&rows);
+        let html = render(&input).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));
         for id in PLOTS {
             let tag = format!(r#"data-plot="{id}""#);
@@ -300,7 +308,7 @@ mod tests {
             assert!(html[i..].starts_with("href=\"#"), "{}", &html[i..i + 40]);
         }
         assert!(
-            html.contains(r#"n too small<span class="sub">(n = 3, needs 10)</span>"#),
+            html.contains(r#"too few samples<span class="sub">(n = 3, needs 10)</span>"#),
             "small cells say so"
         );
         for s in ["s1", "s2"] {
@@ -311,7 +319,8 @@ mod tests {
     #[test]
     fn labels_from_the_data_are_escaped() {
         let (analysis, sessions, rows) = fixture();
-        let html = render(&analysis, &sessions, Some(&rows)).unwrap();
+        let input = ReportInput::new(&sessions, &analysis, &[]).with_rows(&rows);
+        let html = render(&input).unwrap();
         assert!(!html.contains(EVIL), "raw label leaked");
         assert!(!html.contains("<script>alert"));
         assert!(html.contains("&lt;script&gt;alert(1)&lt;"), "escaped");
@@ -322,7 +331,7 @@ mod tests {
     #[test]
     fn without_samples_the_per_request_plots_say_so() {
         let (analysis, sessions, _) = fixture();
-        let html = render(&analysis, &sessions, None).unwrap();
+        let html = render(&ReportInput::new(&sessions, &analysis, &[])).unwrap();
         for id in ["ttft-cdf", "session-box", "waterfall"] {
             let at = html.find(&format!(r#"data-plot="{id}""#)).unwrap();
             let figure = &html[at..at + html[at..].find("</figure>").unwrap()];
@@ -334,10 +343,10 @@ mod tests {
 
     #[test]
     fn an_empty_analysis_renders_notes_not_empty_charts() {
+        let frame = Frame::from_rows(&[], &[]).unwrap();
         let a =
-            firsttoken_analyze::analyze_rows(&[], &[], &[], &firsttoken_analyze::Settings::new(1))
-                .unwrap();
-        let html = render(&a, &[], Some(&[])).unwrap();
+            firsttoken_analyze::analyze(&frame, &[], &[], &firsttoken_analyze::Settings::new(1));
+        let html = render(&ReportInput::new(&[], &a, &[]).with_rows(&[])).unwrap();
         assert_eq!(html.matches("no data for this plot").count(), 5);
         assert!(!html.contains("<svg"));
     }

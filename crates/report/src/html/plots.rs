@@ -13,7 +13,7 @@ use super::svg::{
     Area, LegendItem, PALETTE, Scale, Svg, Swatch, axes, legend, legend_layout, series_style,
     text_width, truncate,
 };
-use super::text::{ms, ratio};
+use crate::format::{ms, ratio};
 
 /// Width of every plot, px (the SVG scales down with the page).
 const WIDTH: f64 = 760.0;
@@ -349,6 +349,7 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
                 .iter()
                 .filter_map(|l| {
                     l.ratio
+                        .estimate
                         .estimate()
                         .map(|e| (f64::from(l.concurrency), e.point, e.ci.lower, e.ci.upper))
                 })

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use firsttoken_analyze::{Analysis, GroupKey, Settings, analyze_rows};
+use firsttoken_analyze::{Analysis, Frame, GroupKey, Settings, analyze};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::vocab::{Destination, PhaseKind};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
@@ -208,12 +208,12 @@ pub fn fixture() -> (Analysis, Vec<SessionMeta>, Vec<SampleRow>) {
     ];
     let mut rows = session_rows("s1", "2026-11-30", 0.0);
     rows.extend(session_rows("s2", "2026-12-01", 150.0));
-    let analysis = analyze_rows(
-        &rows,
+    let frame = Frame::from_rows(&rows, &sessions).expect("the fixture's rows are valid");
+    let analysis = analyze(
+        &frame,
         &sessions,
         &[GroupKey::Phase, GroupKey::Path],
         &Settings::from_sessions(&sessions),
-    )
-    .expect("the fixture's rows are valid");
+    );
     (analysis, sessions, rows)
 }

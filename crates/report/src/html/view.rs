@@ -3,12 +3,13 @@
 //! of rows. The template only lays it out (and escapes every string).
 
 use firsttoken_analyze::session::PooledGroup;
-use firsttoken_analyze::{Analysis, Comparison, Verdict};
+use firsttoken_analyze::{Analysis, Comparison, Direction};
 use firsttoken_record::session::{Provenance, SessionMeta, SessionStatus};
 use serde::Serialize;
 
 use super::plots::Plot;
-use super::text::{Cell, Unit, c, cell, p_value, percent, relative, signed_cell, value};
+use crate::format::{self, Cell, Unit, cell, p_value, percent, relative, value};
+use crate::words;
 
 /// The whole page.
 #[derive(Debug, Serialize)]
@@ -159,16 +160,7 @@ pub(crate) struct LimitsView {
 #[derive(Debug, Serialize)]
 pub(crate) struct LimitView {
     pub kind: String,
-    pub subject: String,
     pub message: String,
-}
-
-/// The snake_case name serde gives an enum value.
-fn snake<T: Serialize>(t: &T) -> String {
-    serde_json::to_value(t)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn banner(p: Provenance) -> Option<Banner> {
@@ -217,7 +209,7 @@ pub(crate) fn session(s: &SessionMeta) -> SessionView {
     };
     let or_dash = |v: &str| {
         if v.is_empty() {
-            "–".to_string()
+            format::DASH.to_string()
         } else {
             v.to_string()
         }
@@ -231,7 +223,7 @@ pub(crate) fn session(s: &SessionMeta) -> SessionView {
         status,
         complete,
         started_at: s.started_at.to_string(),
-        ended_at: s.ended_at.map_or_else(|| "–".into(), |t| t.to_string()),
+        ended_at: s.ended_at.map_or_else(|| format::DASH.into(), |t| t.to_string()),
         host: s.host.clone(),
         tool_version: s.tool_version.clone(),
     }
@@ -245,8 +237,8 @@ pub(crate) fn group(g: &PooledGroup) -> GroupView {
             v: format!("{} – {}", value(u, lo), value(u, hi)),
             sub: Some(format!("{} sessions", g.sessions.len())),
         },
-        (Some(lo), _) => c(value(u, lo)),
-        _ => c("–"),
+        (Some(lo), _) => Cell::plain(value(u, lo)),
+        _ => Cell::plain(format::DASH),
     };
     GroupView {
         keys: g.label.parts.iter().map(|(_, v)| v.to_string()).collect(),
@@ -254,10 +246,10 @@ pub(crate) fn group(g: &PooledGroup) -> GroupView {
         requests: m.requests,
         error_rate: percent(m.error_rate),
         n: m.n,
-        p50: cell(u, &m.p50),
-        p90: cell(u, &m.p90),
-        p95: cell(u, &m.p95),
-        p99: cell(u, &m.p99),
+        p50: cell(u, &m.p50, false),
+        p90: cell(u, &m.p90, false),
+        p95: cell(u, &m.p95, false),
+        p99: cell(u, &m.p99, false),
         session_medians,
     }
 }
@@ -269,33 +261,52 @@ pub(crate) fn comparison(context: String, cmp: &Comparison) -> ComparisonView {
         a: cmp.a.clone(),
         b: cmp.b.clone(),
         n: format!("{} vs {}", cmp.n_a, cmp.n_b),
-        difference: signed_cell(u, &cmp.median_difference),
+        difference: cell(u, &cmp.median_difference, true),
         relative: relative(cmp.relative_median_difference),
-        p95_difference: signed_cell(u, &cmp.p95_difference),
+        p95_difference: cell(u, &cmp.p95_difference, true),
         p: cmp
             .mann_whitney
-            .map_or_else(|| "–".to_string(), |m| p_value(m.p_value)),
+            .map_or_else(|| format::DASH.to_string(), |m| p_value(m.p_value)),
         delta: cmp.cliffs_delta.map_or_else(
-            || "–".to_string(),
-            |d| format!("{:+.2} ({})", d.delta, d.magnitude.as_str()),
+            || format::DASH.to_string(),
+            |d| {
+                format!(
+                    "{} ({})",
+                    format::coefficient(d.delta),
+                    d.magnitude.as_str()
+                )
+            },
         ),
-        verdict: cmp.verdict.as_str(),
-        verdict_class: match cmp.verdict {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::NoChange => "same",
+        verdict: words::verdict(cmp),
+        verdict_class: match cmp.direction {
+            Direction::Increase | Direction::Decrease if cmp.worse() => "slower",
+            Direction::Increase | Direction::Decrease => "faster",
+            _ => "same",
         },
-        summary: cmp.summary.clone(),
+        summary: words::comparison(cmp),
     }
 }
 
-/// Every comparison the analysis made, with where it comes from.
-pub(crate) fn comparisons(a: &Analysis) -> Vec<ComparisonView> {
-    let mut out = Vec::new();
+/// `synthetic` or `synthetic, code_version=v2`: where a figure comes from.
+fn label(p: Provenance, scope: &str) -> String {
+    if scope.is_empty() {
+        p.as_str().to_string()
+    } else {
+        format!("{}, {scope}", p.as_str())
+    }
+}
+
+/// The comparisons asked for, then every comparison the analysis made,
+/// each with where it comes from.
+pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<ComparisonView> {
+    let mut out: Vec<ComparisonView> = requested
+        .iter()
+        .map(|c| comparison(format!("requested, {}", c.metric.name()), c))
+        .collect();
     for p in &a.providers {
         if let Some(c) = &p.ttft_comparison {
             out.push(comparison(
-                format!("strategies, TTFT ({})", p.provenance.as_str()),
+                format!("strategies, TTFT ({})", label(p.provenance, &p.scope)),
                 c,
             ));
         }
@@ -303,7 +314,7 @@ pub(crate) fn comparisons(a: &Analysis) -> Vec<ComparisonView> {
     for r in &a.routes {
         for c in &r.comparisons {
             out.push(comparison(
-                format!("paths, warm TTFT ({})", r.provenance.as_str()),
+                format!("paths, warm TTFT ({})", label(r.provenance, &r.scope)),
                 c,
             ));
         }
@@ -311,7 +322,7 @@ pub(crate) fn comparisons(a: &Analysis) -> Vec<ComparisonView> {
     for d in &a.drift {
         for ch in &d.changes {
             out.push(comparison(
-                format!("days, warm TTFT ({})", d.provenance.as_str()),
+                format!("days, warm TTFT ({})", label(d.provenance, &d.scope)),
                 &ch.app,
             ));
         }
@@ -321,20 +332,14 @@ pub(crate) fn comparisons(a: &Analysis) -> Vec<ComparisonView> {
 
 pub(crate) fn limits(a: &Analysis) -> LimitsView {
     LimitsView {
-        summary: a.limits.summary.clone(),
+        summary: words::limits(&a.limits),
         items: a
             .limits
             .items
             .iter()
             .map(|l| LimitView {
-                kind: snake(&l.kind).replace('_', " "),
-                // Most messages name their subject already.
-                subject: l
-                    .subject
-                    .clone()
-                    .filter(|s| !l.message.contains(s.as_str()))
-                    .unwrap_or_default(),
-                message: l.message.clone(),
+                kind: words::limit_kind(l).to_string(),
+                message: words::limit(l),
             })
             .collect(),
     }

@@ -1,0 +1,272 @@
+//! The one number formatter: every duration, ratio, percentage, interval
+//! and "too few samples" note in every output (terminal, Markdown, HTML,
+//! the JSON text fields, the probe's line and table, the run summary) is
+//! printed here, so the same value reads the same everywhere.
+//!
+//! | value | printed |
+//! |---|---|
+//! | duration under 10 ms | `0.4 ms` |
+//! | duration under 1 s | `38 ms` |
+//! | duration from 1 s | `1.90 s` |
+//! | tokens per second | `41 tok/s` |
+//! | ratio | `2.93×` |
+//! | share | `12.5 %` |
+//! | relative change | `+12 %` |
+//! | estimate | `2.40 s [2.35 s, 2.47 s]` (more decimals when the bounds would print alike) |
+//! | withheld estimate | `too few samples (n = 12, needs 20)` |
+
+use firsttoken_analyze::{Metric, Stat};
+use serde::Serialize;
+
+/// The unit a value is printed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds, printed as `38 ms` or `1.90 s`.
+    Ms,
+    /// Tokens per second.
+    TokS,
+    /// A ratio, `2.93×`.
+    Ratio,
+}
+
+impl Unit {
+    /// The unit of a metric's values.
+    pub fn of(metric: Metric) -> Unit {
+        match metric {
+            Metric::TokensPerS => Unit::TokS,
+            _ => Unit::Ms,
+        }
+    }
+}
+
+/// A value with `extra` more decimals than usual.
+fn value_with(unit: Unit, v: f64, extra: usize) -> String {
+    value_at(unit, v, v.abs(), extra)
+}
+
+/// A value printed at the scale of `magnitude` (the largest of an
+/// estimate's point and bounds), so an interval keeps one unit:
+/// `1.00 s [0.93 s, 1.07 s]`, not `1.00 s [931 ms, 1.07 s]`.
+fn value_at(unit: Unit, v: f64, magnitude: f64, extra: usize) -> String {
+    match unit {
+        Unit::Ms => {
+            let a = magnitude;
+            if a >= 1000.0 {
+                format!("{:.*} s", 2 + extra, v / 1000.0)
+            } else if a >= 10.0 {
+                format!("{v:.extra$} ms")
+            } else {
+                format!("{:.*} ms", 1 + extra, v)
+            }
+        }
+        Unit::TokS => format!("{v:.extra$} tok/s"),
+        Unit::Ratio => format!("{:.*}×", 2 + extra, v),
+    }
+}
+
+/// A value in its unit.
+pub fn value(unit: Unit, v: f64) -> String {
+    value_with(unit, v, 0)
+}
+
+/// A duration: `0.4 ms`, `38 ms`, `1.90 s`.
+pub fn ms(v: f64) -> String {
+    value(Unit::Ms, v)
+}
+
+/// A ratio: `2.93×`.
+pub fn ratio(r: f64) -> String {
+    value(Unit::Ratio, r)
+}
+
+/// A value or `–`.
+pub fn opt(unit: Unit, v: Option<f64>) -> String {
+    v.map_or_else(|| DASH.to_string(), |v| value(unit, v))
+}
+
+/// Just the point of a statistic, or `–`.
+pub fn point(unit: Unit, s: &Stat) -> String {
+    opt(unit, s.point())
+}
+
+/// What stands in for a missing value.
+pub const DASH: &str = "–";
+
+/// Extra decimals (up to 2) that keep an interval's bounds apart; none
+/// when even two more would not (an interval of one repeated value).
+fn precision(unit: Unit, lo: f64, hi: f64, magnitude: f64) -> usize {
+    (0..=2)
+        .find(|&x| value_at(unit, lo, magnitude, x) != value_at(unit, hi, magnitude, x))
+        .unwrap_or(0)
+}
+
+/// Why an estimate is withheld: `too few samples (n = 12, needs 20)`.
+pub fn too_few(n: usize, needed: usize) -> String {
+    format!("too few samples {}", too_few_counts(n, needed))
+}
+
+/// The counts of [`too_few`]: `(n = 12, needs 20)`.
+pub fn too_few_counts(n: usize, needed: usize) -> String {
+    format!("(n = {n}, needs {needed})")
+}
+
+/// A statistic as a point and an interval, or the reason it is withheld.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// The point (`2.40 s`), or `too few samples`.
+    pub v: String,
+    /// Its interval (`[2.35 s, 2.47 s]`), the counts behind a withheld
+    /// value (`(n = 12, needs 20)`), or nothing.
+    pub sub: Option<String>,
+}
+
+impl Cell {
+    /// A cell with no interval.
+    pub fn plain(v: impl Into<String>) -> Cell {
+        Cell {
+            v: v.into(),
+            sub: None,
+        }
+    }
+
+    /// The cell on one line: `2.40 s [2.35 s, 2.47 s]`.
+    pub fn line(&self) -> String {
+        match &self.sub {
+            Some(s) => format!("{} {s}", self.v),
+            None => self.v.clone(),
+        }
+    }
+}
+
+/// A statistic as a [`Cell`]; `sign` puts `+` on a non-negative point.
+pub fn cell(unit: Unit, s: &Stat, sign: bool) -> Cell {
+    match s {
+        Stat::Ok(e) => {
+            let m = e.point.abs().max(e.ci.lower.abs()).max(e.ci.upper.abs());
+            let x = precision(unit, e.ci.lower, e.ci.upper, m);
+            let p = value_at(unit, e.point, m, x);
+            Cell {
+                v: if sign && e.point >= 0.0 {
+                    format!("+{p}")
+                } else {
+                    p
+                },
+                sub: Some(format!(
+                    "[{}, {}]",
+                    value_at(unit, e.ci.lower, m, x),
+                    value_at(unit, e.ci.upper, m, x)
+                )),
+            }
+        }
+        Stat::TooSmall { n, needed } => Cell {
+            v: "too few samples".into(),
+            sub: Some(too_few_counts(*n, *needed)),
+        },
+    }
+}
+
+/// An estimate with its interval (`2.40 s [2.35 s, 2.47 s]`), or
+/// `too few samples (n = 12, needs 20)`.
+pub fn stat(unit: Unit, s: &Stat) -> String {
+    cell(unit, s, false).line()
+}
+
+/// Like [`stat`], with a sign on the point (`+1.90 s [...]`).
+pub fn signed_stat(unit: Unit, s: &Stat) -> String {
+    cell(unit, s, true).line()
+}
+
+/// A share as a percentage: `12.5 %`, or `–`.
+pub fn percent(r: Option<f64>) -> String {
+    r.map_or_else(|| DASH.to_string(), |r| format!("{:.1} %", 100.0 * r))
+}
+
+/// A relative change: `+12 %`, or `–`.
+pub fn relative(r: Option<f64>) -> String {
+    r.map_or_else(|| DASH.to_string(), |r| format!("{:+.0} %", 100.0 * r))
+}
+
+/// A p-value: `p = 0.012`, `p < 0.001`.
+pub fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".to_string()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// A signed coefficient such as Cliff's δ: `+0.42`.
+pub fn coefficient(x: f64) -> String {
+    format!("{x:+.2}")
+}
+
+/// An amount of money: `$0.0123`.
+pub fn usd(x: f64) -> String {
+    format!("${x:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firsttoken_analyze::{Ci, Estimate};
+
+    fn est(point: f64, lower: f64, upper: f64) -> Stat {
+        Stat::Ok(Estimate {
+            point,
+            standard_error: 1.0,
+            ci: Ci {
+                level: 0.95,
+                lower,
+                upper,
+            },
+        })
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(ms(0.42), "0.4 ms");
+        assert_eq!(ms(420.4), "420 ms");
+        assert_eq!(ms(1900.0), "1.90 s");
+        assert_eq!(ms(-1200.0), "-1.20 s");
+        assert_eq!(ratio(2.934), "2.93×");
+        assert_eq!(value(Unit::TokS, 38.2), "38 tok/s");
+        let e = est(2403.0, 2401.0, 2404.0);
+        assert_eq!(stat(Unit::Ms, &e), "2.403 s [2.401 s, 2.404 s]");
+        assert_eq!(signed_stat(Unit::Ms, &e), "+2.403 s [2.401 s, 2.404 s]");
+        assert_eq!(
+            stat(Unit::Ms, &Stat::TooSmall { n: 12, needed: 20 }),
+            "too few samples (n = 12, needs 20)"
+        );
+        assert_eq!(too_few(12, 20), "too few samples (n = 12, needs 20)");
+        assert_eq!(
+            stat(Unit::Ms, &est(32.0, 32.0, 32.0)),
+            "32 ms [32 ms, 32 ms]"
+        );
+        assert_eq!(
+            cell(Unit::Ms, &Stat::TooSmall { n: 3, needed: 10 }, false),
+            Cell {
+                v: "too few samples".into(),
+                sub: Some("(n = 3, needs 10)".into())
+            }
+        );
+        assert_eq!(
+            stat(Unit::Ratio, &est(2.93, 2.92, 2.94)),
+            "2.93× [2.92×, 2.94×]"
+        );
+        // One unit per interval, chosen by its largest figure.
+        assert_eq!(
+            stat(Unit::Ms, &est(1000.0, 931.0, 1070.0)),
+            "1.00 s [0.93 s, 1.07 s]"
+        );
+        assert_eq!(
+            signed_stat(Unit::Ms, &est(-6.0, -24.0, 12.0)),
+            "-6 ms [-24 ms, 12 ms]"
+        );
+        assert_eq!(percent(Some(0.125)), "12.5 %");
+        assert_eq!(relative(Some(-0.2)), "-20 %");
+        assert_eq!(p_value(0.0004), "p < 0.001");
+        assert_eq!(p_value(0.0122), "p = 0.012");
+        assert_eq!(coefficient(0.5), "+0.50");
+        assert_eq!(usd(0.01234), "$0.0123");
+    }
+}

@@ -1,0 +1,145 @@
+//! The probe's output: one line per request and the summary table (n,
+//! min, p50, p90, p99, max per phase), numbers from [`crate::format`].
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use firsttoken_analyze::RunSummary;
+use firsttoken_record::Sample;
+
+use crate::format::{Unit, ms, value};
+
+/// One request as a line of text: the phases that happened and the outcome.
+pub fn sample_line(s: &Sample) -> String {
+    let mut out = String::new();
+    let tag = if s.warmup {
+        "warm-up".to_string()
+    } else {
+        format!("#{}", s.seq)
+    };
+    out.push_str(&format!(
+        "{tag:>7} w{:<3} {:<6} ",
+        s.worker,
+        if s.connection == firsttoken_record::Connection::Fresh {
+            "fresh"
+        } else {
+            "reused"
+        }
+    ));
+    for (name, v) in [
+        ("dns", s.dns_ms),
+        ("connect", s.connect_ms),
+        ("tls", s.tls_ms),
+        ("sent", s.sent_ms),
+        ("ttfb", s.ttfb_ms),
+        ("ttfe", s.ttfe_ms),
+        ("ttfr", s.ttfr_ms),
+        ("ttft", s.ttft_ms),
+        ("last", s.last_token_ms),
+        ("e2e", s.e2e_ms),
+    ] {
+        if let Some(v) = v {
+            out.push_str(&format!("{name}={} ", ms(v)));
+        }
+    }
+    out.push_str(&format!("chunks={}", s.content_chunks));
+    if let Some(n) = s.output_tokens {
+        out.push_str(&format!(" tokens={n}"));
+    }
+    if let Some(t) = s.tokens_per_s {
+        out.push_str(&format!(" rate={}", value(Unit::TokS, t)));
+    }
+    if let Some(p) = s.itl_p50_ms {
+        out.push_str(&format!(
+            " itl_p50={} itl_p99={}",
+            ms(p),
+            crate::format::opt(Unit::Ms, s.itl_p99_ms)
+        ));
+    }
+    if let Some(st) = s.status {
+        out.push_str(&format!(" status={st}"));
+    }
+    if let Some(e) = &s.error {
+        out.push_str(&format!(" ERROR {}: {}", e.kind.as_str(), e.message));
+    }
+    out
+}
+
+/// The summary table: one row per phase that any request reached.
+pub fn summary_table(r: &RunSummary) -> String {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(100);
+    t.set_header(vec!["phase", "n", "min", "p50", "p90", "p99", "max"]);
+    for p in &r.phases {
+        let Some(s) = p.summary else { continue };
+        t.add_row(vec![
+            p.phase.to_string(),
+            s.n.to_string(),
+            ms(s.min),
+            ms(s.p50),
+            ms(s.p90),
+            ms(s.p99),
+            ms(s.max),
+        ]);
+    }
+    for i in 1..7 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = t.to_string();
+    out.push('\n');
+    out.push_str(&format!(
+        "requests: {}  ok: {}  failed: {}  content chunks: {}  output tokens: {}",
+        r.requests,
+        r.requests - r.failed,
+        r.failed,
+        r.content_chunks,
+        r.output_tokens
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "not reported".into())
+    ));
+    if !r.errors.is_empty() {
+        let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        out.push_str(&format!("\nerrors: {}", list.join(", ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firsttoken_record::{Connection, ErrorKind, SampleError};
+
+    #[test]
+    fn table_lists_reached_phases_only_and_counts_errors() {
+        let mut a = Sample::empty(0, 0, Connection::Reused);
+        a.ttft_ms = Some(200.0);
+        a.e2e_ms = Some(400.0);
+        let mut b = Sample::empty(1, 0, Connection::Reused);
+        b.error = Some(SampleError {
+            kind: ErrorKind::Timeout,
+            message: "slow".into(),
+        });
+        let out = summary_table(&RunSummary::of(&[a, b]));
+        assert!(out.contains("ttft") && out.contains("e2e"));
+        assert!(!out.contains("dns"), "{out}");
+        assert!(out.contains("failed: 1"));
+        assert!(out.contains("timeout ×1"));
+        assert!(out.lines().all(|l| l.chars().count() <= 100));
+    }
+
+    #[test]
+    fn sample_line_shows_error_and_skips_missing_phases() {
+        let mut s = Sample::empty(4, 2, Connection::Fresh);
+        s.connect_ms = Some(0.31);
+        s.error = Some(SampleError {
+            kind: ErrorKind::HttpStatus,
+            message: "HTTP 503".into(),
+        });
+        let l = sample_line(&s);
+        assert!(l.contains("#4") && l.contains("connect=0.3 ms") && !l.contains("dns="));
+        assert!(l.contains("ERROR http_status: HTTP 503"));
+    }
+}

@@ -1,0 +1,222 @@
+//! The one-screen summary at the end of `firsttoken run`: p50/p95 TTFT per
+//! phase, errors, cost and cleanup, numbers from [`crate::format`].
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{CellAlignment, Table};
+use firsttoken_analyze::percentile;
+use firsttoken_record::PhaseKind;
+use firsttoken_record::session::{SampleRow, SessionMeta, SessionStatus};
+
+use crate::format::{DASH, ms, usd};
+
+/// Client scheduling lag (p99, ms) above which open-loop start times are
+/// flagged as unreliable.
+pub const LAG_FLAG_MS: f64 = 5.0;
+
+/// How to show warnings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emphasis {
+    /// Plain text.
+    Plain,
+    /// ANSI red (for a terminal).
+    Ansi,
+}
+
+impl Emphasis {
+    fn warn(self, text: &str) -> String {
+        match self {
+            Emphasis::Plain => text.to_string(),
+            Emphasis::Ansi => format!("\x1b[31m{text}\x1b[0m"),
+        }
+    }
+}
+
+fn opt_ms(v: Option<f64>) -> String {
+    v.map_or_else(|| DASH.to_string(), ms)
+}
+
+/// The run summary of session `meta` over its `rows`: `done` requests
+/// sent, and `lag_p99_ms` when the client's scheduling lag was flagged.
+pub fn run_summary(
+    meta: &SessionMeta,
+    rows: &[SampleRow],
+    done: u64,
+    lag_p99_ms: Option<f64>,
+    emphasis: Emphasis,
+) -> String {
+    let mut phases: Vec<PhaseKind> = Vec::new();
+    for r in rows {
+        if !phases.contains(&r.phase) {
+            phases.push(r.phase);
+        }
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED).set_width(100);
+    t.set_header(vec![
+        "phase", "n", "failed", "ttft p50", "ttft p95", "e2e p50", "cost",
+    ]);
+    let mut total_cost = 0.0;
+    let mut errors: Vec<(String, usize)> = Vec::new();
+    for phase in phases {
+        let of_phase = || rows.iter().filter(move |r| r.phase == phase);
+        let counted: Vec<&SampleRow> = of_phase().filter(|r| !r.sample.warmup).collect();
+        let ok: Vec<&SampleRow> = counted
+            .iter()
+            .copied()
+            .filter(|r| r.sample.is_ok())
+            .collect();
+        // Pings carry no tokens: their round trip is the time to the first byte.
+        let ping = phase == PhaseKind::Ping;
+        let first: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| {
+                if ping {
+                    r.sample.ttfb_ms
+                } else {
+                    r.sample.ttft_ms
+                }
+            })
+            .collect();
+        let e2e: Vec<f64> = ok.iter().filter_map(|r| r.sample.e2e_ms).collect();
+        let cost: f64 = of_phase().filter_map(|r| r.sample.cost_usd).sum();
+        total_cost += cost;
+        for e in counted.iter().filter_map(|r| r.sample.error.as_ref()) {
+            let key = format!(
+                "{}: {}",
+                e.kind.as_str(),
+                e.message.chars().take(60).collect::<String>()
+            );
+            match errors.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => errors.push((key, 1)),
+            }
+        }
+        t.add_row(vec![
+            if ping {
+                "ping (ttfb)".to_string()
+            } else {
+                phase.to_string()
+            },
+            counted.len().to_string(),
+            (counted.len() - ok.len()).to_string(),
+            opt_ms(percentile(&first, 50.0)),
+            opt_ms(percentile(&first, 95.0)),
+            opt_ms(percentile(&e2e, 50.0)),
+            usd(cost),
+        ]);
+    }
+    for i in 1..7 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = format!(
+        "session {} · {} · {} · network {} · code {} · vantage {}\n{t}\n",
+        meta.id,
+        meta.provenance.as_str(),
+        match &meta.status {
+            SessionStatus::Complete => "complete".to_string(),
+            SessionStatus::Running => "running".to_string(),
+            SessionStatus::Partial { reason } => emphasis.warn(&format!("PARTIAL: {reason}")),
+        },
+        meta.labels.network,
+        meta.labels.code_version,
+        meta.labels.vantage
+    );
+    out.push_str(&format!(
+        "requests: {done}  total cost: {}\n",
+        usd(total_cost)
+    ));
+    for (k, n) in errors.iter().take(8) {
+        out.push_str(&format!("  {n} × {k}\n"));
+    }
+    if let Some(c) = &meta.cleanup {
+        let line = match (&c.error, c.residual) {
+            (Some(e), _) => emphasis.warn(&format!(
+                "cleanup FAILED: {e} (retry: firsttoken cleanup --session {})",
+                meta.id
+            )),
+            (None, Some(0)) => format!(
+                "cleanup: {} test accounts created, {} rows deleted, 0 residual rows",
+                c.created_ids.len(),
+                c.deleted
+            ),
+            (None, Some(n)) => emphasis.warn(&format!(
+                "cleanup: {n} residual rows left after deleting {} test accounts",
+                c.created_ids.len()
+            )),
+            (None, None) => format!(
+                "cleanup: {} deleted; residual not verified (no count query configured)",
+                c.deleted
+            ),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(lag) = lag_p99_ms {
+        out.push_str(&emphasis.warn(&format!(
+            "client lag p99 {} exceeds {}: open-loop start times are unreliable; latencies from the intended start are stored\n",
+            ms(lag),
+            ms(LAG_FLAG_MS)
+        )));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firsttoken_record::session::{Labels, Provenance};
+    use firsttoken_record::{Connection, Sample};
+
+    #[test]
+    fn the_run_summary_uses_the_one_formatter() {
+        let meta = SessionMeta {
+            id: "s1".into(),
+            started_at: "2026-11-30T02:00:00.000Z".parse().unwrap(),
+            ended_at: None,
+            status: SessionStatus::Partial {
+                reason: "ctrl-c".into(),
+            },
+            spec: serde_json::Value::Null,
+            seed: 1,
+            tool_version: "0.1.0".into(),
+            host: "h".into(),
+            pid: None,
+            labels: Labels::default(),
+            provenance: Provenance::Measured,
+            cleanup: None,
+            client_lag_p99_ms: None,
+        };
+        let rows: Vec<SampleRow> = (0..3)
+            .map(|i| {
+                let mut s = Sample::empty(i, 0, Connection::Reused);
+                s.ttft_ms = Some(1900.0);
+                s.e2e_ms = Some(2400.0);
+                s.cost_usd = Some(0.001);
+                SampleRow {
+                    session_id: "s1".into(),
+                    phase: firsttoken_record::PhaseKind::Warm,
+                    dest: firsttoken_record::Destination::App {
+                        path: Some("chat".into()),
+                    },
+                    concurrency: None,
+                    intended_start_ms: None,
+                    actual_start_ms: 0.0,
+                    started_at: "2026-11-30T02:00:01.000Z".parse().unwrap(),
+                    provenance: Provenance::Measured,
+                    sample: s,
+                }
+            })
+            .collect();
+        let out = run_summary(&meta, &rows, 3, Some(7.5), Emphasis::Plain);
+        assert!(out.contains("1.90 s") && out.contains("2.40 s"), "{out}");
+        assert!(out.contains("PARTIAL: ctrl-c"));
+        assert!(out.contains("total cost: $0.0030"), "{out}");
+        assert!(
+            out.contains("client lag p99 7.5 ms exceeds 5.0 ms"),
+            "{out}"
+        );
+        assert!(!out.contains('\x1b'));
+    }
+}

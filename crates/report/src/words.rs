@@ -1,0 +1,697 @@
+//! Every sentence of a report, one builder per kind of finding, used by
+//! the terminal, Markdown, HTML and JSON outputs alike.
+//!
+//! Words follow intervals: a sentence says "adds", "faster", "slower" or
+//! any other direction only when the finding's [`Direction`] is an
+//! increase or a decrease — its interval excludes the null value (and
+//! clears the noise threshold where one applies). Otherwise it says "no
+//! detectable difference", or "too few samples (n = X, needs Y)". Numbers
+//! come from [`crate::format`].
+
+use firsttoken_analyze::diagnose::{
+    ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Limit, Limits, Overhead,
+    ProviderStats, Providers, Routes, WallVerdict,
+};
+use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
+use firsttoken_record::session::Provenance;
+
+use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
+
+/// The phrase for a finding that states no direction.
+pub const NO_DIFFERENCE: &str = "no detectable difference";
+
+/// Why a change has no interval: `too few samples (n = 3, needs 10)`.
+fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
+    match *estimate {
+        Stat::TooSmall { n, needed } => too_few(n, needed),
+        // Not reached (a direction without an interval comes from a withheld
+        // estimate); a difference needs two values a side.
+        Stat::Ok(_) => too_few(n_a.min(n_b), 2),
+    }
+}
+
+/// A sentence under a scope label (`code_version=v2: …`) when the report
+/// covers several setups, so no figure reads as pooled across them.
+pub fn scoped(scope: &str, sentence: String) -> String {
+    if scope.is_empty() {
+        sentence
+    } else {
+        format!("{scope}: {sentence}")
+    }
+}
+
+/// A diagnostic's entry: it describes one provenance kind and, when a
+/// report covers several setups, one scope (`code_version=v2`).
+pub trait Entry {
+    /// The provenance kind of every row behind it.
+    fn provenance(&self) -> Provenance;
+    /// Its scope, empty when the report covers one setup.
+    fn scope(&self) -> &str;
+}
+
+macro_rules! entries {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            fn provenance(&self) -> Provenance {
+                self.provenance
+            }
+            fn scope(&self) -> &str {
+                &self.scope
+            }
+        }
+    )*};
+}
+
+entries!(
+    Overhead,
+    ConnectionCost,
+    ConcurrencyWall,
+    ColdStart,
+    Providers,
+    Routes,
+    Drift
+);
+
+/// App overhead: app TTFT − direct TTFT.
+pub fn overhead(o: &Overhead) -> String {
+    if o.sessions == 0 {
+        return "no session has both app and direct requests: app overhead unknown".to_string();
+    }
+    let f = &o.overhead_median;
+    let d = signed_stat(Unit::Ms, &f.estimate);
+    let mut s = match f.direction {
+        Direction::TooFewSamples => {
+            return format!("app overhead: {}", withheld(&f.estimate, f.n_a, f.n_b));
+        }
+        Direction::Increase => format!(
+            "the app adds {} above the bare model at the median",
+            stat(Unit::Ms, &f.estimate)
+        ),
+        Direction::Decrease => format!("the app is faster than the bare model at the median: {d}"),
+        Direction::NoDetectableDifference => {
+            format!("{NO_DIFFERENCE} between the app and the bare model at the median: {d}")
+        }
+    };
+    s.push_str(&format!(
+        " (app {}, direct {}",
+        format::point(Unit::Ms, &o.app.p50),
+        format::point(Unit::Ms, &o.direct.p50)
+    ));
+    if let Some(p) = o.ping.as_ref().and_then(|p| p.p50.point()) {
+        s.push_str(&format!("; ping {}", ms(p)));
+    }
+    s.push(')');
+    match &o.server_timing {
+        Some(st) => {
+            let parts: Vec<String> = st
+                .parts
+                .iter()
+                .filter_map(|p| p.median.point().map(|m| format!("{} {}", p.name, ms(m))))
+                .collect();
+            if !parts.is_empty() {
+                s.push_str(&format!("; the app's own phases: {}", parts.join(", ")));
+                if let Some(u) = st.unexplained_ms {
+                    s.push_str(&format!(", unexplained {}", ms(u)));
+                }
+            }
+        }
+        None => s.push_str("; the app sends no Server-Timing to break it down"),
+    }
+    s
+}
+
+/// Connection cost: fresh − warm TTFT, split into DNS, TCP and TLS.
+pub fn connection(c: &ConnectionCost) -> String {
+    if c.sessions == 0 {
+        return "no session has both fresh and warm requests: connection cost unknown".to_string();
+    }
+    let f = &c.cost_median;
+    let head = match f.direction {
+        Direction::TooFewSamples => {
+            return format!("connection cost: {}", withheld(&f.estimate, f.n_a, f.n_b));
+        }
+        Direction::Increase => format!(
+            "a new connection adds {} to TTFT at the median",
+            stat(Unit::Ms, &f.estimate)
+        ),
+        Direction::Decrease => format!(
+            "a new connection lowers TTFT at the median: {}",
+            signed_stat(Unit::Ms, &f.estimate)
+        ),
+        Direction::NoDetectableDifference => format!(
+            "{NO_DIFFERENCE} between fresh and reused connections at the median: {}",
+            signed_stat(Unit::Ms, &f.estimate)
+        ),
+    };
+    let part = |name: &str, s: &Stat| format!("{name} {}", format::point(Unit::Ms, s));
+    format!(
+        "{head} (dns {}, {}, {}, other {})",
+        format::point(Unit::Ms, &c.dns),
+        part("connect", &c.connect),
+        part("tls", &c.tls),
+        format::opt(Unit::Ms, c.other_ms)
+    )
+}
+
+/// The concurrency wall.
+pub fn concurrency(w: &ConcurrencyWall) -> String {
+    let top = w
+        .levels
+        .iter()
+        .rev()
+        .find(|l| l.concurrency > 1 && l.ratio.estimate.estimate().is_some());
+    let Some(top) = top else {
+        let levels: Vec<String> = w
+            .levels
+            .iter()
+            .map(|l| format!("c={} n={}", l.concurrency, l.ttft.n))
+            .collect();
+        return format!(
+            "too few samples to judge concurrency (baseline: {}, levels: {})",
+            w.baseline,
+            levels.join(", ")
+        );
+    };
+    let k = top.concurrency;
+    let at = format!("{} at c={k}", stat(Unit::Ratio, &top.ratio.estimate));
+    let serial = ratio(top.serial_model);
+    match (w.verdict, top.ratio.direction) {
+        (WallVerdict::Insufficient, _) => format!(
+            "cannot tell: {at} — the interval holds both the ideal {} and the serial model {serial}; send more requests per level",
+            ratio(1.0)
+        ),
+        (WallVerdict::OneAtATime, _) => {
+            format!("behaves like a one-at-a-time server: {at}, serial model predicts {serial}")
+        }
+        (WallVerdict::Limited, _) => format!(
+            "handles about {:.1} requests at a time: {at} (serial model {serial}, ideal {})",
+            w.effective_parallelism.unwrap_or(f64::NAN),
+            ratio(1.0)
+        ),
+        (WallVerdict::Scales, Direction::Increase) => format!(
+            "TTFT rises to {at}, well below the serial model {serial}: scales over the levels tried"
+        ),
+        (WallVerdict::Scales, Direction::Decrease) => {
+            format!("TTFT falls to {at}: scales over the levels tried")
+        }
+        (WallVerdict::Scales, _) => format!(
+            "{NO_DIFFERENCE} from the baseline ({}): {at} (ideal {}, serial model {serial}): scales",
+            w.baseline,
+            ratio(1.0)
+        ),
+    }
+}
+
+/// Cold probes against the warm median.
+pub fn cold(c: &ColdStart) -> String {
+    let failed = c.probes.iter().filter(|p| p.error.is_some()).count();
+    let Some(m) = c.warm_median.point() else {
+        let why = match c.warm_median {
+            Stat::TooSmall { n, needed } => too_few(n, needed),
+            Stat::Ok(_) => String::new(),
+        };
+        return format!(
+            "{} cold probe(s), but {why} among the warm requests to compare them with",
+            c.probes.len()
+        );
+    };
+    let judged: Vec<&Finding> = c
+        .probes
+        .iter()
+        .filter_map(|p| p.excess.as_ref())
+        .filter(|f| f.direction != Direction::TooFewSamples)
+        .collect();
+    let above = judged
+        .iter()
+        .filter(|f| f.direction == Direction::Increase)
+        .count();
+    let ratios: Vec<String> = c.probes.iter().filter_map(|p| p.ratio.map(ratio)).collect();
+    let beyond = c
+        .probes
+        .iter()
+        .filter(|p| p.beyond_warm == Some(true))
+        .count();
+    let warm = stat(Unit::Ms, &c.warm_median);
+    let mut s = if above == 0 {
+        format!(
+            "{NO_DIFFERENCE} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
+            judged.len(),
+            ratios.join(", ")
+        )
+    } else {
+        format!(
+            "cold start: {above} of {} probe(s) slower than the warm median {warm} (at {} of {}); {beyond} beyond the warm p95",
+            judged.len(),
+            ratios.join(", "),
+            ms(m)
+        )
+    };
+    if let Some(r) = c.median_ratio.filter(|_| ratios.len() > 1) {
+        s.push_str(&format!(", median {}", ratio(r)));
+    }
+    if failed > 0 {
+        s.push_str(&format!("; {failed} probe(s) failed"));
+    }
+    s
+}
+
+/// Whether one comparison's `a` differs from `b`, as a phrase:
+/// `faster by …`, `slower by …`, `no detectable difference (…)`.
+fn judged(c: &Comparison) -> String {
+    let u = Unit::of(c.metric);
+    let d = signed_stat(u, &c.median_difference);
+    match c.direction {
+        Direction::TooFewSamples => withheld_comparison(c),
+        _ if c.better() => format!("faster: {d}"),
+        _ if c.worse() => format!("slower: {d}"),
+        _ => format!("{NO_DIFFERENCE}: {d}"),
+    }
+}
+
+fn withheld_comparison(c: &Comparison) -> String {
+    withheld(&c.median_difference, c.n_a, c.n_b)
+}
+
+/// Strategies and providers.
+pub fn providers(p: &Providers) -> String {
+    let tps = |s: &Stat| format::point(Unit::TokS, s);
+    let pms = |s: &Stat| format::point(Unit::Ms, s);
+    let find = |name: &Option<String>| -> Option<&ProviderStats> {
+        name.as_ref()
+            .and_then(|n| p.strategies.iter().find(|s| &s.name == n))
+    };
+    let Some(fast) = find(&p.fastest_first_token) else {
+        return "too few direct requests to compare strategies or providers".to_string();
+    };
+    if p.strategies.len() == 1 {
+        let mix: Vec<String> = fast
+            .mix
+            .iter()
+            .map(|m| format!("{} ×{}", m.name, m.count))
+            .collect();
+        return format!(
+            "{}: first token {}, {}, done in {} (medians); served by {}",
+            fast.name,
+            pms(&fast.ttft.p50),
+            tps(&fast.tokens_per_s),
+            pms(&fast.e2e),
+            mix.join(", ")
+        );
+    }
+    let mut s = format!(
+        "lowest median first token: {} ({}, {})",
+        fast.name,
+        pms(&fast.ttft.p50),
+        tps(&fast.tokens_per_s)
+    );
+    if let Some(c) = &p.ttft_comparison {
+        s.push_str(&format!("; against {}: {}", c.b, judged(c)));
+    }
+    if let Some(t) = find(&p.highest_throughput) {
+        s.push_str(&format!(
+            "; highest median throughput: {} ({}, first token {})",
+            t.name,
+            tps(&t.tokens_per_s),
+            pms(&t.ttft.p50)
+        ));
+    }
+    if let Some(d) = find(&p.fastest_completion) {
+        s.push_str(&format!(
+            "; lowest median completion: {} ({})",
+            d.name,
+            pms(&d.e2e)
+        ));
+    }
+    s
+}
+
+/// A path's funnel: `of 20 requests sent to docs, 2 reached it (16 went to chat)`.
+pub fn funnel(path: &str, f: &Funnel) -> String {
+    if f.reported == 0 {
+        return format!(
+            "the app reported no route for the {} requests sent to {path}",
+            f.sent
+        );
+    }
+    let mut notes: Vec<String> = f
+        .routes
+        .iter()
+        .filter(|r| r.name != path && r.name != "unreported")
+        .map(|r| format!("{} went to {}", r.count, r.name))
+        .collect();
+    if f.reported < f.sent {
+        notes.push(format!("{} unreported", f.sent - f.reported));
+    }
+    let mut s = format!(
+        "of {} requests sent to {path}, {} reached it",
+        f.sent, f.reached
+    );
+    if !notes.is_empty() {
+        s.push_str(&format!(" ({})", notes.join(", ")));
+    }
+    s
+}
+
+/// Paths against the fastest one, and the funnels that leak.
+pub fn routes(r: &Routes) -> String {
+    let mut parts: Vec<String> = r
+        .comparisons
+        .iter()
+        .map(|c| match c.direction {
+            Direction::TooFewSamples => format!("{} vs {}: {}", c.a, c.b, withheld_comparison(c)),
+            Direction::NoDetectableDifference => format!(
+                "{NO_DIFFERENCE} between {} and {} at the median: {}",
+                c.a,
+                c.b,
+                signed_stat(Unit::Ms, &c.median_difference)
+            ),
+            _ => format!(
+                "{} is {} than {} at the median: {} ({} vs {})",
+                c.a,
+                if c.worse() { "slower" } else { "faster" },
+                c.b,
+                signed_stat(Unit::Ms, &c.median_difference),
+                format::point(Unit::Ms, &c.median_a),
+                format::point(Unit::Ms, &c.median_b)
+            ),
+        })
+        .collect();
+    let misrouted: Vec<String> = r
+        .paths
+        .iter()
+        .filter(|p| p.funnel.reached < p.funnel.reported)
+        .map(|p| funnel(&p.path, &p.funnel))
+        .collect();
+    if misrouted.is_empty() {
+        let reported: usize = r.paths.iter().map(|p| p.funnel.reported).sum();
+        parts.push(if reported > 0 {
+            format!("all {reported} reported routes matched the intended path")
+        } else {
+            "the app reports no route".to_string()
+        });
+    } else {
+        parts.extend(misrouted);
+    }
+    if let [p] = r.paths.as_slice()
+        && r.comparisons.is_empty()
+    {
+        parts.insert(
+            0,
+            format!("{}: warm TTFT {}", p.path, stat(Unit::Ms, &p.ttft.p50)),
+        );
+    }
+    parts.join("; ")
+}
+
+fn direction_word(d: Direction, up: &'static str, down: &'static str) -> &'static str {
+    match d {
+        Direction::Increase => up,
+        Direction::Decrease => down,
+        Direction::NoDetectableDifference => NO_DIFFERENCE,
+        Direction::TooFewSamples => "too few samples",
+    }
+}
+
+/// One day against the day before.
+pub fn day_change(c: &DayChange) -> String {
+    if c.app.direction == Direction::TooFewSamples {
+        return format!(
+            "{} → {}: app TTFT: {}",
+            c.from,
+            c.to,
+            withheld_comparison(&c.app)
+        );
+    }
+    let mut s = format!(
+        "{} → {}: app TTFT {} ({}, {})",
+        c.from,
+        c.to,
+        signed_stat(Unit::Ms, &c.app.median_difference),
+        format::relative(c.app.relative_median_difference),
+        direction_word(c.app.direction, "slower", "faster")
+    );
+    match c.ping_change.direction {
+        Direction::TooFewSamples => s.push_str("; no ping baseline on both days"),
+        d => s.push_str(&format!(
+            "; ping RTT {} ({})",
+            signed_stat(Unit::Ms, &c.ping_change.estimate),
+            direction_word(d, "higher", "lower")
+        )),
+    }
+    if c.app.direction.is_change() && c.ping_change.direction != Direction::TooFewSamples {
+        s.push_str(if c.network_explained {
+            ": the network explains much of it"
+        } else {
+            ": not the network"
+        });
+    }
+    s
+}
+
+/// Day-to-day drift.
+pub fn drift(d: &Drift) -> String {
+    if d.days.len() < 2 {
+        return "one day of data: no day-to-day drift to show".to_string();
+    }
+    let moved: Vec<String> = d
+        .changes
+        .iter()
+        .filter(|c| c.app.direction.is_change())
+        .map(day_change)
+        .collect();
+    if moved.is_empty() {
+        format!(
+            "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
+            d.days.len()
+        )
+    } else {
+        moved.join("; ")
+    }
+}
+
+/// A comparison of `a` against the baseline `b`, in full.
+pub fn comparison(c: &Comparison) -> String {
+    let u = Unit::of(c.metric);
+    if c.direction == Direction::TooFewSamples {
+        return format!(
+            "cannot compare {} with {}: {}",
+            c.a,
+            c.b,
+            withheld_comparison(c)
+        );
+    }
+    let what = c.metric.name();
+    let mut s = if c.direction.is_change() {
+        format!(
+            "{} is {} than {} ({what}): median {}",
+            c.a,
+            if c.worse() { "slower" } else { "faster" },
+            c.b,
+            signed_stat(u, &c.median_difference)
+        )
+    } else {
+        format!(
+            "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
+            c.a,
+            c.b,
+            signed_stat(u, &c.median_difference)
+        )
+    };
+    if c.relative_median_difference.is_some() {
+        s.push_str(&format!(
+            " ({})",
+            format::relative(c.relative_median_difference)
+        ));
+    }
+    if c.p95_difference.point().is_some() {
+        s.push_str(&format!(", p95 {}", signed_stat(u, &c.p95_difference)));
+    }
+    if let Some(m) = c.mann_whitney {
+        s.push_str(&format!("; Mann–Whitney {}", format::p_value(m.p_value)));
+    }
+    if let Some(d) = c.cliffs_delta {
+        s.push_str(&format!(
+            ", Cliff's δ = {} ({})",
+            format::coefficient(d.delta),
+            d.magnitude.as_str()
+        ));
+    }
+    s
+}
+
+/// The verdict of a comparison in a word or two (a table cell).
+pub fn verdict(c: &Comparison) -> &'static str {
+    match c.direction {
+        Direction::TooFewSamples => "too few samples",
+        Direction::NoDetectableDifference => NO_DIFFERENCE,
+        _ if c.worse() => "slower",
+        _ => "faster",
+    }
+}
+
+/// The name of a concurrency verdict.
+pub fn wall_verdict(v: WallVerdict) -> &'static str {
+    match v {
+        WallVerdict::OneAtATime => "one request at a time",
+        WallVerdict::Limited => "limited parallelism",
+        WallVerdict::Scales => "scales",
+        WallVerdict::Insufficient => "cannot tell",
+    }
+}
+
+/// `a, b, c and 2 more`.
+fn list(ids: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if ids.is_empty() {
+        return "rows without session metadata".to_string();
+    }
+    let mut s = ids
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        s.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    s
+}
+
+/// A percentile's name: `median`, `p95`.
+fn percentile_name(p: f64) -> String {
+    if p == 50.0 {
+        "median".to_string()
+    } else {
+        format!("p{p}")
+    }
+}
+
+/// One limit as a sentence.
+pub fn limit(l: &Limit) -> String {
+    match l {
+        Limit::OneVantage { vantage } => format!(
+            "every session ran from one vantage point ({}): nothing here speaks for users elsewhere",
+            if vantage.is_empty() {
+                "an unnamed host"
+            } else {
+                vantage
+            }
+        ),
+        Limit::OneNetwork { network } => format!(
+            "every session ran on one network ({}): other networks may differ",
+            if network.is_empty() {
+                "unlabelled"
+            } else {
+                network
+            }
+        ),
+        Limit::OneDay { day } => format!(
+            "every request ran on one day ({day}): no claim about other days or times of day"
+        ),
+        Limit::NoServerTiming => {
+            "the app sent no Server-Timing: its overhead cannot be broken down into its own phases"
+                .to_string()
+        }
+        Limit::EmulatedUpstream { sessions } => format!(
+            "{}: the upstream was the emulator: provider and overhead numbers are not a real provider's",
+            list(sessions)
+        ),
+        Limit::SyntheticData { sessions } => {
+            format!(
+                "{}: synthetic data: generated, not measured",
+                list(sessions)
+            )
+        }
+        Limit::ImportedData { sessions } => format!(
+            "{}: imported data: how it was measured is only as known as its export says",
+            list(sessions)
+        ),
+        Limit::SmallCell { cell, n, withheld } => {
+            let names: Vec<String> = withheld.iter().map(|p| percentile_name(p.get())).collect();
+            let needed = withheld.iter().map(|p| p.min_n()).min().unwrap_or(0);
+            format!(
+                "{}: {} withheld: {}",
+                cell.join(" · "),
+                names.join(", "),
+                too_few(*n, needed)
+            )
+        }
+        Limit::ClientLag {
+            session,
+            lag_p99_ms,
+        } => format!(
+            "session {session}: the client's own scheduling lag reached p99 = {}, so its timings may be inflated",
+            ms(*lag_p99_ms)
+        ),
+        Limit::CleanupResidue {
+            session,
+            created,
+            residual,
+            error,
+        } => {
+            let why = match (error, residual) {
+                (Some(e), _) => format!("cleanup failed ({e})"),
+                (None, Some(r)) => format!("{r} test account row(s) left behind"),
+                (None, None) => "cleanup was not verified (no count query)".to_string(),
+            };
+            format!("session {session}: {why} of {created} created")
+        }
+        Limit::PartialSession { session, reason } => format!(
+            "session {session} stopped early ({reason}): its phases may be unevenly covered"
+        ),
+        Limit::NoDirect => {
+            "no direct requests: the app's overhead cannot be separated from the model's own time"
+                .to_string()
+        }
+        Limit::NoPing => "no pings: no network baseline to tell network from app".to_string(),
+        Limit::MissingSessionMeta { sessions } => format!(
+            "rows of {} have no session metadata: their labels are unknown and they cannot be checked for lag or cleanup",
+            list(sessions)
+        ),
+        Limit::HighErrorRate {
+            phase,
+            failed,
+            requests,
+        } => format!(
+            "{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
+            phase.as_str(),
+            format::percent(Some(*failed as f64 / (*requests).max(1) as f64))
+        ),
+    }
+}
+
+/// The name of a limit's kind: `one vantage point`.
+pub fn limit_kind(l: &Limit) -> &'static str {
+    match l {
+        Limit::OneVantage { .. } => "one vantage point",
+        Limit::OneNetwork { .. } => "one network",
+        Limit::OneDay { .. } => "one day",
+        Limit::NoServerTiming => "no server timing",
+        Limit::EmulatedUpstream { .. } => "emulated upstream",
+        Limit::SyntheticData { .. } => "synthetic data",
+        Limit::ImportedData { .. } => "imported data",
+        Limit::SmallCell { .. } => "small n in some cells",
+        Limit::ClientLag { .. } => "client lag",
+        Limit::CleanupResidue { .. } => "cleanup residue",
+        Limit::PartialSession { .. } => "partial session",
+        Limit::NoDirect => "no direct baseline",
+        Limit::NoPing => "no ping baseline",
+        Limit::MissingSessionMeta { .. } => "missing session metadata",
+        Limit::HighErrorRate { .. } => "high error rate",
+    }
+}
+
+/// The limits in one line: `4 limit(s): one vantage point, one day, …`.
+pub fn limits(l: &Limits) -> String {
+    if l.items.is_empty() {
+        return "no structural limits found".to_string();
+    }
+    let mut kinds: Vec<&str> = Vec::new();
+    for item in &l.items {
+        let name = limit_kind(item);
+        if !kinds.contains(&name) {
+            kinds.push(name);
+        }
+    }
+    format!("{} limit(s): {}", l.items.len(), kinds.join(", "))
+}

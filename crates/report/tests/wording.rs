@@ -1,0 +1,188 @@
+//! Words follow intervals, in every format.
+//!
+//! - A fixture per diagnostic whose interval spans its null value renders
+//!   "no detectable difference" in the terminal, Markdown, JSON and HTML
+//!   output.
+//! - Defect 8: a negative point with an interval spanning zero never says
+//!   "faster", "slower" or "adds" (old main printed "the app is faster than
+//!   the bare model at the median: -42 ms [-87 ms, 48 ms]").
+//! - Defect 6: the HTML page of a comparison carries its verdict (old
+//!   main's `html::render` took no comparisons).
+//! - Defect 7: one value, one rendering, in terminal, Markdown and HTML.
+
+mod common;
+
+use common::{escaped, flat};
+use firsttoken_analyze::{Direction, Stat};
+use firsttoken_report::format::{self, Unit};
+use firsttoken_report::{Format, ReportInput, render, words};
+
+/// Every format's output, whitespace-normalised (HTML as printed, JSON as
+/// its text lines).
+struct Outputs {
+    terminal: String,
+    markdown: String,
+    json_text: String,
+    html: String,
+}
+
+fn outputs(input: &ReportInput<'_>) -> Outputs {
+    let json: serde_json::Value =
+        serde_json::from_str(&render(Format::Json, input).unwrap()).unwrap();
+    let json_text = json["text"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["lines"].as_array().unwrap().iter())
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Outputs {
+        terminal: flat(&render(Format::Terminal, input).unwrap()),
+        markdown: flat(&render(Format::Markdown, input).unwrap()),
+        json_text: flat(&json_text),
+        html: flat(&render(Format::Html, input).unwrap()),
+    }
+}
+
+impl Outputs {
+    /// Assert every format shows `sentence`.
+    fn all_show(&self, what: &str, sentence: &str) {
+        let s = flat(sentence);
+        assert!(self.terminal.contains(&s), "terminal lacks {what}: {s}");
+        assert!(self.markdown.contains(&s), "markdown lacks {what}: {s}");
+        assert!(self.json_text.contains(&s), "json lacks {what}: {s}");
+        assert!(
+            self.html.contains(&escaped(&s)),
+            "html lacks {what}: {}",
+            escaped(&s)
+        );
+    }
+}
+
+#[test]
+fn an_interval_spanning_zero_reads_no_detectable_difference_in_every_format() {
+    let (sessions, rows, a) = common::no_difference();
+    let input = ReportInput::new(&sessions, &a, &[]).with_rows(&rows);
+    let out = outputs(&input);
+    let none = Direction::NoDetectableDifference;
+
+    // The fixture really has intervals spanning the null, one per diagnostic.
+    assert_eq!(a.overhead[0].overhead_median.direction, none);
+    assert_eq!(a.connection[0].cost_median.direction, none);
+    let top = a.concurrency[0].levels.last().unwrap();
+    assert_eq!(top.ratio.direction, none, "{top:?}");
+    assert!(
+        a.cold[0]
+            .probes
+            .iter()
+            .all(|p| p.excess.unwrap().direction == none)
+    );
+    assert_eq!(
+        a.providers[0].ttft_comparison.as_ref().unwrap().direction,
+        none
+    );
+    assert_eq!(a.routes[0].comparisons[0].direction, none);
+    assert_eq!(a.drift[0].changes[0].app.direction, none);
+
+    let sentences = [
+        ("overhead", words::overhead(&a.overhead[0])),
+        ("connection", words::connection(&a.connection[0])),
+        ("concurrency", words::concurrency(&a.concurrency[0])),
+        ("cold", words::cold(&a.cold[0])),
+        ("providers", words::providers(&a.providers[0])),
+        ("routes", words::routes(&a.routes[0])),
+        ("drift", words::drift(&a.drift[0])),
+    ];
+    for (what, s) in &sentences {
+        assert!(s.contains(words::NO_DIFFERENCE), "{what}: {s}");
+        for word in ["faster", "slower", "adds", "costs"] {
+            assert!(!s.contains(word), "{what} says {word:?}: {s}");
+        }
+        out.all_show(what, s);
+    }
+}
+
+#[test]
+fn defect_8_a_negative_point_spanning_zero_states_no_direction() {
+    let (sessions, _, a) = common::no_difference();
+    let o = &a.overhead[0].overhead_median;
+    let e = o.estimate.estimate().unwrap();
+    assert!(
+        e.point < 0.0 && e.ci.lower < 0.0 && e.ci.upper > 0.0,
+        "the fixture is the demo's case: {e:?}"
+    );
+    let s = words::overhead(&a.overhead[0]);
+    assert!(
+        s.starts_with("no detectable difference between the app and the bare model"),
+        "{s}"
+    );
+    let input = ReportInput::new(&sessions, &a, &[]);
+    let text = render(Format::Terminal, &input).unwrap();
+    let section = &text[text.find("== App overhead").unwrap()..text.find("== Connection").unwrap()];
+    for word in ["faster", "slower", "adds"] {
+        assert!(!section.contains(word), "{section}");
+    }
+}
+
+#[test]
+fn defect_6_the_html_page_of_a_comparison_carries_its_verdict() {
+    let (sessions, rows, analysis, cmp) = common::before_after_compared();
+    assert_eq!(cmp.direction, Direction::Decrease);
+    let comparisons = [cmp];
+    let input = ReportInput::new(&sessions, &analysis, &comparisons).with_rows(&rows);
+    let html = render(Format::Html, &input).unwrap();
+    let sentence = words::comparison(&comparisons[0]);
+    assert!(
+        sentence.starts_with("after is faster than before"),
+        "{sentence}"
+    );
+    assert!(
+        html.contains(&escaped(&sentence)),
+        "no verdict sentence in the page"
+    );
+    assert!(
+        html.contains(r#"<td class="verdict faster">faster</td>"#),
+        "no verdict cell"
+    );
+    // Every format shows it.
+    outputs(&input).all_show("comparison", &sentence);
+}
+
+#[test]
+fn defect_7_one_value_reads_the_same_in_every_format() {
+    let (sessions, _, analysis, _) = common::before_after();
+    let input = ReportInput::new(&sessions, &analysis, &[]);
+    let out = outputs(&input);
+    // A group's median: the same point and interval text in Markdown and HTML.
+    let p50 = &analysis.groups[0].pooled.p50;
+    let cell = format::cell(Unit::Ms, p50, false);
+    assert!(out.markdown.contains(&cell.line()), "{}", cell.line());
+    assert!(
+        out.html.contains(&format!(
+            r#"{}<span class="sub">{}</span>"#,
+            escaped(&cell.v),
+            escaped(cell.sub.as_deref().unwrap())
+        )),
+        "{cell:?}"
+    );
+    // A duration over a second, in a sentence every format prints.
+    let app = analysis.overhead[0].app.p50.point().unwrap();
+    assert!(app >= 1.0 || app < 1000.0);
+    let s = words::overhead(&analysis.overhead[0]);
+    out.all_show("overhead", &s);
+    assert!(s.contains(&format!("app {}", format::ms(app))), "{s}");
+    // The old renderings are gone everywhere: bare numbers with bare
+    // intervals ("1900 [1850, 1950]"), "n too small (12<20)".
+    let too_small = Stat::TooSmall { n: 12, needed: 20 };
+    assert_eq!(
+        format::stat(Unit::Ms, &too_small),
+        "too few samples (n = 12, needs 20)"
+    );
+    for text in [&out.terminal, &out.markdown, &out.json_text, &out.html] {
+        assert!(!text.contains("n too small"));
+        assert!(!text.contains("<20)") && !text.contains("<10)"));
+    }
+    let bare = format!("{:.0} [", analysis.groups[0].pooled.p50.point().unwrap());
+    assert!(!out.markdown.contains(&bare), "bare number {bare}");
+}
