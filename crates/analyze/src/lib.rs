@@ -290,30 +290,10 @@ impl Settings {
 
 use firsttoken_record::{Phase, Sample};
 
-/// The `p`-th percentile (0–100) of `sorted`, which must be sorted ascending
-/// and free of NaN. `None` for an empty slice or `p` outside 0–100.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
-        return None;
-    }
-    let h = (sorted.len() - 1) as f64 * p / 100.0;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    let frac = h - lo as f64;
-    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
-}
-
-/// The `p`-th percentile of unsorted values; NaNs are ignored.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
-    let sorted = sorted_finite(values);
-    percentile_sorted(&sorted, p)
-}
-
-fn sorted_finite(values: &[f64]) -> Vec<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
+// The one percentile definition lives in record: it defines the stored
+// `itl_p50_ms`/`itl_p99_ms` fields, and drive must not depend on analyze.
+use firsttoken_record::sorted_finite;
+pub use firsttoken_record::{percentile, percentile_sorted};
 
 /// n, min, p50, p90, p99 and max of a set of values.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
