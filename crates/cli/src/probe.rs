@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use firsttoken_analyze::RunSummary;
+use firsttoken_drive::DriveError;
 use firsttoken_plan::{
     ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
     Timeouts,
@@ -81,10 +82,10 @@ pub struct ProbeArgs {
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<std::path::PathBuf>,
-    /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms.
+    /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     connect_timeout: Duration,
-    /// Deadline for a whole request, from start to stream end.
+    /// Deadline for a whole request, from start to stream end (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "120s")]
     timeout: Duration,
     /// Connect to ADDR for HOST:PORT instead of resolving it (repeatable), like curl.
@@ -188,9 +189,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
                     .with_context(|| format!("cannot read the CA file {}", path.display()))?,
             );
         }
-        if a.connect_timeout.is_zero() || a.timeout.is_zero() {
-            bail!("timeouts must be longer than zero");
-        }
+        // Range checks (longer than zero, at most a day) are the spec's own.
         spec.timeouts = Timeouts {
             connect: a.connect_timeout,
             request: a.timeout,
@@ -258,16 +257,20 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         samples.push(s);
     }
     pb.finish_and_clear();
-    drive
-        .await
-        .context("the probe task stopped unexpectedly")??;
+    let finished = match drive.await {
+        Ok(Ok(f)) => f,
+        // A setup error (an unusable CA file): nothing was sent.
+        Ok(Err(e @ DriveError::Tls(_))) => return Err(e.into()),
+        Ok(Err(e)) => return Ok(broken(&e)),
+        Err(e) => return Ok(broken(&e)),
+    };
     if !quiet {
         let summary = RunSummary::of(&samples);
         let mut text = firsttoken_report::summary_table(&summary);
         if cancel.is_cancelled() {
             text.push_str(&format!(
-                "\ninterrupted: {} of {total} requests done",
-                summary.requests
+                "\ninterrupted: {} of {total} requests done, {} abandoned in flight",
+                summary.requests, finished.cancelled_in_flight
             ));
         }
         if json {
@@ -286,9 +289,22 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// A run that broke (a task panicked): say so and fail, whatever was measured.
+fn broken(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("error: the probe stopped: {e}");
+    ExitCode::from(EXIT_FAILED_REQUESTS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicked_worker_fails_the_probe() {
+        let e = DriveError::Panicked("boom".into());
+        assert_eq!(broken(&e), ExitCode::from(EXIT_FAILED_REQUESTS));
+        assert_ne!(broken(&e), ExitCode::SUCCESS);
+    }
 
     #[test]
     fn env_expansion() {

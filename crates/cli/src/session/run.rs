@@ -11,8 +11,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use firsttoken_drive::Slot;
-use firsttoken_drive::session::{Budget, SessionSample, Stop, run_session};
+use firsttoken_drive::{Gate, SessionSample, Slot, Stop, run_session};
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::{Dest, PRESETS, Protocol, preset};
 use firsttoken_plan::{RequestTemplate, Target};
@@ -172,6 +171,48 @@ fn price(cfg: &Config, s: &mut SessionSample) {
     }
 }
 
+/// Spending so far and the limit. The recorder charges each sample after
+/// pricing it; drive asks, before starting requests, whether `n` more are
+/// expected (at the running mean cost) to stay within the limit.
+#[derive(Debug, Default)]
+struct Budget {
+    limit_usd: Option<f64>,
+    /// Spent so far and the number of costed samples.
+    spent: std::sync::Mutex<(f64, u64)>,
+}
+
+impl Budget {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (f64, u64)> {
+        // Plain numbers: a poisoned lock is still consistent enough to read.
+        self.spent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn charge(&self, cost_usd: f64) {
+        let mut s = self.lock();
+        s.0 += cost_usd;
+        s.1 += 1;
+    }
+
+    fn spent(&self) -> f64 {
+        self.lock().0
+    }
+}
+
+impl Gate for Budget {
+    fn allows(&self, n: usize) -> bool {
+        let Some(limit) = self.limit_usd else {
+            return true;
+        };
+        let (spent, costed) = *self.lock();
+        let mean = if costed == 0 {
+            0.0
+        } else {
+            spent / costed as f64
+        };
+        spent + mean * n as f64 <= limit
+    }
+}
+
 /// How a `run` ended.
 pub struct Outcome {
     /// The process exit code it asks for.
@@ -319,7 +360,10 @@ pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
         source.set_tokens(accounts.tokens.clone());
     }
     let app_spec = source.app_spec().clone();
-    let budget = Budget::new(cfg.session.budget_usd);
+    let budget = Budget {
+        limit_usd: cfg.session.budget_usd,
+        ..Budget::default()
+    };
     let mut stop = Stop::Cancelled;
     let (mut failed, mut done) = (0u64, 0u64);
     let mut lags: Vec<f64> = Vec::new();
@@ -332,10 +376,10 @@ pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
             let (protocol, source, run_cancel) =
                 (protocol.clone(), source.clone(), run_cancel.clone());
             let budget = Arc::new(budget);
-            let b = budget.clone();
+            let gate: Arc<dyn Gate> = budget.clone();
             (
                 tokio::spawn(
-                    async move { run_session(&protocol, source, &b, tx, run_cancel).await },
+                    async move { run_session(&protocol, source, gate, tx, run_cancel).await },
                 ),
                 budget,
             )
@@ -343,6 +387,9 @@ pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
         let pb = progress(protocol.requests() as u64, a.quiet);
         while let Some(mut s) = rx.recv().await {
             price(&cfg, &mut s);
+            if let Some(c) = s.sample.cost_usd {
+                runner.1.charge(c);
+            }
             if let (Some(i), false) = (s.intended_start, s.sample.warmup) {
                 lags.push((s.actual_start.as_secs_f64() - i.as_secs_f64()) * 1000.0);
             }
@@ -370,7 +417,7 @@ pub async fn run_session_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
         drop(rx);
         pb.finish_and_clear();
         stop = match runner.0.await {
-            Ok(Ok(s)) => s,
+            Ok(Ok(f)) => f.stop,
             Ok(Err(e)) => {
                 failure.get_or_insert(format!("{e}"));
                 Stop::Cancelled

@@ -5,7 +5,7 @@ use anyhow::{Context, bail};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
-use firsttoken_drive::session::RequestSource;
+use firsttoken_drive::RequestSource;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
