@@ -296,13 +296,13 @@ impl Timeouts {
     /// Both timeouts longer than zero and at most [`MAX_TIMEOUT`].
     pub fn validate(&self) -> Result<(), PlanError> {
         for (what, d) in [
-            ("the connect timeout", self.connect),
-            ("the request timeout", self.request),
+            ("the connect timeout, in seconds,", self.connect),
+            ("the request timeout, in seconds,", self.request),
         ] {
             if d.is_zero() || d > MAX_TIMEOUT {
                 return Err(PlanError::Range {
                     what,
-                    bound: "longer than zero and at most 24 h (86400 s)",
+                    bound: "longer than zero and at most 86400 (24 h)",
                     got: d.as_secs(),
                 });
             }
