@@ -401,24 +401,6 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn hand_computed_percentiles() {
-        // numpy.percentile([15, 20, 35, 40, 50], [0, 25, 40, 50, 90, 100]) = 15, 20, 29, 35, 46, 50
-        let xs = [50.0, 15.0, 40.0, 20.0, 35.0];
-        assert_eq!(percentile(&xs, 0.0), Some(15.0));
-        assert_eq!(percentile(&xs, 25.0), Some(20.0));
-        assert!((percentile(&xs, 40.0).unwrap() - 29.0).abs() < 1e-12);
-        assert_eq!(percentile(&xs, 50.0), Some(35.0));
-        assert!((percentile(&xs, 90.0).unwrap() - 46.0).abs() < 1e-12);
-        assert_eq!(percentile(&xs, 100.0), Some(50.0));
-        // numpy.percentile(range(1, 101), 99) = 99.01
-        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert!((percentile(&hundred, 99.0).unwrap() - 99.01).abs() < 1e-9);
-        assert_eq!(percentile(&[], 50.0), None);
-        assert_eq!(percentile(&[1.0], 101.0), None);
-        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
-    }
-
-    #[test]
     fn run_summary_leaves_out_warmups_and_failures() {
         let mut samples = Vec::new();
         for i in 0..4 {
