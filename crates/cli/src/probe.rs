@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use firsttoken_analyze::RunSummary;
-use firsttoken_drive::DriveError;
+use firsttoken_drive::{DriveError, Finished};
 use firsttoken_plan::{
     ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
     Timeouts,
@@ -257,12 +257,9 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         samples.push(s);
     }
     pb.finish_and_clear();
-    let finished = match drive.await {
-        Ok(Ok(f)) => f,
-        // A setup error (an unusable CA file): nothing was sent.
-        Ok(Err(e @ DriveError::Tls(_))) => return Err(e.into()),
-        Ok(Err(e)) => return Ok(broken(&e)),
-        Err(e) => return Ok(broken(&e)),
+    let finished = match settle(drive.await)? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
     };
     if !quiet {
         let summary = RunSummary::of(&samples);
@@ -289,21 +286,39 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
-/// A run that broke (a task panicked): say so and fail, whatever was measured.
-fn broken(e: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("error: the probe stopped: {e}");
-    ExitCode::from(EXIT_FAILED_REQUESTS)
+/// How the drive task ended: finished; broken (a panic: said on stderr,
+/// exit 1 whatever was measured); or a setup error (an unusable CA file,
+/// nothing sent), returned as an error.
+fn settle(
+    joined: Result<Result<Finished, DriveError>, tokio::task::JoinError>,
+) -> anyhow::Result<Result<Finished, ExitCode>> {
+    let broken = |e: &dyn std::fmt::Display| {
+        eprintln!("error: the probe stopped: {e}");
+        Ok(Err(ExitCode::from(EXIT_FAILED_REQUESTS)))
+    };
+    match joined {
+        Ok(Ok(f)) => Ok(Ok(f)),
+        Ok(Err(e @ DriveError::Tls(_))) => Err(e.into()),
+        Ok(Err(e)) => broken(&e),
+        Err(e) => broken(&e),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_panicked_worker_fails_the_probe() {
-        let e = DriveError::Panicked("boom".into());
-        assert_eq!(broken(&e), ExitCode::from(EXIT_FAILED_REQUESTS));
-        assert_ne!(broken(&e), ExitCode::SUCCESS);
+    #[tokio::test]
+    async fn a_panic_fails_the_probe_and_a_setup_error_is_an_error() {
+        let failed = ExitCode::from(EXIT_FAILED_REQUESTS);
+        let panicked = DriveError::Panicked("boom".into());
+        assert_eq!(settle(Ok(Err(panicked))).unwrap().unwrap_err(), failed);
+        let joined = tokio::spawn(async { panic!("boom") }).await;
+        let joined = joined.map(|()| Ok(Finished::default()));
+        assert_eq!(settle(joined).unwrap().unwrap_err(), failed);
+        assert!(settle(Ok(Err(DriveError::Tls("no CA".into())))).is_err());
+        let done = settle(Ok(Ok(Finished::default()))).unwrap().unwrap();
+        assert_eq!(done.cancelled_in_flight, 0);
     }
 
     #[test]

@@ -97,9 +97,10 @@ impl From<SessionSample> for Sample {
 }
 
 /// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Stop {
     /// Every step ran.
+    #[default]
     Complete,
     /// Cancelled (Ctrl-C, SIGTERM, a failed store…) or the receiver went away.
     Cancelled,
@@ -108,7 +109,7 @@ pub enum Stop {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Finished {
     /// Why it stopped.
     pub stop: Stop,
