@@ -14,8 +14,8 @@
 //! protocol; [`run_probe`] is the probe, a protocol of one closed-loop step.
 //! Warm-up, cancellation, sample emission and the budget question
 //! ([`Gate`]) each exist once, there. The TLS client configuration is built
-//! once per destination. drive does no statistics beyond the stored
-//! inter-token percentiles, whose definition lives in `firsttoken_record`.
+//! once per destination. drive does no statistics of its own: a sample's
+//! inter-token percentiles use the one definition in `firsttoken_record`.
 //!
 //! ```no_run
 //! use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
