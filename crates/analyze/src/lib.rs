@@ -274,53 +274,15 @@ impl Settings {
     }
 }
 
-/// The `p`-th percentile (0–100) of `sorted`, which must be sorted ascending
-/// and free of NaN. `None` for an empty slice or `p` outside 0–100.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&p) {
-        return None;
-    }
-    let h = (sorted.len() - 1) as f64 * p / 100.0;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    let frac = h - lo as f64;
-    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
-}
-
-/// The `p`-th percentile of unsorted values; NaNs are ignored.
-pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
-    let sorted = sorted_finite(values);
-    percentile_sorted(&sorted, p)
-}
-
-pub(crate) fn sorted_finite(values: &[f64]) -> Vec<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
+// The one percentile definition lives in record: it defines the stored
+// `itl_p50_ms`/`itl_p99_ms` fields, and drive must not depend on analyze.
+pub(crate) use firsttoken_record::sorted_finite;
+pub use firsttoken_record::{percentile, percentile_sorted};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn hand_computed_percentiles() {
-        // numpy.percentile([15, 20, 35, 40, 50], [0, 25, 40, 50, 90, 100]) = 15, 20, 29, 35, 46, 50
-        let xs = [50.0, 15.0, 40.0, 20.0, 35.0];
-        assert_eq!(percentile(&xs, 0.0), Some(15.0));
-        assert_eq!(percentile(&xs, 25.0), Some(20.0));
-        assert!((percentile(&xs, 40.0).unwrap() - 29.0).abs() < 1e-12);
-        assert_eq!(percentile(&xs, 50.0), Some(35.0));
-        assert!((percentile(&xs, 90.0).unwrap() - 46.0).abs() < 1e-12);
-        assert_eq!(percentile(&xs, 100.0), Some(50.0));
-        // numpy.percentile(range(1, 101), 99) = 99.01
-        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert!((percentile(&hundred, 99.0).unwrap() - 99.01).abs() < 1e-9);
-        assert_eq!(percentile(&[], 50.0), None);
-        assert_eq!(percentile(&[1.0], 101.0), None);
-        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
-    }
 
     proptest! {
         #[test]

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use firsttoken_analyze::RunSummary;
+use firsttoken_drive::{DriveError, Finished};
 use firsttoken_plan::{
     ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
     Timeouts,
@@ -81,10 +82,10 @@ pub struct ProbeArgs {
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<std::path::PathBuf>,
-    /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms.
+    /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     connect_timeout: Duration,
-    /// Deadline for a whole request, from start to stream end.
+    /// Deadline for a whole request, from start to stream end (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "120s")]
     timeout: Duration,
     /// Connect to ADDR for HOST:PORT instead of resolving it (repeatable), like curl.
@@ -188,9 +189,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
                     .with_context(|| format!("cannot read the CA file {}", path.display()))?,
             );
         }
-        if a.connect_timeout.is_zero() || a.timeout.is_zero() {
-            bail!("timeouts must be longer than zero");
-        }
+        // Range checks (longer than zero, at most a day) are the spec's own.
         spec.timeouts = Timeouts {
             connect: a.connect_timeout,
             request: a.timeout,
@@ -258,16 +257,17 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         samples.push(s);
     }
     pb.finish_and_clear();
-    drive
-        .await
-        .context("the probe task stopped unexpectedly")??;
+    let finished = match settle(drive.await)? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
     if !quiet {
         let summary = RunSummary::of(&samples);
         let mut text = firsttoken_report::summary_table(&summary);
         if cancel.is_cancelled() {
             text.push_str(&format!(
-                "\ninterrupted: {} of {total} requests done",
-                summary.requests
+                "\ninterrupted: {} of {total} requests done, {} abandoned in flight",
+                summary.requests, finished.cancelled_in_flight
             ));
         }
         if json {
@@ -286,9 +286,40 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// How the drive task ended: finished; broken (a panic: said on stderr,
+/// exit 1 whatever was measured); or a setup error (an unusable CA file,
+/// nothing sent), returned as an error.
+fn settle(
+    joined: Result<Result<Finished, DriveError>, tokio::task::JoinError>,
+) -> anyhow::Result<Result<Finished, ExitCode>> {
+    let broken = |e: &dyn std::fmt::Display| {
+        eprintln!("error: the probe stopped: {e}");
+        Ok(Err(ExitCode::from(EXIT_FAILED_REQUESTS)))
+    };
+    match joined {
+        Ok(Ok(f)) => Ok(Ok(f)),
+        Ok(Err(e @ DriveError::Tls(_))) => Err(e.into()),
+        Ok(Err(e)) => broken(&e),
+        Err(e) => broken(&e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_panic_fails_the_probe_and_a_setup_error_is_an_error() {
+        let failed = ExitCode::from(EXIT_FAILED_REQUESTS);
+        let panicked = DriveError::Panicked("boom".into());
+        assert_eq!(settle(Ok(Err(panicked))).unwrap().unwrap_err(), failed);
+        let joined = tokio::spawn(async { panic!("boom") }).await;
+        let joined = joined.map(|()| Ok(Finished::default()));
+        assert_eq!(settle(joined).unwrap().unwrap_err(), failed);
+        assert!(settle(Ok(Err(DriveError::Tls("no CA".into())))).is_err());
+        let done = settle(Ok(Ok(Finished::default()))).unwrap().unwrap();
+        assert_eq!(done.cancelled_in_flight, 0);
+    }
 
     #[test]
     fn env_expansion() {

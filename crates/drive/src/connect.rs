@@ -186,20 +186,33 @@ impl Conn {
     }
 }
 
-/// Opens connections to one target with fixed options.
-#[derive(Clone)]
+/// Opens connections to one target with fixed options. Everything TLS
+/// needs (configuration, verifier, trust store, server name) is prepared
+/// here, once, so nothing of it runs between the "connect" and "tls" stamps.
 pub(crate) struct Connector {
     target: Target,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    tls: Option<Tls>,
     http: HttpVersion,
     addr_override: Option<std::net::IpAddr>,
+}
+
+/// The prepared TLS side of a [`Connector`].
+struct Tls {
+    config: Arc<rustls::ClientConfig>,
+    /// The server name, or why the host cannot be one (a per-request failure).
+    name: Result<ServerName<'static>, String>,
 }
 
 impl Connector {
     pub(crate) fn new(spec: &ProbeSpec) -> Result<Connector, DriveError> {
         let target = spec.request.target.clone();
         let tls = if target.tls() {
-            Some(tls_config(&spec.tls, spec.http)?)
+            let host = target.host.clone();
+            Some(Tls {
+                config: tls_config(&spec.tls, spec.http)?,
+                name: ServerName::try_from(host.clone())
+                    .map_err(|e| format!("{host} is not a valid TLS server name: {e}")),
+            })
         } else {
             None
         };
@@ -209,6 +222,12 @@ impl Connector {
             http: spec.http,
             addr_override: spec.resolved_addr(),
         })
+    }
+
+    /// The TLS configuration, if the target is https.
+    #[cfg(test)]
+    pub(crate) fn tls(&self) -> Option<&Arc<rustls::ClientConfig>> {
+        self.tls.as_ref().map(|t| &t.config)
     }
 
     /// DNS → TCP → TLS → HTTP handshake. Stamps go into `setup` as they
@@ -257,14 +276,12 @@ impl Connector {
                 self.handshake(TimedIo::new(tcp, tap.clone()), tap, h2)
                     .await
             }
-            Some(cfg) => {
-                let name = ServerName::try_from(host.to_string()).map_err(|e| {
-                    Failure::new(
-                        ErrorKind::Tls,
-                        format!("{host} is not a valid TLS server name: {e}"),
-                    )
-                })?;
-                let stream = TlsConnector::from(cfg.clone())
+            Some(tls) => {
+                let name = tls
+                    .name
+                    .clone()
+                    .map_err(|m| Failure::new(ErrorKind::Tls, m))?;
+                let stream = TlsConnector::from(tls.config.clone())
                     .connect(name, tcp)
                     .await
                     .map_err(|e| {

@@ -39,7 +39,7 @@ impl Gaps {
     }
 
     pub(crate) fn percentile(&self, p: f64) -> Option<f64> {
-        firsttoken_analyze::percentile(&self.kept, p)
+        firsttoken_record::percentile(&self.kept, p)
     }
 }
 

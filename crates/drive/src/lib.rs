@@ -8,6 +8,15 @@
 //! content token and the end. Each request becomes a
 //! [`firsttoken_record::Sample`].
 //!
+//! One step executor ([`exec`]) runs every step of a protocol: single
+//! requests, idle-gap probes, bursts that start together, open-loop
+//! arrivals and closed-loop workers. [`run_session`] runs a session's
+//! protocol; [`run_probe`] is the probe, a protocol of one closed-loop step.
+//! Warm-up, cancellation, sample emission and the budget question
+//! ([`Gate`]) each exist once, there. The TLS client configuration is built
+//! once per destination. drive does no statistics of its own: a sample's
+//! inter-token percentiles use the one definition in `firsttoken_record`.
+//!
 //! ```no_run
 //! use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
 //! # async fn demo() -> Result<(), firsttoken_drive::DriveError> {
@@ -26,25 +35,30 @@
 
 mod connect;
 pub mod decode;
+pub mod exec;
 mod itl;
+mod probe;
 mod request;
-mod run;
-pub mod session;
 mod slot;
 mod tap;
 
 pub use connect::tls_config;
-pub use run::run_probe;
+pub use exec::{Finished, Gate, RequestSource, SessionSample, Stop, Unlimited, run_session};
+pub use probe::run_probe;
 pub use slot::Slot;
 
 use firsttoken_record::ErrorKind;
 
-/// A probe that cannot start.
+/// A run that cannot start, or that broke.
 #[derive(Debug, thiserror::Error)]
 pub enum DriveError {
     /// The TLS configuration could not be built.
     #[error("TLS setup: {0}")]
     Tls(String),
+    /// A measuring task panicked (a bug): the run was stopped, its other
+    /// requests in flight abandoned.
+    #[error("a measuring task panicked: {0}")]
+    Panicked(String),
 }
 
 /// A failed request: its kind and message. Becomes the sample's `error`.

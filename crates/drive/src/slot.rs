@@ -1,8 +1,11 @@
 //! A slot: one client that owns at most one connection to one target and
-//! sends one request at a time on it. Probe workers and session steps are
-//! made of slots.
+//! sends one request at a time on it. Every lane of the step executor runs
+//! on a slot. The slots of one destination share one [`Endpoint`], so the
+//! TLS client configuration (crypto provider, verifier, trust store) is
+//! built once per destination, never per slot and never inside a request.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -17,24 +20,71 @@ use crate::{DriveError, Failure};
 /// Most bytes [`Slot::fetch`] keeps of a response body.
 const FETCH_LIMIT: usize = 1 << 20;
 
-/// One connection's worth of client: connect options plus the open connection.
-pub struct Slot {
+/// What the slots of one destination share: how to connect (with the TLS
+/// configuration built once), the deadlines and the stream format.
+pub(crate) struct Endpoint {
     connector: Connector,
     timeouts: Timeouts,
     format: StreamFormat,
+}
+
+impl Endpoint {
+    /// The endpoint of `spec`'s target, TLS, HTTP version, timeouts and format.
+    pub(crate) fn new(spec: &ProbeSpec) -> Result<Arc<Endpoint>, DriveError> {
+        Ok(Arc::new(Endpoint {
+            connector: Connector::new(spec)?,
+            timeouts: spec.timeouts,
+            format: spec.format.clone(),
+        }))
+    }
+
+    /// The TLS configuration its connections use, if the target is https.
+    #[cfg(test)]
+    pub(crate) fn tls(&self) -> Option<&Arc<rustls::ClientConfig>> {
+        self.connector.tls()
+    }
+}
+
+/// `at + d`; a duration past the clock's range (validated specs never have
+/// one) waits about a century instead of panicking.
+pub(crate) fn later(at: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    at.checked_add(d)
+        .or_else(|| at.checked_add(CENTURY))
+        .unwrap_or(at)
+}
+
+/// The deadline `d` after `start`.
+fn deadline(start: Instant, d: Duration) -> tokio::time::Instant {
+    later(tokio::time::Instant::from_std(start), d)
+}
+
+/// One connection's worth of client: a shared endpoint plus the open connection.
+pub struct Slot {
+    endpoint: Arc<Endpoint>,
     conn: Option<Conn>,
 }
 
 impl Slot {
     /// A slot for the target, TLS, HTTP version, timeouts and format of `spec`
-    /// (its request count and concurrency are not used).
+    /// (its request count and concurrency are not used). For one-off calls;
+    /// the executor builds one endpoint per destination and shares it.
     pub fn new(spec: &ProbeSpec) -> Result<Slot, DriveError> {
-        Ok(Slot {
-            connector: Connector::new(spec)?,
-            timeouts: spec.timeouts,
-            format: spec.format.clone(),
+        Ok(Slot::on(Endpoint::new(spec)?))
+    }
+
+    /// A slot on a shared endpoint, with no connection yet.
+    pub(crate) fn on(endpoint: Arc<Endpoint>) -> Slot {
+        Slot {
+            endpoint,
             conn: None,
-        })
+        }
+    }
+
+    /// The endpoint this slot connects to.
+    #[cfg(test)]
+    pub(crate) fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.endpoint
     }
 
     /// True when the slot holds a connection that can take another request.
@@ -64,8 +114,9 @@ impl Slot {
         if !reusable {
             self.conn = None;
         }
+        let ep = &*self.endpoint;
         let start = Instant::now();
-        let deadline = tokio::time::Instant::from_std(start + self.timeouts.request);
+        let until = deadline(start, ep.timeouts.request);
         let mut st = Stamps::new(start);
         let connection = if reusable {
             Connection::Reused
@@ -73,7 +124,7 @@ impl Slot {
             Connection::Fresh
         };
         if !reusable {
-            match open(&self.connector, self.timeouts, &mut st, start, deadline).await {
+            match open(&ep.connector, ep.timeouts, &mut st, start, until).await {
                 Ok(c) => self.conn = Some(c),
                 Err(f) => {
                     st.fail(f);
@@ -85,7 +136,7 @@ impl Slot {
             return st.into_sample(seq, worker, connection);
         };
         match build_request(request, conn.http2) {
-            Ok(req) => exchange(conn, req, &self.format, deadline, &mut st).await,
+            Ok(req) => exchange(conn, req, &ep.format, until, &mut st).await,
             Err(f) => st.fail(f),
         }
         // A failed exchange leaves the connection in an unknown state.
@@ -102,14 +153,11 @@ async fn open(
     timeouts: Timeouts,
     st: &mut Stamps,
     start: Instant,
-    deadline: tokio::time::Instant,
+    until: tokio::time::Instant,
 ) -> Result<Conn, Failure> {
-    let connect_deadline = tokio::time::Instant::from_std(start + timeouts.connect);
-    let opened = tokio::time::timeout_at(
-        connect_deadline.min(deadline),
-        connector.open(&mut st.setup),
-    )
-    .await;
+    let connect_deadline = deadline(start, timeouts.connect);
+    let opened =
+        tokio::time::timeout_at(connect_deadline.min(until), connector.open(&mut st.setup)).await;
     opened.unwrap_or_else(|_| {
         let phase = if st.setup.connect.is_some() {
             "the TLS or HTTP handshake"
@@ -133,12 +181,14 @@ impl Slot {
     /// body: for set-up calls (sign-up, version, cleanup), not measurements.
     /// Uses the slot's connection when it is open.
     pub async fn fetch(&mut self, request: &RequestTemplate) -> Result<(u16, Bytes), String> {
+        let timeout = self.endpoint.timeouts.request;
         if !self.is_warm().await {
             self.conn = None;
+            let ep = &*self.endpoint;
             let start = Instant::now();
-            let deadline = tokio::time::Instant::from_std(start + self.timeouts.request);
             let mut st = Stamps::new(start);
-            let opened = open(&self.connector, self.timeouts, &mut st, start, deadline).await;
+            let until = deadline(start, timeout);
+            let opened = open(&ep.connector, ep.timeouts, &mut st, start, until).await;
             self.conn = Some(opened.map_err(|f| f.message)?);
         }
         let Some(conn) = self.conn.as_mut() else {
@@ -166,9 +216,9 @@ impl Slot {
             }
             Ok::<_, String>((status, Bytes::from(buf)))
         });
-        let out = tokio::time::timeout(self.timeouts.request, work)
+        let out = tokio::time::timeout_at(deadline(Instant::now(), timeout), work)
             .await
-            .map_err(|_| format!("no complete response within {:?}", self.timeouts.request))?;
+            .map_err(|_| format!("no complete response within {timeout:?}"))?;
         if out.is_err() {
             self.conn = None;
         }

@@ -289,6 +289,29 @@ pub struct Timeouts {
     pub request: Duration,
 }
 
+/// Longest connect or request timeout: a day. Longer is surely a typo, and
+/// deadlines far beyond it overflow the clock.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+impl Timeouts {
+    /// Both timeouts longer than zero and at most [`MAX_TIMEOUT`].
+    pub fn validate(&self) -> Result<(), PlanError> {
+        for (what, d) in [
+            ("the connect timeout, in seconds,", self.connect),
+            ("the request timeout, in seconds,", self.request),
+        ] {
+            if d.is_zero() || d > MAX_TIMEOUT {
+                return Err(PlanError::Range {
+                    what,
+                    bound: "longer than zero and at most 86400 (24 h)",
+                    got: d.as_secs(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
@@ -421,8 +444,10 @@ impl ProbeSpec {
         }
     }
 
-    /// Check ranges: at least one request and worker, at most 100,000 workers.
+    /// Check ranges: at least one request and worker, at most 100,000
+    /// workers, timeouts longer than zero and at most [`MAX_TIMEOUT`].
     pub fn validate(self) -> Result<ProbeSpec, PlanError> {
+        self.timeouts.validate()?;
         if self.requests == 0 {
             return Err(PlanError::Range {
                 what: "the request count (-n)",
@@ -524,6 +549,27 @@ mod tests {
         assert!(s.clone().validate().is_err());
         s.requests = 1;
         s.concurrency = 0;
-        assert!(s.validate().is_err());
+        assert!(s.clone().validate().is_err());
+        s.concurrency = 1;
+        assert!(s.clone().validate().is_ok());
+        // Defect 4 of issue 8: a timeout of u64::MAX seconds overflowed a deadline inside a worker.
+        for (connect, request) in [
+            (Duration::from_secs(u64::MAX), Duration::from_secs(1)),
+            (Duration::from_secs(1), Duration::from_secs(u64::MAX)),
+            (Duration::ZERO, Duration::from_secs(1)),
+            (
+                Duration::from_secs(1),
+                MAX_TIMEOUT + Duration::from_nanos(1),
+            ),
+        ] {
+            s.timeouts = Timeouts { connect, request };
+            let e = s.clone().validate().unwrap_err();
+            assert!(e.to_string().contains("timeout"), "{e}");
+        }
+        s.timeouts = Timeouts {
+            connect: MAX_TIMEOUT,
+            request: MAX_TIMEOUT,
+        };
+        assert!(s.validate().is_ok());
     }
 }

@@ -1,6 +1,11 @@
 //! A session's protocol: the phases expanded into an ordered list of steps,
-//! each a single request, a burst that starts together, or an open-loop
-//! batch with intended start offsets. Deterministic for a given seed.
+//! each a single request, a burst that starts together, an open-loop batch
+//! with intended start offsets, or closed-loop workers (the probe's `-c`).
+//! Deterministic for a given seed.
+//!
+//! A protocol announces the work it will send: [`Protocol::requests`]
+//! measured requests plus at most [`Protocol::max_warmups`] warm-up requests
+//! ([`Protocol::announced`]), which progress bars and banners show.
 
 use std::time::Duration;
 
@@ -50,15 +55,60 @@ pub enum Step {
     Burst(Vec<Planned>),
     /// Requests at intended offsets from the step's start (open loop).
     Arrivals(Vec<(Duration, Planned)>),
+    /// Closed loop: `workers` clients, each sending its next request as soon
+    /// as its previous one ended, until `requests` copies of `template` were
+    /// sent. Never more workers than requests: see [`Step::closed`].
+    Closed {
+        /// Concurrent clients, each with its own connection.
+        workers: u32,
+        /// Measured requests in all.
+        requests: u64,
+        /// What every request is.
+        template: Planned,
+    },
 }
 
 impl Step {
-    /// Requests in this step.
+    /// A closed-loop step with at most as many workers as requests (a worker
+    /// that would send nothing would still send its warm-up).
+    pub fn closed(workers: u32, requests: u64, template: Planned) -> Step {
+        let workers = u32::try_from(requests).map_or(workers, |n| workers.min(n));
+        Step::Closed {
+            workers,
+            requests,
+            template,
+        }
+    }
+
+    /// Measured requests in this step.
     pub fn len(&self) -> usize {
         match self {
             Step::One(_) | Step::AfterIdle(..) => 1,
             Step::Burst(v) => v.len(),
             Step::Arrivals(v) => v.len(),
+            Step::Closed { requests, .. } => usize::try_from(*requests).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Most warm-up requests this step can send. A warm (not fresh) request
+    /// whose connection is not open is preceded by a warm-up on the same
+    /// connection: at most one per request of a single step or a burst, one
+    /// per closed-loop worker before its first request, none for open-loop
+    /// arrivals (a warm-up would delay their intended start).
+    pub fn max_warmups(&self) -> usize {
+        let warm = |p: &Planned| usize::from(!p.fresh);
+        match self {
+            Step::One(p) | Step::AfterIdle(_, p) => warm(p),
+            Step::Burst(v) => v.iter().map(warm).sum(),
+            Step::Arrivals(_) => 0,
+            Step::Closed {
+                workers,
+                requests,
+                template,
+            } => {
+                let workers = u64::from(*workers).min(*requests);
+                warm(template) * usize::try_from(workers).unwrap_or(usize::MAX)
+            }
         }
     }
 
@@ -266,9 +316,43 @@ impl Protocol {
         Protocol { steps }
     }
 
-    /// Total planned requests.
+    /// The probe as a protocol: one closed-loop step of `spec.requests`
+    /// requests on `min(spec.concurrency, spec.requests)` workers, all to
+    /// [`Dest::App`]`(0)`, warm or fresh by `spec.mode`.
+    pub fn probe(spec: &crate::ProbeSpec) -> Protocol {
+        let fresh = spec.mode == crate::ConnectionMode::Fresh;
+        let step = Step::closed(
+            spec.concurrency,
+            spec.requests,
+            Planned {
+                phase: if fresh {
+                    PhaseKind::Fresh
+                } else {
+                    PhaseKind::Warm
+                },
+                dest: Dest::App(0),
+                fresh,
+                concurrency: Some(spec.concurrency),
+                prompt: 0,
+            },
+        );
+        Protocol { steps: vec![step] }
+    }
+
+    /// Total planned (measured) requests.
     pub fn requests(&self) -> usize {
         self.steps.iter().map(Step::len).sum()
+    }
+
+    /// Most warm-up requests the protocol can send (see [`Step::max_warmups`]).
+    pub fn max_warmups(&self) -> usize {
+        self.steps.iter().map(Step::max_warmups).sum()
+    }
+
+    /// Everything the protocol may send: measured requests plus the most
+    /// warm-ups. Nothing beyond this is ever sent.
+    pub fn announced(&self) -> usize {
+        self.requests().saturating_add(self.max_warmups())
     }
 
     /// Planned requests per phase name, in first-seen order.
@@ -282,6 +366,7 @@ impl Protocol {
                     v.len(),
                 ),
                 Step::Arrivals(v) => (PhaseKind::Rate, v.len()),
+                Step::Closed { template, .. } => (template.phase, s.len()),
             };
             match out.iter_mut().find(|(k, _)| *k == phase) {
                 Some((_, c)) => *c += n,
@@ -364,6 +449,63 @@ mod tests {
         );
         let blocks = Protocol::expand(&phases, 2, 3, 4, Order::Blocks, 1);
         assert_ne!(a, blocks);
+    }
+
+    fn planned(fresh: bool) -> Planned {
+        Planned {
+            phase: PhaseKind::Concurrency,
+            dest: Dest::App(0),
+            fresh,
+            concurrency: None,
+            prompt: 0,
+        }
+    }
+
+    #[test]
+    fn announced_work_counts_warmups_and_never_more_workers_than_requests() {
+        // Defect 3 of issue 8: `probe -c 1000 -n 1` sent 1,001 requests.
+        let r = crate::RequestTemplate::new(
+            crate::Target::parse("http://127.0.0.1:1/").unwrap(),
+            None,
+            None,
+        )
+        .unwrap();
+        let mut spec = crate::ProbeSpec::new(r);
+        spec.concurrency = 1000;
+        spec.requests = 1;
+        let p = Protocol::probe(&spec);
+        assert!(matches!(
+            p.steps[0],
+            Step::Closed {
+                workers: 1,
+                requests: 1,
+                ..
+            }
+        ));
+        assert_eq!((p.requests(), p.max_warmups(), p.announced()), (1, 1, 2));
+        spec.mode = crate::ConnectionMode::Fresh;
+        spec.concurrency = 4;
+        spec.requests = 10;
+        let p = Protocol::probe(&spec);
+        assert_eq!((p.requests(), p.max_warmups(), p.announced()), (10, 0, 10));
+        // A burst of 2000 warm requests: 2000 announced as measured, up to 4000 sent.
+        let burst = Protocol {
+            steps: vec![Step::Burst(vec![planned(false); 2000])],
+        };
+        assert_eq!(burst.announced(), 4000);
+        let mixed = Protocol {
+            steps: vec![
+                Step::One(planned(false)),
+                Step::AfterIdle(Duration::from_secs(1), planned(true)),
+                Step::Arrivals(vec![(Duration::ZERO, planned(false)); 3]),
+                Step::closed(8, 5, planned(false)),
+            ],
+        };
+        assert_eq!((mixed.requests(), mixed.max_warmups()), (10, 1 + 5));
+        assert_eq!(
+            mixed.counts(),
+            vec![(PhaseKind::Concurrency, 7), (PhaseKind::Rate, 3)]
+        );
     }
 
     #[test]

@@ -30,10 +30,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod export;
+mod percentile;
 pub mod session;
 pub mod store;
 pub mod vocab;
 
+pub use percentile::{percentile, percentile_sorted, sorted_finite};
 pub use session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};

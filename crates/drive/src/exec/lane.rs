@@ -1,0 +1,203 @@
+//! A lane: one slot sending an optional warm-up, then (after its burst's
+//! barrier, if any) one measured request. Here, and only here, a request is
+//! raced against cancellation, stamped on the session clock and emitted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::{Barrier, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use firsttoken_plan::RequestTemplate;
+use firsttoken_plan::protocol::Planned;
+
+use super::slots::Home;
+use super::{Finished, Gate, RequestSource, SessionSample, Stop};
+use crate::slot::Slot;
+
+/// What every lane of a run shares.
+pub(super) struct Run<S, T> {
+    source: Arc<S>,
+    gate: Arc<dyn Gate>,
+    tx: mpsc::Sender<T>,
+    /// Cancelled with the caller's token, after a panic or when the receiver
+    /// is gone: requests in flight are abandoned.
+    abandon: CancellationToken,
+    /// Cancelled with `abandon` or by the gate: nothing new starts, requests
+    /// in flight finish and are emitted.
+    halt: CancellationToken,
+    /// Why the run halted, when not by the caller's token.
+    reason: OnceLock<Stop>,
+    abandoned: AtomicU64,
+    /// Session start on tokio's clock, and on the wall clock.
+    origin: Instant,
+    origin_wall: SystemTime,
+}
+
+/// One measured request's place: what, its numbers, where its slot lives.
+#[derive(Debug, Clone)]
+pub(super) struct Lane {
+    pub planned: Planned,
+    /// Sample sequence number (its warm-up shares it).
+    pub seq: u64,
+    /// Sample worker number: the slot's index.
+    pub worker: u32,
+    /// Intended start from the session start (open-loop arrivals).
+    pub intended: Option<Duration>,
+    /// Where its slot is kept between requests.
+    pub home: Home,
+}
+
+impl<S, T> Run<S, T>
+where
+    S: RequestSource + 'static,
+    T: From<SessionSample> + Send + 'static,
+{
+    pub(super) fn new(
+        source: Arc<S>,
+        gate: Arc<dyn Gate>,
+        tx: mpsc::Sender<T>,
+        abandon: CancellationToken,
+    ) -> Run<S, T> {
+        Run {
+            source,
+            gate,
+            tx,
+            halt: abandon.child_token(),
+            abandon,
+            reason: OnceLock::new(),
+            abandoned: AtomicU64::new(0),
+            origin: Instant::now(),
+            origin_wall: SystemTime::now(),
+        }
+    }
+
+    /// The session clock's start.
+    pub(super) fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    /// True once nothing new may start.
+    pub(super) fn halted(&self) -> bool {
+        self.halt.is_cancelled()
+    }
+
+    /// Resolves when nothing new may start.
+    pub(super) async fn halting(&self) {
+        self.halt.cancelled().await;
+    }
+
+    /// Stop: `abandon` also drops the requests in flight.
+    fn stop(&self, reason: Stop, abandon: bool) {
+        let _ = self.reason.set(reason);
+        if abandon {
+            self.abandon.cancel();
+        } else {
+            self.halt.cancel();
+        }
+    }
+
+    /// After a panic: abandon everything else.
+    pub(super) fn abort(&self) {
+        self.stop(Stop::Cancelled, true);
+    }
+
+    /// The budget question, asked before every launch: may `n` more requests start?
+    pub(super) fn admit(&self, n: usize) -> bool {
+        if self.halted() {
+            return false;
+        }
+        if self.gate.allows(n) {
+            return true;
+        }
+        self.stop(Stop::Budget, false);
+        false
+    }
+
+    /// How the run ended.
+    pub(super) fn finished(&self, cancel: &CancellationToken) -> Finished {
+        let stop = if cancel.is_cancelled() {
+            Stop::Cancelled
+        } else {
+            self.reason.get().copied().unwrap_or(Stop::Complete)
+        };
+        Finished {
+            stop,
+            cancelled_in_flight: self.abandoned.load(Ordering::Relaxed),
+        }
+    }
+
+    /// `f`'s output, or `None` once the run is abandoned.
+    async fn unless_abandoned<F: Future>(&self, f: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            _ = self.abandon.cancelled() => None,
+            out = f => Some(out),
+        }
+    }
+
+    /// Send one request on `slot`, stamp it on the session clock and emit
+    /// it. `None` when it was abandoned or nobody receives samples any more.
+    async fn send(
+        &self,
+        slot: &mut Slot,
+        lane: &Lane,
+        request: &RequestTemplate,
+        warmup: bool,
+    ) -> Option<()> {
+        let fresh = lane.planned.fresh && !warmup;
+        let started = Instant::now();
+        let sent = slot.send(request, fresh, lane.seq, lane.worker);
+        let Some(mut sample) = self.unless_abandoned(sent).await else {
+            self.abandoned.fetch_add(1, Ordering::Relaxed);
+            // The exchange stopped half-way: its connection cannot be reused.
+            slot.close();
+            return None;
+        };
+        sample.warmup = warmup;
+        let actual_start = started.saturating_duration_since(self.origin);
+        let out = SessionSample {
+            planned: lane.planned.clone(),
+            sample,
+            intended_start: lane.intended.filter(|_| !warmup),
+            actual_start,
+            started_at: self.origin_wall + actual_start,
+        };
+        if self.tx.send(T::from(out)).await.is_err() {
+            self.stop(Stop::Cancelled, true);
+            return None;
+        }
+        Some(())
+    }
+}
+
+/// Run one lane: warm-up when asked, the measured request (after every
+/// lane of its burst is ready, when `together`), then hand the slot back.
+pub(super) async fn run<S, T>(
+    run: Arc<Run<S, T>>,
+    lane: Lane,
+    mut slot: Slot,
+    warm_up: bool,
+    together: Option<Arc<Barrier>>,
+) -> (Lane, Slot)
+where
+    S: RequestSource + 'static,
+    T: From<SessionSample> + Send + 'static,
+{
+    let _ = async {
+        if warm_up {
+            let request = run.source.request(&lane.planned);
+            run.send(&mut slot, &lane, &request, true).await?;
+        }
+        // Built before the barrier, so a burst's requests start together.
+        let request = run.source.request(&lane.planned);
+        if let Some(b) = together {
+            run.unless_abandoned(b.wait()).await?;
+        }
+        run.send(&mut slot, &lane, &request, false).await
+    }
+    .await;
+    (lane, slot)
+}
