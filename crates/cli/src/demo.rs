@@ -18,8 +18,8 @@ use firsttoken_emulator::{Profile, Settings, TruthLog};
 
 use firsttoken_plan::config::{
     AppSection, AuthSection, CleanupSection, ColdSection, ConcurrencySection, Config,
-    DirectSection, PathSection, PhasesSection, PingSection, Price, PromptsSection,
-    SessionSection, StrategySection,
+    DirectSection, PathSection, PhasesSection, PingSection, Price, PromptsSection, SessionSection,
+    StrategySection,
 };
 use firsttoken_plan::protocol::preset;
 use firsttoken_record::Store;

@@ -99,41 +99,6 @@ pub struct ProbeArgs {
     quiet: bool,
 }
 
-/// Expand `$NAME` and `${NAME}` from the environment; `$$` is a literal `$`.
-pub(crate) fn expand_env(value: &str) -> anyhow::Result<String> {
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i + 1..];
-        if let Some(r) = rest.strip_prefix('$') {
-            out.push('$');
-            rest = r;
-            continue;
-        }
-        let (name, after) = if let Some(r) = rest.strip_prefix('{') {
-            let end = r.find('}').context("unclosed ${ in a header value")?;
-            (&r[..end], &r[end + 1..])
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            (&rest[..end], &rest[end..])
-        };
-        if name.is_empty() {
-            out.push('$');
-            continue;
-        }
-        let v = std::env::var(name).with_context(|| {
-            format!("the header refers to ${name}, which is not set in the environment")
-        })?;
-        out.push_str(&v);
-        rest = after;
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 impl TryFrom<ProbeArgs> for ProbeSpec {
     type Error = anyhow::Error;
 
@@ -153,7 +118,10 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         let mut request = RequestTemplate::new(target, a.method.as_deref(), body)?;
         for h in &a.headers {
             let line = match h.split_once(':') {
-                Some((name, value)) => format!("{name}: {}", expand_env(value.trim())?),
+                Some((name, value)) => format!(
+                    "{name}: {}",
+                    firsttoken_plan::env::expand_env(value.trim())?
+                ),
                 None => h.clone(),
             };
             request.add_header_line(&line)?;
@@ -319,29 +287,5 @@ mod tests {
         assert!(settle(Ok(Err(DriveError::Tls("no CA".into())))).is_err());
         let done = settle(Ok(Ok(Finished::default()))).unwrap().unwrap();
         assert_eq!(done.cancelled_in_flight, 0);
-    }
-
-    #[test]
-    fn env_expansion() {
-        // `set_var` needs `unsafe` in edition 2024 (and the workspace forbids it), so borrow a variable that is already set.
-        let (name, value) = std::env::vars()
-            .find(|(k, v)| {
-                !k.is_empty()
-                    && !v.contains('$')
-                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            })
-            .unwrap();
-        assert_eq!(
-            expand_env(&format!("Bearer ${name}")).unwrap(),
-            format!("Bearer {value}")
-        );
-        assert_eq!(
-            expand_env(&format!("x${{{name}}}y")).unwrap(),
-            format!("x{value}y")
-        );
-        assert_eq!(expand_env("a$$b").unwrap(), "a$b");
-        assert_eq!(expand_env("cost $ 5").unwrap(), "cost $ 5");
-        let e = expand_env("Bearer $FIRSTTOKEN_SURELY_UNSET_VAR").unwrap_err();
-        assert!(e.to_string().contains("FIRSTTOKEN_SURELY_UNSET_VAR"));
     }
 }

@@ -239,8 +239,14 @@ fn out_of_range_values_are_usage_errors_before_anything_is_sent() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db").display().to_string();
     for (from, to) in [
-        ("warm = 2", "warm = 2\nrate = { per_second = 1e-300, requests = 3 }"),
-        ("emulated = true", "emulated = true\ntimeout = \"18446744073709551615s\""),
+        (
+            "warm = 2",
+            "warm = 2\nrate = { per_second = 1e-300, requests = 3 }",
+        ),
+        (
+            "emulated = true",
+            "emulated = true\ntimeout = \"18446744073709551615s\"",
+        ),
         ("emulated = true", "emulated = true\ntimeout = \"200000s\""),
     ] {
         let cfg = write_config(dir.path(), &emu.base, 2);

@@ -272,8 +272,16 @@ fn kill_9_case(w: &World, store: &str) {
         &[("FT_TEST_APP_DB", &w.app_db)],
     );
     assert_code(&out, 0);
-    assert!(text(&out.stdout).contains("0 residual"), "{}", text(&out.stdout));
-    assert_eq!(users_left(&w.app_db), 0, "cleanup found the crashed session's accounts");
+    assert!(
+        text(&out.stdout).contains("0 residual"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        users_left(&w.app_db),
+        0,
+        "cleanup found the crashed session's accounts"
+    );
 }
 
 #[test]

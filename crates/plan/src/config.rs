@@ -476,7 +476,11 @@ impl Config {
         {
             return Err(invalid(
                 "phases.cold.idle_gap",
-                format!("must be at most {} s, got {:?}", MAX_SPAN.as_secs(), c.idle_gap),
+                format!(
+                    "must be at most {} s, got {:?}",
+                    MAX_SPAN.as_secs(),
+                    c.idle_gap
+                ),
             ));
         }
         if let Some(b) = self.session.budget_usd
@@ -542,7 +546,10 @@ mod tests {
         let e = with("rate = { per_second = 0.01, requests = 10000 }")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("phases.rate") && e.contains("at most 86400 s"), "{e}");
+        assert!(
+            e.contains("phases.rate") && e.contains("at most 86400 s"),
+            "{e}"
+        );
         assert!(with("rate = { per_second = 5, requests = 10 }").is_ok());
         let text = DEFAULT_CONFIG.replace("timeout = \"60s\"", "timeout = \"100000s\"");
         let e = Config::parse(&text, "f.toml").unwrap_err().to_string();

@@ -12,8 +12,8 @@ use firsttoken_plan::{RequestTemplate, Target};
 use firsttoken_record::session::{
     Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
 };
-use firsttoken_record::{Store, UtcTime};
 use firsttoken_record::store::host_name;
+use firsttoken_record::{Store, UtcTime};
 
 use crate::accounts::{Accounts, clean_up, sign_up};
 use crate::recorder::Recorder;
@@ -181,13 +181,7 @@ pub async fn run_session(
     meta.cleanup = cleanup;
     meta.client_lag_p99_ms = lag_p99;
     store
-        .finish_session(
-            &meta.id,
-            &status,
-            ended_at,
-            meta.cleanup.as_ref(),
-            lag_p99,
-        )
+        .finish_session(&meta.id, &status, ended_at, meta.cleanup.as_ref(), lag_p99)
         .await?;
     Ok(Outcome {
         meta,

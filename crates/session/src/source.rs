@@ -5,8 +5,8 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
 use firsttoken_drive::RequestSource;
-use firsttoken_plan::env::expand_env;
 use firsttoken_plan::config::Config;
+use firsttoken_plan::env::expand_env;
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
 
@@ -47,7 +47,10 @@ fn sensitive(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), Sessi
     };
     let mut v = HeaderValue::from_str(value).map_err(|_| bad())?;
     v.set_sensitive(true);
-    Ok((HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?, v))
+    Ok((
+        HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?,
+        v,
+    ))
 }
 
 fn base_spec(

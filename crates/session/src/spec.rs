@@ -92,7 +92,9 @@ impl SessionSpec {
                 .unwrap_or(7)
         });
         config.session.seed = Some(seed);
-        config.validate("the session config").map_err(SessionError::Config)?;
+        config
+            .validate("the session config")
+            .map_err(SessionError::Config)?;
         let source = Source::new(&config)?;
         let strategies = config.direct.as_ref().map_or(0, |d| d.strategies.len());
         let protocol = Protocol::expand(
@@ -127,12 +129,22 @@ impl SessionSpec {
 
     /// The store URL or path.
     pub fn store(&self) -> &str {
-        self.config.session.store.as_deref().unwrap_or(DEFAULT_STORE)
+        self.config
+            .session
+            .store
+            .as_deref()
+            .unwrap_or(DEFAULT_STORE)
     }
 
     /// The path names and strategy names, in index order.
     pub(crate) fn names(&self) -> (Vec<String>, Vec<String>) {
-        let paths = self.config.app.paths.iter().map(|p| p.name.clone()).collect();
+        let paths = self
+            .config
+            .app
+            .paths
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
         let strategies = self
             .config
             .direct

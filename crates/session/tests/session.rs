@@ -116,7 +116,11 @@ async fn the_budget_stops_a_session_priced_only_from_the_table() {
         other => panic!("expected a partial session, got {other:?}"),
     }
     let stored = store.samples(&out.meta.id).await.unwrap();
-    assert_eq!(stored.len(), out.rows.len(), "everything counted was stored");
+    assert_eq!(
+        stored.len(),
+        out.rows.len(),
+        "everything counted was stored"
+    );
 }
 
 /// Regression (issue 8, defect 2): bursts ran as detached tasks, so after
@@ -129,11 +133,7 @@ async fn cancelling_mid_burst_stops_within_a_second_and_counts_what_was_in_fligh
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir).await;
     let spec = SessionSpec::new(
-        config(
-            &base,
-            "concurrency = { levels = [4], requests = 4 }",
-            "",
-        ),
+        config(&base, "concurrency = { levels = [4], requests = 4 }", ""),
         Overrides::default(),
     )
     .unwrap();
@@ -144,7 +144,9 @@ async fn cancelling_mid_burst_stops_within_a_second_and_counts_what_was_in_fligh
         c.cancel();
     });
     let started = Instant::now();
-    let out = run_session(&spec, &store, &mut Quiet, cancel).await.unwrap();
+    let out = run_session(&spec, &store, &mut Quiet, cancel)
+        .await
+        .unwrap();
     let took = started.elapsed();
     assert!(
         took < Duration::from_millis(1500),

@@ -172,10 +172,7 @@ pub async fn run_spec(
         firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
             .await?;
     if !quiet {
-        let lag = outcome
-            .meta
-            .client_lag_p99_ms
-            .filter(|l| *l > LAG_BOUND_MS);
+        let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_BOUND_MS);
         println!(
             "{}",
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)

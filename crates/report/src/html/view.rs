@@ -223,7 +223,9 @@ pub(crate) fn session(s: &SessionMeta) -> SessionView {
         status,
         complete,
         started_at: s.started_at.to_string(),
-        ended_at: s.ended_at.map_or_else(|| format::DASH.into(), |t| t.to_string()),
+        ended_at: s
+            .ended_at
+            .map_or_else(|| format::DASH.into(), |t| t.to_string()),
         host: s.host.clone(),
         tool_version: s.tool_version.clone(),
     }
