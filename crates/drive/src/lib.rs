@@ -43,7 +43,9 @@ mod slot;
 mod tap;
 
 pub use connect::tls_config;
-pub use exec::{Finished, Gate, RequestSource, SessionSample, Stop, Unlimited, run_session};
+pub use exec::{
+    Finished, Gate, GateAnswer, RequestSource, SessionSample, Stop, Unlimited, run_session,
+};
 pub use probe::run_probe;
 pub use slot::Slot;
 

@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use common::*;
 use firsttoken_drive::{
-    DriveError, Finished, Gate, RequestSource, SessionSample, Stop, Unlimited, run_session,
+    DriveError, Finished, Gate, GateAnswer, RequestSource, SessionSample, Stop, Unlimited,
+    run_session,
 };
 use firsttoken_plan::protocol::{Dest, PhaseKind, Planned, Protocol, Step};
 use firsttoken_plan::{ConnectionMode, ProbeSpec, RequestTemplate};
@@ -70,13 +71,13 @@ impl RequestSource for Source {
 struct UpTo(Mutex<usize>);
 
 impl Gate for UpTo {
-    fn allows(&self, n: usize) -> bool {
+    fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a> {
         let mut left = self.0.lock().unwrap();
-        let ok = *left >= n;
+        let ok = *left >= requests.len();
         if ok {
-            *left -= n;
+            *left -= requests.len();
         }
-        ok
+        Box::pin(std::future::ready(ok))
     }
 }
 

@@ -1,24 +1,53 @@
-//! Spending: the recorder prices each sample, stores it and only then charges
-//! the budget; the executor only asks whether the next requests may start.
+//! Spending: the recorder prices each sample, stores it and only then
+//! settles it with the budget; the executor only asks whether the next
+//! requests may start.
+//!
+//! Only direct requests are priced (an app's own upstream spending is not
+//! ours to see). So a direct request is admitted only once every earlier
+//! direct request has been priced: the budget then knows exactly what was
+//! spent, and stops before a request whose expected cost (the mean of the
+//! priced requests so far) would cross the limit. Direct requests run one at
+//! a time, so the wait is the recorder's few milliseconds, not a request.
 
 use std::sync::Mutex;
 
+use tokio::sync::Notify;
+
+use firsttoken_drive::{Gate, GateAnswer};
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_record::Sample;
 
-/// Spending so far and the limit. The session stops before requests whose
-/// expected cost (the running mean of the charged requests) would cross it.
+/// Spending so far and the limit.
 #[derive(Debug, Default)]
 pub struct Budget {
     inner: Mutex<State>,
+    settled: Notify,
 }
 
 #[derive(Debug, Default)]
 struct State {
     limit_usd: Option<f64>,
     spent_usd: f64,
+    /// Requests that carried a cost.
     charged: u64,
+    /// Direct requests admitted and not yet settled.
+    unpriced_direct: u64,
+}
+
+impl State {
+    /// Whether `direct` more direct requests are expected to fit.
+    fn fits(&self, direct: usize) -> bool {
+        let Some(limit) = self.limit_usd else {
+            return true;
+        };
+        let mean = if self.charged == 0 {
+            0.0
+        } else {
+            self.spent_usd / self.charged as f64
+        };
+        self.spent_usd + mean * direct as f64 <= limit
+    }
 }
 
 impl Budget {
@@ -29,6 +58,7 @@ impl Budget {
                 limit_usd,
                 ..State::default()
             }),
+            settled: Notify::new(),
         }
     }
 
@@ -37,11 +67,19 @@ impl Budget {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Charge a stored request's cost.
-    pub fn charge(&self, cost_usd: f64) {
-        let mut b = self.lock();
-        b.spent_usd += cost_usd;
-        b.charged += 1;
+    /// A stored request: its destination and its cost, if it had one.
+    pub fn settle(&self, dest: Dest, cost_usd: Option<f64>) {
+        {
+            let mut b = self.lock();
+            if matches!(dest, Dest::Direct(_)) {
+                b.unpriced_direct = b.unpriced_direct.saturating_sub(1);
+            }
+            if let Some(c) = cost_usd {
+                b.spent_usd += c;
+                b.charged += 1;
+            }
+        }
+        self.settled.notify_waiters();
     }
 
     /// Spent so far, USD.
@@ -54,26 +92,37 @@ impl Budget {
         self.lock().limit_usd
     }
 
-    /// True when `n` more requests are expected to stay within the limit.
-    pub fn allows(&self, n: usize) -> bool {
-        let b = self.lock();
-        match b.limit_usd {
-            None => true,
-            Some(limit) => {
-                let mean = if b.charged == 0 {
-                    0.0
-                } else {
-                    b.spent_usd / b.charged as f64
-                };
-                b.spent_usd + mean * n as f64 <= limit
+    /// May `requests` start? Direct requests wait until every earlier direct
+    /// request is priced, then are admitted when their expected cost fits.
+    pub async fn admit(&self, requests: &[Dest]) -> bool {
+        let direct = requests
+            .iter()
+            .filter(|d| matches!(d, Dest::Direct(_)))
+            .count();
+        loop {
+            // Register before looking, so a settle in between is not missed.
+            let settled = self.settled.notified();
+            {
+                let mut b = self.lock();
+                if b.limit_usd.is_none() {
+                    return true;
+                }
+                if direct == 0 || b.unpriced_direct == 0 {
+                    let ok = b.fits(direct);
+                    if ok {
+                        b.unpriced_direct += direct as u64;
+                    }
+                    return ok;
+                }
             }
+            settled.await;
         }
     }
 }
 
-impl firsttoken_drive::Gate for Budget {
-    fn allows(&self, n: usize) -> bool {
-        Budget::allows(self, n)
+impl Gate for Budget {
+    fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a> {
+        Box::pin(self.admit(requests))
     }
 }
 
@@ -124,14 +173,26 @@ mod tests {
         assert_eq!(sample.cost_usd, Some(0.01), "a reported cost is kept");
     }
 
-    #[test]
-    fn the_running_mean_stops_before_the_limit() {
-        let b = Budget::new(Some(1.0));
-        assert!(b.allows(100), "nothing charged yet: no estimate");
-        b.charge(0.3);
-        b.charge(0.3);
-        assert!(b.allows(0));
-        assert!(!b.allows(2), "0.6 + 2 × 0.3 > 1.0");
-        assert!(Budget::new(None).allows(usize::MAX));
+    #[tokio::test]
+    async fn direct_requests_wait_for_the_previous_price_and_stop_before_the_limit() {
+        let b = std::sync::Arc::new(Budget::new(Some(1.0)));
+        let d = [Dest::Direct(0)];
+        assert!(b.admit(&d).await, "nothing priced yet: no estimate");
+        // The second waits until the first is priced.
+        let waiting = tokio::spawn({
+            let b = b.clone();
+            async move { b.admit(&[Dest::Direct(0)]).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "must wait for the first price");
+        b.settle(Dest::Direct(0), Some(0.4));
+        assert!(waiting.await.unwrap(), "0.4 + 0.4 fits in 1.0");
+        b.settle(Dest::Direct(0), Some(0.4));
+        assert!(!b.admit(&d).await, "0.8 + 0.4 > 1.0");
+        assert!(
+            b.admit(&[Dest::App(0), Dest::App(0)]).await,
+            "app requests cost nothing"
+        );
+        assert!(Budget::new(None).admit(&[Dest::Direct(0); 3]).await);
     }
 }

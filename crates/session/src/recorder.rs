@@ -79,17 +79,15 @@ impl Recorder<'_> {
             if let (Some(i), false) = (s.intended_start, s.sample.warmup) {
                 out.lags_ms.push(ms(s.actual_start) - ms(i));
             }
-            let cost = s.sample.cost_usd;
+            let (dest, cost) = (s.planned.dest, s.sample.cost_usd);
             let row = self.row(s);
             if let Err(e) = self.store.append_sample(&row).await {
                 out.store_error = Some(format!("the store cannot be written: {e}"));
                 run.cancel();
                 break;
             }
-            // Charged only once stored: what the budget counts is what was spent.
-            if let Some(c) = cost {
-                self.budget.charge(c);
-            }
+            // Settled only once stored: what the budget counts is what was spent.
+            self.budget.settle(dest, cost);
             if !row.sample.warmup {
                 out.done += 1;
                 out.failed += u64::from(!row.sample.is_ok());

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use firsttoken_plan::RequestTemplate;
-use firsttoken_plan::protocol::Planned;
+use firsttoken_plan::protocol::{Dest, Planned};
 
 use super::slots::Home;
 use super::{Finished, Gate, RequestSource, SessionSample, Stop};
@@ -104,12 +104,18 @@ where
         self.stop(Stop::Cancelled, true);
     }
 
-    /// The budget question, asked before every launch: may `n` more requests start?
-    pub(super) fn admit(&self, n: usize) -> bool {
+    /// The budget question, asked before every launch: may these requests
+    /// (one destination each, warm-ups included) start? A halt while the
+    /// gate deliberates is a no.
+    pub(super) async fn admit(&self, requests: &[Dest]) -> bool {
         if self.halted() {
             return false;
         }
-        if self.gate.allows(n) {
+        let allowed = tokio::select! {
+            () = self.halting() => return false,
+            ok = self.gate.allows(requests) => ok,
+        };
+        if allowed {
             return true;
         }
         self.stop(Stop::Budget, false);

@@ -59,19 +59,24 @@ pub trait RequestSource: Send + Sync {
 
 /// Whether more requests may start: the budget. drive only asks, before
 /// each launch; it never charges (the recorder prices each stored sample
-/// and charges then).
+/// and charges then). The answer may take time — a budget waits until the
+/// costs of earlier requests are known — and drive races it against
+/// cancellation.
 pub trait Gate: Send + Sync {
-    /// May `n` more requests (warm-ups included) start?
-    fn allows(&self, n: usize) -> bool;
+    /// May these requests start? One destination per request, warm-ups included.
+    fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a>;
 }
+
+/// A [`Gate`]'s answer, possibly after a wait.
+pub type GateAnswer<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
 
 /// A [`Gate`] that always says yes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Unlimited;
 
 impl Gate for Unlimited {
-    fn allows(&self, _n: usize) -> bool {
-        true
+    fn allows<'a>(&'a self, _requests: &'a [Dest]) -> GateAnswer<'a> {
+        Box::pin(std::future::ready(true))
     }
 }
 

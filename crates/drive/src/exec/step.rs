@@ -218,15 +218,18 @@ where
     T: From<SessionSample> + Send + 'static,
 {
     let mut ready = Vec::with_capacity(group.lanes.len());
-    let mut requests = 0;
+    let mut requests = Vec::with_capacity(group.lanes.len());
     for mut lane in group.lanes {
         let (mut slot, worker) = slots.take(lane.home);
         lane.worker = worker;
         let warm_up = group.may_warm_up && !lane.planned.fresh && !slot.is_warm().await;
-        requests += 1 + usize::from(warm_up);
+        requests.extend(std::iter::repeat_n(
+            lane.planned.dest,
+            1 + usize::from(warm_up),
+        ));
         ready.push((lane, slot, warm_up));
     }
-    if !run.admit(requests) {
+    if !run.admit(&requests).await {
         for (lane, slot, _) in ready {
             slots.put(lane.home, lane.worker, slot);
         }
