@@ -8,7 +8,9 @@
 //! significant (p < α, default 0.05), the CI of the median difference
 //! excludes 0, and the median moved by more than the noise threshold
 //! (default 5 %) relative to the baseline `b`. Otherwise: no detectable
-//! difference (or too few samples when there is no interval). Whether an
+//! difference — or too few samples when there is no interval, or when the
+//! samples are so few that even completely separated ones could not pass
+//! the rank test ([`rank::smallest_p`]; 3 against 3, say). Whether an
 //! increase is better or worse depends on the metric
 //! ([`Comparison::worse`]); the words are the report's.
 
@@ -18,7 +20,7 @@ use crate::estimate::{Percentile, Stat};
 use crate::finding::Direction;
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::Group;
-use crate::rank::{CliffsDelta, MannWhitney, cliffs_delta, mann_whitney};
+use crate::rank::{self, CliffsDelta, MannWhitney, cliffs_delta, mann_whitney};
 use crate::samples::Samples;
 use crate::{AnalyzeError, Settings, bootstrap};
 
@@ -105,6 +107,13 @@ pub fn compare(
         && median_difference.ci().is_some_and(|c| c.excludes_zero())
         && relative.is_some_and(|r| r.abs() > settings.noise_threshold());
     let direction = match Direction::of(&median_difference, 0.0, 0.0) {
+        // No data of these sizes can pass the rank test: say so, rather than
+        // "no detectable difference" beside an interval that excludes zero.
+        Direction::Increase | Direction::Decrease | Direction::NoDetectableDifference
+            if rank::smallest_p(a.len(), b.len()) >= settings.alpha() =>
+        {
+            Direction::TooFewSamples
+        }
         d if d.is_change() && !significant => Direction::NoDetectableDifference,
         d => d,
     };

@@ -149,6 +149,21 @@ pub fn mann_whitney(a: &Samples, b: &Samples) -> Option<MannWhitney> {
     })
 }
 
+/// The smallest two-sided p-value [`mann_whitney`] can give for samples of
+/// `n_a` and `n_b` values: completely separated samples, no ties. When it is
+/// not below α, no data of these sizes can be significant: the samples are
+/// too few for the test, whatever they hold (3 against 3 gives 0.081).
+pub fn smallest_p(n_a: usize, n_b: usize) -> f64 {
+    if n_a == 0 || n_b == 0 {
+        return 1.0;
+    }
+    let (na, nb) = (n_a as f64, n_b as f64);
+    let mu = na * nb / 2.0;
+    let var = na * nb / 12.0 * (na + nb + 1.0);
+    let z = (mu - 0.5).max(0.0) / var.sqrt();
+    (2.0 * normal_sf(z)).min(1.0)
+}
+
 /// Cliff's delta of `a` against `b`; `None` when either is empty.
 pub fn cliffs_delta(a: &Samples, b: &Samples) -> Option<CliffsDelta> {
     if a.is_empty() || b.is_empty() {
@@ -191,6 +206,20 @@ mod tests {
         let back = mann_whitney(&s(&[6., 7., 8., 9., 10.]), &s(&[1., 2., 3., 4., 5.])).unwrap();
         assert_eq!(back.u, 25.0);
         assert!((back.p_value - r.p_value).abs() < 1e-15);
+    }
+
+    #[test]
+    fn smallest_p_is_that_of_separated_samples() {
+        let sep = mann_whitney(&s(&[1., 2., 3., 4., 5.]), &s(&[6., 7., 8., 9., 10.])).unwrap();
+        assert!((smallest_p(5, 5) - sep.p_value).abs() < 1e-15);
+        // 3 against 3: z = (4.5 − 0.5)/√5.25 = 1.7457, p = 0.0809 — never below 0.05.
+        assert!(
+            (smallest_p(3, 3) - 0.080_9).abs() < 1e-4,
+            "{}",
+            smallest_p(3, 3)
+        );
+        assert!(smallest_p(4, 4) < 0.05);
+        assert_eq!(smallest_p(0, 9), 1.0);
     }
 
     #[test]

@@ -105,6 +105,12 @@ pub fn too_few(n: usize, needed: usize) -> String {
     format!("too few samples {}", too_few_counts(n, needed))
 }
 
+/// Samples too few for the rank test to ever be significant:
+/// `too few samples for a rank test (n = 3 and 3)`.
+pub fn too_few_for_test(n_a: usize, n_b: usize) -> String {
+    format!("too few samples for a rank test (n = {n_a} and {n_b})")
+}
+
 /// The counts of [`too_few`]: `(n = 12, needs 20)`.
 pub fn too_few_counts(n: usize, needed: usize) -> String {
     format!("(n = {n}, needs {needed})")
@@ -202,13 +208,21 @@ pub fn coefficient(x: f64) -> String {
 
 /// An amount of money: `$0.0123`.
 pub fn usd(x: f64) -> String {
-    format!("${x:.4}")
+    // `+ 0.0` turns the -0.0 of an empty f64 sum into 0.0.
+    format!("${:.4}", x + 0.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use firsttoken_analyze::{Ci, Estimate};
+
+    #[test]
+    fn an_empty_sum_costs_zero_not_minus_zero() {
+        let nothing: f64 = std::iter::empty::<f64>().sum();
+        assert_eq!(usd(nothing), "$0.0000");
+        assert_eq!(usd(0.0125), "$0.0125");
+    }
 
     fn est(point: f64, lower: f64, upper: f64) -> Stat {
         Stat::Ok(Estimate {

@@ -38,7 +38,7 @@ pub fn render(doc: &Doc, width: u16) -> String {
                 .set_width(width);
             table.set_header(t.header.clone());
             for r in &t.rows {
-                table.add_row(r.clone());
+                table.add_row(r.iter().enumerate().map(|(i, c)| stacked(i, c)));
             }
             for i in 1..t.header.len() {
                 if let Some(c) = table.column_mut(i) {
@@ -50,6 +50,17 @@ pub fn render(doc: &Doc, width: u16) -> String {
         }
     }
     out
+}
+
+/// A cell laid out in lines that break where a reader expects, so a narrow
+/// column never splits a number: a group's keys one per line (first
+/// column), an interval under its point, a withheld value's counts under
+/// its reason.
+fn stacked(column: usize, cell: &str) -> String {
+    if column == 0 && cell.contains('=') {
+        return cell.replace(", ", "\n");
+    }
+    cell.replace(" [", "\n[").replace(" (n = ", "\n(n = ")
 }
 
 /// Word-wrap `line` to `width` characters: `  ` before the first line, `    ` before the rest.
@@ -77,6 +88,23 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_break_between_numbers_not_inside_them() {
+        assert_eq!(
+            stacked(0, "code_version=after, path=chat"),
+            "code_version=after\npath=chat"
+        );
+        assert_eq!(
+            stacked(1, "329 ms [320 ms, 349 ms]"),
+            "329 ms\n[320 ms, 349 ms]"
+        );
+        assert_eq!(
+            stacked(2, "too few samples (n = 9, needs 10)"),
+            "too few samples\n(n = 9, needs 10)"
+        );
+        assert_eq!(stacked(0, "after → before"), "after → before");
+    }
 
     #[test]
     fn wrap_keeps_words_and_width() {

@@ -24,9 +24,9 @@ pub const NO_DIFFERENCE: &str = "no detectable difference";
 fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
     match *estimate {
         Stat::TooSmall { n, needed } => too_few(n, needed),
-        // Not reached (a direction without an interval comes from a withheld
-        // estimate); a difference needs two values a side.
-        Stat::Ok(_) => too_few(n_a.min(n_b), 2),
+        // An interval exists, but the samples are too few for the rank test
+        // to ever be significant.
+        Stat::Ok(_) => format::too_few_for_test(n_a, n_b),
     }
 }
 
