@@ -33,10 +33,25 @@ async fn stalled() -> impl IntoResponse {
     "late"
 }
 
+/// Bodies the echo path received, in order.
+type Bodies = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 async fn server() -> String {
+    server_logging(Bodies::default()).await
+}
+
+async fn server_logging(bodies: Bodies) -> String {
+    let echo = move |body: String| {
+        let bodies = bodies.clone();
+        async move {
+            bodies.lock().unwrap().push(body);
+            completion().await
+        }
+    };
     let app = Router::new()
         .route("/health", get(|| async { "ok" }))
         .route("/v1/chat/completions", post(completion))
+        .route("/api/echo", post(echo))
         .route("/api/slow", post(stalled));
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
@@ -180,4 +195,52 @@ async fn a_bad_budget_is_refused_before_anything_is_sent() {
     .err()
     .expect("a NaN budget is an error");
     assert!(e.to_string().contains("budget"), "{e}");
+}
+
+/// Regression (issue 10, item 1): with prompts given as a file, the protocol
+/// was expanded for `prompts.list.len()` = 0 → 1 prompt, so every request
+/// carried the file's first line.
+#[tokio::test]
+async fn prompts_from_a_file_rotate_over_every_line() {
+    let bodies = Bodies::default();
+    let base = server_logging(bodies.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prompts.txt");
+    std::fs::write(&file, "first question\nsecond question\n\nthird question\n").unwrap();
+    let text = format!(
+        r#"
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "echo"
+path = "/api/echo"
+body = '{{"message": "{{prompt}}"}}'
+
+[prompts]
+file = "{}"
+
+[phases]
+warm = 6
+"#,
+        file.display()
+    );
+    let spec = SessionSpec::new(
+        Config::parse(&text, "t.toml").unwrap(),
+        Overrides::default(),
+    )
+    .unwrap();
+    let store = store(&dir).await;
+    let out = run_session(&spec, &store, &mut Quiet, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.done, 6);
+    let seen = bodies.lock().unwrap().clone();
+    let distinct: std::collections::BTreeSet<&str> =
+        seen.iter().filter_map(|b| b.split('"').nth(3)).collect();
+    assert_eq!(
+        distinct.into_iter().collect::<Vec<_>>(),
+        vec!["first question", "second question", "third question"],
+        "every line is sent: {seen:?}"
+    );
 }
