@@ -272,6 +272,10 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     let _ = tokio::time::timeout(Duration::from_secs(6), emu).await;
     let report = crate::report::demo_report(&a.store, &sessions, &a.html).await?;
     println!("{report}");
-    eprintln!("HTML report: {}   store: {}", a.html.display(), a.store);
+    eprintln!(
+        "HTML report: {}   store: {}",
+        a.html.display(),
+        firsttoken_record::store::mask_url(&a.store)
+    );
     Ok(code)
 }

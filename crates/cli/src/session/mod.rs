@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
-use firsttoken_record::store::Store;
+use firsttoken_record::store::{Store, mask_url};
 
 pub use firsttoken_session::DEFAULT_STORE;
 pub use run::{RunArgs, exit_code, run, run_spec};
@@ -67,7 +67,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
     let store = a.store.open().await?;
     let list = store.sessions().await?;
     if list.is_empty() {
-        println!("no sessions in {}", a.store.store);
+        println!("no sessions in {}", mask_url(&a.store.store));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = comfy_table::Table::new();
@@ -135,7 +135,7 @@ pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     let meta = store
         .session(&a.session)
         .await?
-        .with_context(|| format!("no session {:?} in {}", a.session, a.store.store))?;
+        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
     let rows = store.samples(&meta.id).await?;
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::new(
@@ -211,7 +211,7 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
     let meta = store
         .session(&a.session)
         .await?
-        .with_context(|| format!("no session {:?} in {}", a.session, a.store.store))?;
+        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
     let Some(previous) = meta.cleanup.clone() else {
         println!(
             "session {} created no test accounts: nothing to clean up",
