@@ -271,7 +271,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(6), emu).await;
     let report = crate::report::demo_report(&a.store, &sessions, &a.html).await?;
-    println!("{report}");
+    outln!("{report}");
     eprintln!(
         "HTML report: {}   store: {}",
         a.html.display(),

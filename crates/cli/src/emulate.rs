@@ -119,7 +119,7 @@ fn describe(p: &Profile) -> String {
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn run(a: EmulateArgs) -> anyhow::Result<ExitCode> {
     if a.print_profile {
-        print!("{}", firsttoken_emulator::DEFAULT_PROFILE_TOML);
+        out!("{}", firsttoken_emulator::DEFAULT_PROFILE_TOML);
         return Ok(ExitCode::SUCCESS);
     }
     let profile = load_profile(&a)?;
@@ -154,7 +154,7 @@ pub async fn run(a: EmulateArgs) -> anyhow::Result<ExitCode> {
         })?;
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    println!("listening on {scheme}://{addr}");
+    outln!("listening on {scheme}://{addr}");
     eprintln!(
         "emulator: providers {summary}; seed {}{}; POST {scheme}://{addr}/v1/chat/completions; Ctrl-C stops",
         a.seed,

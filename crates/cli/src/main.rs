@@ -1,8 +1,23 @@
 //! `firsttoken`: measure the time to first token that users of a streaming
 //! LLM app really wait, phase by phase.
 
+/// `println!` that survives a closed stdout (see [`out`]).
+macro_rules! outln {
+    ($($t:tt)*) => {
+        $crate::out::line(format_args!($($t)*))
+    };
+}
+
+/// `print!` that survives a closed stdout (see [`out`]).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::out::text(format_args!($($t)*))
+    };
+}
+
 mod demo;
 mod emulate;
+mod out;
 mod probe;
 mod refapp;
 mod report;

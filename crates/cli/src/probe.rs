@@ -241,7 +241,7 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         if json {
             eprintln!("{text}");
         } else {
-            println!("\n{text}");
+            outln!("\n{text}");
         }
     }
     let counted = samples.iter().filter(|s| !s.warmup);

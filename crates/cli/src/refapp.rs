@@ -148,7 +148,7 @@ pub async fn run(args: RefappArgs) -> anyhow::Result<ExitCode> {
         known_bad(&config)
     );
     let state = AppState::new(config).await?;
-    println!("listening on http://{addr}");
+    outln!("listening on http://{addr}");
     eprintln!("{summary}; Ctrl-C stops");
     let shutdown = crate::shutdown_token();
     serve(listener, state, shutdown).await?;

@@ -94,7 +94,7 @@ fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
     match out {
         Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
         None => {
-            println!("{text}");
+            outln!("{text}");
             Ok(())
         }
     }
@@ -404,7 +404,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let rows = store.samples(&meta.id).await?;
     let settings = Settings::new(meta.seed);
     let mut failed = false;
-    println!(
+    outln!(
         "check of session {} ({}, code {})",
         meta.id,
         meta.provenance.as_str(),
@@ -444,7 +444,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         } else {
             fmt::ms(t.limit)
         };
-        println!(
+        outln!(
             "  {} {:<14} {shown}  (max {limit})",
             if ok { "PASS" } else { "FAIL" },
             t.metric
@@ -461,7 +461,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         )?;
         let slower = c.worse();
         failed |= slower;
-        println!(
+        outln!(
             "  {} against {}: {}",
             if slower { "FAIL" } else { "PASS" },
             loaded.sessions[1].id,

@@ -29,13 +29,27 @@ fn a_store_password_is_masked_in_every_message() {
     let cfg = common::write_config(dir.path(), "http://127.0.0.1:9", 1);
     for args in [
         vec!["export", "--store", &store, "--session", "no-such-session"],
-        vec!["cleanup", "--store", &store, "--session", "no-such-session", "-c", &cfg],
+        vec![
+            "cleanup",
+            "--store",
+            &store,
+            "--session",
+            "no-such-session",
+            "-c",
+            &cfg,
+        ],
         vec!["report", "--store", &store, "--session", "no-such-session"],
     ] {
         let out = firsttoken(&args, &[]);
         let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
         assert_ne!(out.status.code(), Some(0), "{args:?}: {all}");
-        assert!(!all.contains(PASSWORD), "{args:?} printed the password: {all}");
-        assert!(all.contains("***") || all.contains("no-such-session"), "{all}");
+        assert!(
+            !all.contains(PASSWORD),
+            "{args:?} printed the password: {all}"
+        );
+        assert!(
+            all.contains("***") || all.contains("no-such-session"),
+            "{all}"
+        );
     }
 }

@@ -34,7 +34,7 @@ pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::write(&a.path, firsttoken_plan::config::DEFAULT_CONFIG)
         .with_context(|| format!("cannot write {}", a.path.display()))?;
-    println!(
+    outln!(
         "wrote {} — edit the [app] and [direct] sections, then run `firsttoken run`",
         a.path.display()
     );
@@ -67,7 +67,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
     let store = a.store.open().await?;
     let list = store.sessions().await?;
     if list.is_empty() {
-        println!("no sessions in {}", mask_url(&a.store.store));
+        outln!("no sessions in {}", mask_url(&a.store.store));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = comfy_table::Table::new();
@@ -100,7 +100,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
             s.labels.vantage,
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -178,7 +178,7 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
             .collect();
         n += mine.len();
         let imported = store.insert_imported(&meta, &mine).await?;
-        println!(
+        outln!(
             "imported session {} as {} ({} samples)",
             meta.id,
             imported.id,
@@ -213,7 +213,7 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
         .await?
         .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
     let Some(previous) = meta.cleanup.clone() else {
-        println!(
+        outln!(
             "session {} created no test accounts: nothing to clean up",
             meta.id
         );
@@ -236,9 +236,10 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
     store.set_cleanup(&meta.id, &result).await?;
     match (&result.error, result.residual) {
         (None, Some(0)) => {
-            println!(
+            outln!(
                 "cleanup of {}: {} rows deleted, 0 residual",
-                meta.id, result.deleted
+                meta.id,
+                result.deleted
             );
             Ok(ExitCode::SUCCESS)
         }

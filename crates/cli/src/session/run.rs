@@ -173,7 +173,7 @@ pub async fn run_spec(
             .await?;
     if !quiet {
         let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_BOUND_MS);
-        println!(
+        outln!(
             "{}",
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
         );
