@@ -105,6 +105,21 @@ impl Target {
                 ));
             }
         };
+        if let Some(auth) = uri.authority()
+            && let Some((userinfo, at_host)) = auth.as_str().rsplit_once('@')
+        {
+            // Never silently dropped, never echoed: the error shows the URL
+            // with the credentials masked.
+            let masked = url.replacen(userinfo, "***", 1);
+            return Err(PlanError::Url {
+                url: masked,
+                reason: format!(
+                    "credentials in the URL are not sent; give them as a header instead \
+                     (e.g. -H 'Authorization: Bearer $TOKEN') and use the URL without them \
+                     (…://{at_host}…)"
+                ),
+            });
+        }
         let host = uri.host().ok_or_else(|| err("it has no host"))?;
         let host = host
             .trim_start_matches('[')
@@ -478,6 +493,18 @@ impl ProbeSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 9: `user:password@` in a URL was silently dropped.
+    #[test]
+    fn credentials_in_a_url_are_a_clear_error_that_hides_them() {
+        let e = Target::parse("https://alice:s3cret@api.example.invalid/v1/chat")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("credentials in the URL are not sent"), "{e}");
+        assert!(!e.contains("s3cret") && !e.contains("alice"), "{e}");
+        assert!(e.contains("https://***@api.example.invalid/v1/chat"), "{e}");
+        assert!(Target::parse("http://127.0.0.1:8080/x?a=b@c").is_ok());
+    }
 
     #[test]
     fn targets_parse_with_default_ports() {
