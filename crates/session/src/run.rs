@@ -16,7 +16,7 @@ use firsttoken_record::store::host_name;
 use firsttoken_record::{Store, UtcTime};
 
 use crate::accounts::{Accounts, clean_up, sign_up};
-use crate::recorder::Recorder;
+use crate::recorder::{Recorded, Recorder};
 use crate::{Budget, Observer, SessionError, SessionSpec, Source};
 
 /// How a session ended. The session row in the store says the same.
@@ -127,7 +127,7 @@ pub async fn run_session(
     };
     let mut stop = Stop::Cancelled;
     let mut cancelled_in_flight = 0;
-    let mut recorded = Default::default();
+    let mut recorded = Recorded::default();
     if failure.is_none() {
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         let run_cancel = cancel.child_token();
@@ -148,14 +148,11 @@ pub async fn run_session(
             Err(e) => failure = Some(format!("the session task stopped: {e}")),
         }
     }
-    let recorded: crate::recorder::Recorded = recorded;
     if let Some(e) = &recorded.store_error {
         failure = Some(e.clone());
     }
     let cleanup = finish_accounts(spec, &app_spec, &accounts).await;
-    let mut lags = recorded.lags_ms.clone();
-    lags.sort_by(f64::total_cmp);
-    let lag_p99 = firsttoken_record::percentile_sorted(&lags, 99.0);
+    let lag_p99 = firsttoken_record::percentile(&recorded.lags_ms, 99.0);
     let status = match (&failure, &stop) {
         (Some(f), _) => SessionStatus::Partial { reason: f.clone() },
         (None, Stop::Complete) => SessionStatus::Complete,
