@@ -74,6 +74,8 @@ pub enum ErrorKind {
     StreamError,
     /// The stream ended before its format's terminator.
     Truncated,
+    /// A 2xx stream ended cleanly without a single content token.
+    NoContent,
     /// A payload could not be decoded (the message names the byte offset).
     Decode,
 }
@@ -89,6 +91,7 @@ impl ErrorKind {
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::StreamError => "stream_error",
             ErrorKind::Truncated => "truncated",
+            ErrorKind::NoContent => "no_content",
             ErrorKind::Decode => "decode",
         }
     }
