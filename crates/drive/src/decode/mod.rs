@@ -314,10 +314,10 @@ impl Decoder {
                     cf.events += 1;
                     // An `error` event is an error in every dialect; in
                     // `auto`, so is any known error shape as the first event.
-                    if ev.event == "error" || kind.is_none() {
-                        if let Some(m) = formats::error_shape(ev.event, &ev.data) {
-                            return facts.fail(ErrorKind::StreamError, m);
-                        }
+                    if (ev.event == "error" || kind.is_none())
+                        && let Some(m) = formats::error_shape(ev.event, &ev.data)
+                    {
+                        return facts.fail(ErrorKind::StreamError, m);
                     }
                     if kind.is_none() {
                         if ev.data.trim() == "[DONE]" {
