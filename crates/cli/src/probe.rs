@@ -82,6 +82,9 @@ pub struct ProbeArgs {
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<std::path::PathBuf>,
+    /// Largest stream event or line accepted, in bytes (default 1 MiB); a longer one fails the request as `decode`.
+    #[arg(long, value_name = "BYTES", default_value_t = firsttoken_plan::DEFAULT_MAX_EVENT_BYTES)]
+    max_event_bytes: usize,
     /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     connect_timeout: Duration,
@@ -150,6 +153,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             );
         }
         spec.format = a.format.parse::<StreamFormat>()?;
+        spec.max_event_bytes = a.max_event_bytes;
         spec.tls.insecure = a.insecure;
         if let Some(path) = &a.cacert {
             spec.tls.ca_pem = Some(

@@ -84,3 +84,110 @@ fn a_probe_sends_no_more_than_one_warmup_per_request() {
     assert_eq!(lines[0]["warmup"], true);
     assert_eq!(lines[1]["warmup"], false);
 }
+
+/// A loopback server answering each of `n` connections with a 200 carrying
+/// `body` (and `content_type`, if any), then closing it.
+fn close_server(content_type: Option<&'static str>, body: Vec<u8>, n: usize) -> String {
+    use std::io::{Read, Write};
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        l.local_addr().expect("addr")
+    );
+    std::thread::spawn(move || {
+        for _ in 0..n {
+            let Ok((mut tcp, _)) = l.accept() else { return };
+            let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let mut buf = Vec::new();
+            let mut tmp = [0u8; 4096];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tcp.read(&mut tmp) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => buf.extend_from_slice(&tmp[..k]),
+                }
+            }
+            let ct = content_type
+                .map(|c| format!("content-type: {c}\r\n"))
+                .unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\n{ct}content-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = tcp.write_all(head.as_bytes());
+            let _ = tcp.write_all(&body);
+        }
+    });
+    url
+}
+
+#[test]
+fn a_2xx_stream_without_content_exits_1_with_its_named_outcome() {
+    // Regression (issue 9): each of these gave ok, exit 0 and ttft_ms null.
+    let vllm = b"data: {\"object\":\"error\",\"message\":\"The engine is overloaded\",\"type\":\"ServiceUnavailable\",\"code\":503}\n\ndata: [DONE]\n\n".to_vec();
+    let cases = [
+        (
+            Some("text/event-stream"),
+            vllm,
+            "stream_error",
+            "The engine is overloaded",
+        ),
+        (None, Vec::new(), "no_content", "without a content token"),
+        (
+            None,
+            b" \n".repeat(50_000),
+            "no_content",
+            "without a content token",
+        ),
+    ];
+    for (ct, body, kind, text_part) in cases {
+        let url = close_server(ct, body, 1);
+        let out = firsttoken(&["probe", &url, "-n", "1", "--fresh", "--json"], &[]);
+        assert_code(&out, 1);
+        let line: serde_json::Value =
+            serde_json::from_str(text(&out.stdout).trim()).expect("one JSON line");
+        assert_eq!(line["error"]["kind"], kind, "{line}");
+        assert!(
+            line["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(text_part),
+            "{line}"
+        );
+        assert!(line["ttft_ms"].is_null());
+    }
+}
+
+#[test]
+fn max_event_bytes_bounds_an_event_and_is_range_checked() {
+    let (l, url) = listener();
+    let out = firsttoken(&["probe", &url, "-n", "1", "--max-event-bytes", "100"], &[]);
+    assert_code(&out, 2);
+    assert!(text(&out.stderr).contains("--max-event-bytes"));
+    assert_nothing_connected(&l);
+    let event = format!(
+        "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}\n\ndata: [DONE]\n\n",
+        "y".repeat(5000)
+    );
+    let url = close_server(Some("text/event-stream"), event.clone().into_bytes(), 1);
+    let out = firsttoken(
+        &[
+            "probe",
+            &url,
+            "-n",
+            "1",
+            "--fresh",
+            "--max-event-bytes",
+            "2048",
+        ],
+        &[],
+    );
+    assert_code(&out, 1);
+    // The per-request line (stdout) names the size and the limit.
+    assert!(
+        text(&out.stdout).contains("reached 5044 bytes, over the 2048-byte limit"),
+        "{}",
+        text(&out.stdout)
+    );
+    let url = close_server(Some("text/event-stream"), event.into_bytes(), 1);
+    assert_code(&firsttoken(&["probe", &url, "-n", "1", "--fresh"], &[]), 0);
+}

@@ -203,6 +203,7 @@ pub(crate) async fn exchange(
     conn: &mut Conn,
     req: Request<Full<Bytes>>,
     format: &StreamFormat,
+    max_event_bytes: usize,
     deadline: tokio::time::Instant,
     st: &mut Stamps,
 ) {
@@ -263,7 +264,8 @@ pub(crate) async fn exchange(
             };
             return st.fail(Failure::new(ErrorKind::HttpStatus, msg));
         }
-        let mut decoder = Decoder::new(format, content_type.as_deref(), vercel);
+        let mut decoder =
+            Decoder::with_max(format, content_type.as_deref(), vercel, max_event_bytes);
         read_stream(body, &tap, http2, &mut decoder, st).await;
         st.facts = decoder.facts().clone();
     });

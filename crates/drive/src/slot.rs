@@ -26,6 +26,7 @@ pub(crate) struct Endpoint {
     connector: Connector,
     timeouts: Timeouts,
     format: StreamFormat,
+    max_event_bytes: usize,
 }
 
 impl Endpoint {
@@ -35,6 +36,7 @@ impl Endpoint {
             connector: Connector::new(spec)?,
             timeouts: spec.timeouts,
             format: spec.format.clone(),
+            max_event_bytes: spec.max_event_bytes,
         }))
     }
 
@@ -136,7 +138,7 @@ impl Slot {
             return st.into_sample(seq, worker, connection);
         };
         match build_request(request, conn.http2) {
-            Ok(req) => exchange(conn, req, &ep.format, until, &mut st).await,
+            Ok(req) => exchange(conn, req, &ep.format, ep.max_event_bytes, until, &mut st).await,
             Err(f) => st.fail(f),
         }
         // A failed exchange leaves the connection in an unknown state.

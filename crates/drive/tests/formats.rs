@@ -328,9 +328,11 @@ async fn sse_json_pointer_finds_content_and_may_end_without_terminator() {
     assert_eq!(s.content_chunks, 2, "{s:#?}");
     assert_eq!(s.output_tokens, Some(2));
     assert!(s.ttfe_ms.unwrap() < s.ttft_ms.unwrap(), "{s:#?}");
-    // A pointer to nothing finds no content, but the stream is still fine.
+    // A pointer to nothing finds no content: the stream ended without an
+    // answer, a failure of its own kind that names the pointer as a suspect.
     let s = probe_one(&server.url(), "sse-json:/missing").await;
-    assert_ok(&s);
+    let m = assert_failed(&s, "no_content");
+    assert!(m.contains("JSON pointer"), "{m}");
     assert_eq!((s.content_chunks, s.ttft_ms), (0, None), "{s:#?}");
     // `auto` cannot guess a custom shape and says what to do.
     let s = probe_one(&server.url(), "auto").await;
@@ -407,7 +409,8 @@ async fn reasoning_deltas_set_ttfr_not_ttft() {
         assert!(ttft >= 90.0, "{f}: content ~100 ms later: {s:#?}");
         assert_eq!(s.content_chunks, 1, "{f}: reasoning chunks are not content");
     }
-    // Only reasoning: no first token at all, and still a complete stream.
+    // Only reasoning: no first token at all. The stream is complete, but
+    // there was no answer: `no_content`, with the reasoning stamp kept.
     let reply = Reply::ok(
         SSE,
         at_once([
@@ -418,7 +421,7 @@ async fn reasoning_deltas_set_ttfr_not_ttft() {
     );
     let server = script_server(reply).await;
     let s = probe_one(&server.url(), "auto").await;
-    assert_ok(&s);
+    assert_failed(&s, "no_content");
     assert!(s.ttfr_ms.is_some(), "{s:#?}");
     assert_eq!(
         (s.ttft_ms, s.last_token_ms, s.content_chunks),

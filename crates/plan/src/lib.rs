@@ -441,7 +441,18 @@ pub struct ProbeSpec {
     pub resolve: Vec<Resolve>,
     /// Stream format.
     pub format: StreamFormat,
+    /// Largest stream event or line the client buffers, in bytes; a longer
+    /// one fails the request as `decode` (see [`DEFAULT_MAX_EVENT_BYTES`]).
+    pub max_event_bytes: usize,
 }
+
+/// Smallest accepted event bound: below a kilobyte ordinary events would fail.
+pub const MIN_MAX_EVENT_BYTES: usize = 1024;
+
+/// Default bound on one stream event or line: 1 MiB. An LLM delta is a few
+/// hundred bytes; a megabyte holds any real event with room to spare, and
+/// keeps a hostile or broken server from growing the client's memory.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
 
 impl ProbeSpec {
     /// A spec with defaults: 1 request, 1 worker, warm, auto HTTP version and format.
@@ -456,6 +467,7 @@ impl ProbeSpec {
             timeouts: Timeouts::default(),
             resolve: Vec::new(),
             format: StreamFormat::Auto,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -475,6 +487,13 @@ impl ProbeSpec {
                 what: "the concurrency (-c)",
                 bound: "between 1 and 100000",
                 got: u64::from(self.concurrency),
+            });
+        }
+        if self.max_event_bytes < MIN_MAX_EVENT_BYTES {
+            return Err(PlanError::Range {
+                what: "the largest stream event (--max-event-bytes)",
+                bound: "at least 1024",
+                got: self.max_event_bytes as u64,
             });
         }
         Ok(self)

@@ -74,11 +74,26 @@ pub enum ErrorKind {
     StreamError,
     /// The stream ended before its format's terminator.
     Truncated,
+    /// A 2xx stream ended cleanly without a single content token.
+    NoContent,
     /// A payload could not be decoded (the message names the byte offset).
     Decode,
 }
 
 impl ErrorKind {
+    /// Every kind, in the order the documentation lists them.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Dns,
+        ErrorKind::Connect,
+        ErrorKind::Tls,
+        ErrorKind::Timeout,
+        ErrorKind::HttpStatus,
+        ErrorKind::StreamError,
+        ErrorKind::Truncated,
+        ErrorKind::NoContent,
+        ErrorKind::Decode,
+    ];
+
     /// The snake_case name used in JSON and tables.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -89,6 +104,7 @@ impl ErrorKind {
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::StreamError => "stream_error",
             ErrorKind::Truncated => "truncated",
+            ErrorKind::NoContent => "no_content",
             ErrorKind::Decode => "decode",
         }
     }
@@ -399,5 +415,37 @@ mod tests {
         assert_eq!(v["connection"], "reused");
         let back: Sample = serde_json::from_str(&line).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn the_sample_schema_lists_every_error_kind() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/schema/sample.v1.schema.json"))
+                .unwrap();
+        let mut kinds = Vec::new();
+        fn find(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(o) => {
+                    if let Some(serde_json::Value::Array(e)) =
+                        o.get("kind").and_then(|k| k.get("enum"))
+                    {
+                        out.extend(e.iter().filter_map(|x| x.as_str().map(str::to_string)));
+                    }
+                    o.values().for_each(|x| find(x, out));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|x| find(x, out)),
+                _ => {}
+            }
+        }
+        find(&schema, &mut kinds);
+        let names: Vec<String> = ErrorKind::ALL
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect();
+        assert_eq!(kinds, names);
+        for k in ErrorKind::ALL {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+        }
     }
 }

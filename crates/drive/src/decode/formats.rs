@@ -251,7 +251,11 @@ pub(crate) fn vercel_ui(data: &str, offset: u64, facts: &mut StreamFacts, cf: &m
     }
     let part: VercelPart<'_> = match serde_json::from_str(data) {
         Ok(p) => p,
-        Err(e) => return decode_error(facts, offset, "JSON in SSE event", &e),
+        // Not a part, but perhaps a server's error object (OpenAI, vLLM, TGI shapes).
+        Err(e) => match error_shape("message", data) {
+            Some(m) => return facts.fail(ErrorKind::StreamError, m),
+            None => return decode_error(facts, offset, "JSON in SSE event", &e),
+        },
     };
     match part.kind.as_ref() {
         "text-delta" if non_empty(&part.delta) => cf.content = true,
@@ -261,7 +265,12 @@ pub(crate) fn vercel_ui(data: &str, offset: u64, facts: &mut StreamFacts, cf: &m
             bounded(part.error_text.as_deref().unwrap_or("error part")),
         ),
         "finish" => facts.done = true,
-        _ => {}
+        // Not a known part: a server's error object (vLLM's carries a `type` too)?
+        _ => {
+            if let Some(m) = error_shape("message", data) {
+                facts.fail(ErrorKind::StreamError, m);
+            }
+        }
     }
 }
 
@@ -281,8 +290,8 @@ pub(crate) fn sse_json(
         Ok(v) => v,
         Err(e) => return decode_error(facts, offset, "JSON in SSE event", &e),
     };
-    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-        return facts.fail(ErrorKind::StreamError, error_text(e));
+    if let Some(m) = error_in("message", Some(&v), data) {
+        return facts.fail(ErrorKind::StreamError, m);
     }
     if let Some(u) = v.get("usage").and_then(|u| Usage::deserialize(u).ok()) {
         u.apply(facts);
@@ -348,6 +357,37 @@ pub(crate) fn ollama(line: &[u8], offset: u64, facts: &mut StreamFacts, cf: &mut
     }
     if l.done {
         facts.done = true;
+    }
+}
+
+/// The message of an error event in any of the shapes servers send, if
+/// `data` (of an SSE event named `event`) is one: an `error` event
+/// (Anthropic, and SSE generally), `{"error": {…}}` (OpenAI),
+/// `{"object": "error", "message": …}` (vLLM) or
+/// `{"error": "…", "error_type": …}` (TGI).
+pub(crate) fn error_shape(event: &str, data: &str) -> Option<String> {
+    let v: Option<Value> = serde_json::from_str(data).ok();
+    error_in(event, v.as_ref(), data)
+}
+
+/// [`error_shape`] on an already parsed event (`None`: not JSON).
+fn error_in(event: &str, v: Option<&Value>, data: &str) -> Option<String> {
+    let inner = v.and_then(|v| v.get("error")).filter(|e| !e.is_null());
+    if event == "error" {
+        return Some(match (inner, v) {
+            (Some(e), _) => error_text(e),
+            (None, Some(v)) => error_text(v),
+            (None, None) => bounded(data),
+        });
+    }
+    let v = v?;
+    if v.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(error_text(v));
+    }
+    let e = inner?;
+    match (e, v.get("error_type").and_then(Value::as_str)) {
+        (Value::String(m), Some(t)) => Some(bounded(&format!("{m} ({t})"))),
+        _ => Some(error_text(e)),
     }
 }
 

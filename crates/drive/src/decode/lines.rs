@@ -1,19 +1,86 @@
 //! Newline-delimited framing (NDJSON, as Ollama streams) and incremental
 //! UTF-8 validation for plain text streams. Both accept input split at any
-//! byte.
+//! byte, look at each byte once (linear in the bytes received) and buffer at
+//! most one line, bounded by a maximum size.
+
+use firsttoken_plan::DEFAULT_MAX_EVENT_BYTES;
+
+/// A line or event longer than the decoder's bound: the stream is refused
+/// rather than buffered without limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oversize {
+    /// Body offset where the line or event started.
+    pub offset: u64,
+    /// Bytes it had reached when it was refused (more than `max`).
+    pub bytes: usize,
+    /// The bound in bytes.
+    pub max: usize,
+}
+
+impl std::fmt::Display for Oversize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a stream event or line starting at byte offset {} reached {} bytes, over the {}-byte limit (--max-event-bytes)",
+            self.offset, self.bytes, self.max
+        )
+    }
+}
 
 /// Splits a byte stream into LF-terminated lines (a trailing CR is dropped).
-#[derive(Debug, Default)]
+/// A line longer than its bound stops the splitter (see [`LineSplitter::oversize`]).
+#[derive(Debug)]
 pub struct LineSplitter {
     line: Vec<u8>,
     consumed: u64,
     line_start: u64,
+    max: usize,
+    oversize: Option<Oversize>,
+}
+
+impl Default for LineSplitter {
+    fn default() -> LineSplitter {
+        LineSplitter::with_max(DEFAULT_MAX_EVENT_BYTES)
+    }
 }
 
 impl LineSplitter {
+    /// A splitter that refuses lines longer than `max` bytes.
+    pub fn with_max(max: usize) -> LineSplitter {
+        LineSplitter {
+            line: Vec::new(),
+            consumed: 0,
+            line_start: 0,
+            max,
+            oversize: None,
+        }
+    }
+
+    /// Start counting offsets at `n` (bytes before the splitter saw any).
+    pub(crate) fn skip(&mut self, n: u64) {
+        self.consumed += n;
+        self.line_start += n;
+    }
+
+    /// The line that exceeded the bound, once one did; input after it is ignored.
+    pub fn oversize(&self) -> Option<Oversize> {
+        self.oversize
+    }
+
+    /// Bytes held for an unfinished line (never more than the bound).
+    pub fn buffered(&self) -> usize {
+        self.line.len()
+    }
+
     /// Feed bytes; `on_line(line, offset)` is called for each complete line.
     pub fn feed(&mut self, mut bytes: &[u8], on_line: &mut dyn FnMut(&[u8], u64)) {
+        if self.oversize.is_some() {
+            return;
+        }
         while let Some(i) = bytes.iter().position(|&b| b == b'\n') {
+            if self.line.len() + i > self.max {
+                return self.refuse(self.line.len() + i);
+            }
             self.consumed += i as u64 + 1;
             let start = self.line_start;
             if self.line.is_empty() {
@@ -28,8 +95,20 @@ impl LineSplitter {
             self.line_start = self.consumed;
             bytes = &bytes[i + 1..];
         }
+        if self.line.len() + bytes.len() > self.max {
+            return self.refuse(self.line.len() + bytes.len());
+        }
         self.line.extend_from_slice(bytes);
         self.consumed += bytes.len() as u64;
+    }
+
+    fn refuse(&mut self, bytes: usize) {
+        self.oversize = Some(Oversize {
+            offset: self.line_start,
+            bytes,
+            max: self.max,
+        });
+        self.line = Vec::new();
     }
 
     /// The unterminated last line, if any, with its offset (called at stream end).
@@ -57,6 +136,11 @@ pub struct Utf8Check {
 }
 
 impl Utf8Check {
+    /// Start counting offsets at `n` (bytes before the check saw any).
+    pub(crate) fn skip(&mut self, n: u64) {
+        self.consumed += n;
+    }
+
     /// Check the next chunk. `Err(offset)` names the body offset of the first invalid byte.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), u64> {
         let mut rest = bytes;

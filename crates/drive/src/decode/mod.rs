@@ -16,6 +16,8 @@
 //! ```
 
 mod formats;
+#[cfg(test)]
+mod hostile;
 pub(crate) use formats::bounded as bounded_text;
 pub mod lines;
 pub mod sse;
@@ -96,32 +98,72 @@ enum Framing {
     /// SSE; `None` until an `auto` stream's first event shows the dialect.
     Sse(SseParser, Option<SseKind>),
     Lines(LineSplitter),
-    Text(Utf8Check),
+    /// Plain text. With `any_byte` (an explicit `--format text`, as pings
+    /// use) every byte is content and a body may be empty; otherwise (text
+    /// found by `auto`) content is the first non-whitespace byte.
+    Text {
+        check: Utf8Check,
+        any_byte: bool,
+    },
     /// `auto` with a Content-Type that does not say (none, JSON, octet-stream):
-    /// the first bytes decide; `bool` is true when the type claimed JSON.
-    Sniff(Vec<u8>, bool),
+    /// the first non-whitespace bytes decide. Leading whitespace is counted
+    /// (`skipped`), not kept, so a body of whitespace costs no memory.
+    Sniff {
+        pending: Vec<u8>,
+        skipped: u64,
+        json_type: bool,
+    },
 }
 
-/// What the first bytes of an unlabelled body look like.
-fn sniff(first: &[u8], json_type: bool) -> Framing {
+/// Line starts that mark an SSE body.
+const SSE_MARKERS: [&[u8]; 5] = [b"data:", b"event:", b":", b"id:", b"retry:"];
+
+/// True while `t` (no leading whitespace) could still become an SSE marker
+/// or `{`, so more bytes are needed to decide.
+fn undecided(t: &[u8]) -> bool {
+    !t.contains(&b'\n')
+        && SSE_MARKERS
+            .iter()
+            .any(|m| m.len() > t.len() && m.starts_with(t))
+}
+
+/// What the first bytes of an unlabelled body look like; `skipped` bytes of
+/// leading whitespace came before `first`.
+fn sniff(first: &[u8], json_type: bool, skipped: u64, max: usize) -> Framing {
     let t = first.trim_ascii_start();
-    let sse = [&b"data:"[..], b"event:", b":", b"id:", b"retry:"]
-        .iter()
-        .any(|p| t.starts_with(p));
+    let sse = SSE_MARKERS.iter().any(|p| t.starts_with(p));
     if sse {
-        Framing::Sse(SseParser::new(), None)
+        let mut p = SseParser::with_max(max);
+        p.skip(skipped);
+        Framing::Sse(p, None)
     } else if t.starts_with(b"{") && !json_type {
-        Framing::Lines(LineSplitter::default())
+        let mut l = LineSplitter::with_max(max);
+        l.skip(skipped);
+        Framing::Lines(l)
     } else {
-        Framing::Text(Utf8Check::default())
+        let mut check = Utf8Check::default();
+        check.skip(skipped);
+        Framing::Text {
+            check,
+            any_byte: false,
+        }
     }
 }
 
-/// An incremental decoder for one response body.
+/// An incremental decoder for one response body. It holds at most one
+/// line or event (bounded by the maximum event size) and looks at each byte
+/// once.
 #[derive(Debug)]
 pub struct Decoder {
     framing: Framing,
     facts: StreamFacts,
+    max: usize,
+    /// A content token was seen.
+    content: bool,
+    /// Body bytes fed.
+    received: u64,
+    /// Events seen (as [`ChunkFacts::events`] counts them).
+    events: u64,
 }
 
 impl Decoder {
@@ -129,7 +171,29 @@ impl Decoder {
     /// for SSE, the first event) decides. `vercel_header` is true when the
     /// response carried `x-vercel-ai-ui-message-stream`.
     pub fn new(format: &StreamFormat, content_type: Option<&str>, vercel_header: bool) -> Decoder {
-        let sse = |k: Option<SseKind>| Framing::Sse(SseParser::new(), k);
+        Decoder::with_max(
+            format,
+            content_type,
+            vercel_header,
+            firsttoken_plan::DEFAULT_MAX_EVENT_BYTES,
+        )
+    }
+
+    /// As [`Decoder::new`], refusing (as `decode`) any line or event over
+    /// `max_event_bytes`.
+    pub fn with_max(
+        format: &StreamFormat,
+        content_type: Option<&str>,
+        vercel_header: bool,
+        max_event_bytes: usize,
+    ) -> Decoder {
+        let max = max_event_bytes;
+        let sse = |k: Option<SseKind>| Framing::Sse(SseParser::with_max(max), k);
+        let lines = || Framing::Lines(LineSplitter::with_max(max));
+        let text = |any_byte| Framing::Text {
+            check: Utf8Check::default(),
+            any_byte,
+        };
         let framing = match format {
             StreamFormat::OpenAiChat | StreamFormat::OpenAiCompletions => {
                 sse(Some(SseKind::OpenAi))
@@ -137,8 +201,8 @@ impl Decoder {
             StreamFormat::Anthropic => sse(Some(SseKind::Anthropic)),
             StreamFormat::VercelUi => sse(Some(SseKind::VercelUi)),
             StreamFormat::SseJson(p) => sse(Some(SseKind::Pointer(p.clone()))),
-            StreamFormat::Ollama => Framing::Lines(LineSplitter::default()),
-            StreamFormat::Text => Framing::Text(Utf8Check::default()),
+            StreamFormat::Ollama => lines(),
+            StreamFormat::Text => text(true),
             StreamFormat::Auto => {
                 let ct = content_type.unwrap_or("").to_ascii_lowercase();
                 let mime = ct.split(';').next().unwrap_or("").trim();
@@ -149,17 +213,34 @@ impl Decoder {
                     | "application/ndjson"
                     | "application/jsonl"
                     | "application/json-lines"
-                    | "application/jsonlines" => Framing::Lines(LineSplitter::default()),
-                    "" | "application/json" | "application/octet-stream" => {
-                        Framing::Sniff(Vec::new(), mime == "application/json")
-                    }
-                    _ => Framing::Text(Utf8Check::default()),
+                    | "application/jsonlines" => lines(),
+                    "" | "application/json" | "application/octet-stream" => Framing::Sniff {
+                        pending: Vec::new(),
+                        skipped: 0,
+                        json_type: mime == "application/json",
+                    },
+                    _ => text(false),
                 }
             }
         };
         Decoder {
             framing,
             facts: StreamFacts::default(),
+            max,
+            content: false,
+            received: 0,
+            events: 0,
+        }
+    }
+
+    /// Bytes the decoder holds for unfinished lines and events; never more
+    /// than about the maximum event size (plus a few bytes while sniffing).
+    pub fn buffered(&self) -> usize {
+        match &self.framing {
+            Framing::Sse(p, _) => p.buffered(),
+            Framing::Lines(l) => l.buffered(),
+            Framing::Text { .. } => 0,
+            Framing::Sniff { pending, .. } => pending.len(),
         }
     }
 
@@ -172,8 +253,8 @@ impl Decoder {
             Framing::Sse(_, Some(SseKind::VercelUi)) => "vercel-ui",
             Framing::Sse(_, Some(SseKind::Pointer(_))) => "sse-json",
             Framing::Lines(_) => "ollama",
-            Framing::Text(_) => "text",
-            Framing::Sniff(..) => "auto",
+            Framing::Text { .. } => "text",
+            Framing::Sniff { .. } => "auto",
         }
     }
 
@@ -184,16 +265,35 @@ impl Decoder {
 
     /// Decode the next body chunk. After an error is recorded, further input is ignored.
     pub fn feed(&mut self, bytes: &[u8]) -> ChunkFacts {
-        if let Framing::Sniff(pending, json_type) = &mut self.framing {
+        self.received += bytes.len() as u64;
+        let cf = self.decode(bytes);
+        self.content |= cf.content;
+        self.events += u64::from(cf.events);
+        cf
+    }
+
+    fn decode(&mut self, mut bytes: &[u8]) -> ChunkFacts {
+        if let Framing::Sniff {
+            pending,
+            skipped,
+            json_type,
+        } = &mut self.framing
+        {
+            if pending.is_empty() {
+                // Leading whitespace is counted, never stored or rescanned.
+                let ws = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                *skipped += ws as u64;
+                bytes = &bytes[ws..];
+            }
             pending.extend_from_slice(bytes);
-            let t = pending.trim_ascii_start();
-            // Six bytes tell "retry:" from the rest; a line end settles it too.
-            if t.len() < 6 && !t.contains(&b'\n') {
+            // `pending` starts at a non-whitespace byte and stays under six
+            // bytes while undecided, so this check never rescans much.
+            if pending.is_empty() || undecided(pending) {
                 return ChunkFacts::default();
             }
             let first = std::mem::take(pending);
-            self.framing = sniff(&first, *json_type);
-            return self.feed(&first);
+            self.framing = sniff(&first, *json_type, *skipped, self.max);
+            return self.decode(&first);
         }
         let mut cf = ChunkFacts::default();
         if self.facts.error.is_some() {
@@ -212,6 +312,13 @@ impl Decoder {
                         return;
                     }
                     cf.events += 1;
+                    // An `error` event is an error in every dialect; in
+                    // `auto`, so is any known error shape as the first event.
+                    if (ev.event == "error" || kind.is_none())
+                        && let Some(m) = formats::error_shape(ev.event, &ev.data)
+                    {
+                        return facts.fail(ErrorKind::StreamError, m);
+                    }
                     if kind.is_none() {
                         if ev.data.trim() == "[DONE]" {
                             facts.done = true;
@@ -239,6 +346,9 @@ impl Decoder {
                         None => {}
                     }
                 });
+                if let Some(o) = parser.oversize() {
+                    facts.fail(ErrorKind::Decode, o.to_string());
+                }
             }
             Framing::Lines(split) => {
                 split.feed(bytes, &mut |line, offset| {
@@ -246,9 +356,12 @@ impl Decoder {
                         formats::ollama(line, offset, facts, &mut cf);
                     }
                 });
+                if let Some(o) = split.oversize() {
+                    facts.fail(ErrorKind::Decode, o.to_string());
+                }
             }
-            Framing::Sniff(..) => {}
-            Framing::Text(check) => {
+            Framing::Sniff { .. } => {}
+            Framing::Text { check, any_byte } => {
                 if let Err(offset) = check.feed(bytes) {
                     facts.fail(
                         ErrorKind::Decode,
@@ -256,7 +369,9 @@ impl Decoder {
                     );
                 } else if !bytes.is_empty() {
                     cf.events = 1;
-                    cf.content = true;
+                    // Once content was seen the scan is skipped: one pass at most.
+                    cf.content =
+                        *any_byte || self.content || bytes.iter().any(|b| !b.is_ascii_whitespace());
                 }
             }
         }
@@ -265,11 +380,45 @@ impl Decoder {
 
     /// The body ended cleanly: check the terminator. Returns the error to
     /// record, if any (an earlier in-stream error is returned again).
+    ///
+    /// A stream that ended cleanly without a content token fails as
+    /// `no_content`, except an explicit `text` body (a ping or a health
+    /// check, where the status is the answer). An earlier error or a missing
+    /// terminator (`truncated`) is reported first.
     pub fn finish(&mut self) -> Result<(), (ErrorKind, String)> {
-        if let Framing::Sniff(pending, json_type) = &mut self.framing {
+        self.end()?;
+        if self.content || matches!(self.framing, Framing::Text { any_byte: true, .. }) {
+            return Ok(());
+        }
+        let hint = match &self.framing {
+            Framing::Sse(_, Some(SseKind::Pointer(p))) => {
+                format!("; does the JSON pointer {p} match the events?")
+            }
+            _ => String::new(),
+        };
+        Err((
+            ErrorKind::NoContent,
+            format!(
+                "the 2xx response ended without a content token ({} body bytes, {} events, format {}){hint}",
+                self.received,
+                self.events,
+                self.format_name()
+            ),
+        ))
+    }
+
+    fn end(&mut self) -> Result<(), (ErrorKind, String)> {
+        if let Framing::Sniff {
+            pending,
+            skipped,
+            json_type,
+        } = &mut self.framing
+        {
             let first = std::mem::take(pending);
-            self.framing = sniff(&first, *json_type);
-            self.feed(&first);
+            self.framing = sniff(&first, *json_type, *skipped, self.max);
+            let cf = self.decode(&first);
+            self.content |= cf.content;
+            self.events += u64::from(cf.events);
         }
         if let Some(e) = &self.facts.error {
             return Err(e.clone());
@@ -281,7 +430,7 @@ impl Decoder {
             ))
         };
         match &mut self.framing {
-            Framing::Text(check) => check.finish().map_err(|o| {
+            Framing::Text { check, .. } => check.finish().map_err(|o| {
                 (
                     ErrorKind::Decode,
                     format!("incomplete UTF-8 sequence at byte offset {o}"),
@@ -292,6 +441,7 @@ impl Decoder {
                     // A last line without its newline still counts.
                     let mut cf = ChunkFacts::default();
                     formats::ollama(rest, offset, &mut self.facts, &mut cf);
+                    self.content |= cf.content;
                     if let Some(e) = &self.facts.error {
                         return Err(e.clone());
                     }
@@ -310,7 +460,7 @@ impl Decoder {
                 Some(SseKind::VercelUi) => truncated("a finish part or [DONE]"),
                 Some(SseKind::OpenAi) | None => truncated("data: [DONE]"),
             },
-            Framing::Sniff(..) => Ok(()),
+            Framing::Sniff { .. } => Ok(()),
         }
     }
 }
@@ -439,11 +589,12 @@ mod tests {
         );
         let (facts, end, _) = decode_all("auto", None, b"ok");
         assert!(
-            end.is_ok() && facts.iter().all(|f| !f.content),
-            "two bytes cannot be sniffed until the end"
+            end.is_ok() && facts[0].content,
+            "a first byte that starts no SSE marker decides at once: the token is stamped on arrival"
         );
-        let (_, end, _) = decode_all("auto", None, b"hi");
-        assert!(end.is_ok());
+        // "id" could still become "id:": decided at the end, and still content.
+        let (_, end, _) = decode_all("auto", None, b"id");
+        assert!(end.is_ok(), "{end:?}");
     }
 
     #[test]

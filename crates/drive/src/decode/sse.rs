@@ -8,9 +8,16 @@
 //! kept until a line ends and decoded only then.
 //!
 //! Sans-IO: [`SseParser::feed`] takes bytes and hands back events; it never
-//! allocates per byte (its buffers are reused across events).
+//! allocates per byte (its buffers are reused across events), looks at each
+//! byte once, and holds at most one line plus one event's data, each bounded
+//! by a maximum size: a longer line or event stops the parser
+//! ([`SseParser::oversize`]) instead of growing without limit.
 
 use std::borrow::Cow;
+
+use firsttoken_plan::DEFAULT_MAX_EVENT_BYTES;
+
+use super::lines::Oversize;
 
 /// One dispatched event.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,7 +31,7 @@ pub struct SseEvent<'a> {
 }
 
 /// Incremental SSE parser.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     line: Vec<u8>,
     data: Vec<u8>,
@@ -36,12 +43,71 @@ pub struct SseParser {
     line_start: u64,
     event_start: Option<u64>,
     comments: u64,
+    max: usize,
+    oversize: Option<Oversize>,
+}
+
+impl Default for SseParser {
+    fn default() -> SseParser {
+        SseParser::new()
+    }
 }
 
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, with the default bound
+    /// ([`DEFAULT_MAX_EVENT_BYTES`]) on a line and on an event's data.
     pub fn new() -> SseParser {
-        SseParser::default()
+        SseParser::with_max(DEFAULT_MAX_EVENT_BYTES)
+    }
+
+    /// A parser that refuses a line, or an event's joined data, over `max` bytes.
+    pub fn with_max(max: usize) -> SseParser {
+        SseParser {
+            line: Vec::new(),
+            data: Vec::new(),
+            event: String::new(),
+            has_data: false,
+            after_cr: false,
+            bom_checked: false,
+            consumed: 0,
+            line_start: 0,
+            event_start: None,
+            comments: 0,
+            max,
+            oversize: None,
+        }
+    }
+
+    /// Start counting offsets at `n`: the caller dropped `n` bytes of
+    /// leading whitespace (no BOM can follow it).
+    pub(crate) fn skip(&mut self, n: u64) {
+        if n > 0 {
+            self.consumed += n;
+            self.line_start += n;
+            self.bom_checked = true;
+        }
+    }
+
+    /// The line or event that exceeded the bound, once one did; input after it is ignored.
+    pub fn oversize(&self) -> Option<Oversize> {
+        self.oversize
+    }
+
+    /// Bytes held for an unfinished line and event (each at most the bound).
+    pub fn buffered(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.len()
+    }
+
+    fn refuse(&mut self, offset: u64, bytes: usize) {
+        self.oversize = Some(Oversize {
+            offset,
+            bytes,
+            max: self.max,
+        });
+        self.line = Vec::new();
+        self.data = Vec::new();
+        self.event = String::new();
+        self.has_data = false;
     }
 
     /// Comment lines seen so far (keep-alives such as `: OPENROUTER PROCESSING`).
@@ -56,6 +122,9 @@ impl SseParser {
 
     /// Feed the next bytes; `on_event` is called for each complete event.
     pub fn feed(&mut self, mut bytes: &[u8], on_event: &mut dyn FnMut(SseEvent<'_>)) {
+        if self.oversize.is_some() {
+            return;
+        }
         if !self.bom_checked {
             // The BOM may itself arrive split; wait for 3 bytes or a non-BOM prefix.
             let want = [0xEFu8, 0xBB, 0xBF];
@@ -75,7 +144,7 @@ impl SseParser {
             }
             self.bom_checked = true;
         }
-        while !bytes.is_empty() {
+        while !bytes.is_empty() && self.oversize.is_none() {
             if self.after_cr {
                 self.after_cr = false;
                 if bytes[0] == b'\n' {
@@ -87,11 +156,17 @@ impl SseParser {
             }
             match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
                 None => {
+                    if self.line.len() + bytes.len() > self.max {
+                        return self.refuse(self.line_start, self.line.len() + bytes.len());
+                    }
                     self.line.extend_from_slice(bytes);
                     self.consumed += bytes.len() as u64;
                     return;
                 }
                 Some(i) => {
+                    if self.line.len() + i > self.max {
+                        return self.refuse(self.line_start, self.line.len() + i);
+                    }
                     self.after_cr = bytes[i] == b'\r';
                     self.consumed += i as u64 + 1;
                     if self.line.is_empty() {
@@ -131,6 +206,11 @@ impl SseParser {
         };
         match field {
             b"data" => {
+                let joined = self.data.len() + value.len();
+                if joined > self.max {
+                    let start = self.event_start.unwrap_or(self.line_start);
+                    return self.refuse(start, joined);
+                }
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
                 self.has_data = true;
