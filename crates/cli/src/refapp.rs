@@ -54,6 +54,26 @@ pub struct RefappArgs {
     /// Longest silence from upstream (before headers or between chunks) before giving up.
     #[arg(long, value_name = "MS", default_value_t = 120_000)]
     upstream_timeout_ms: u64,
+    /// Password hashes computed at once (argon2, ~19 MiB each) [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    hash_concurrency: Option<usize>,
+    /// Sign-ups and logins that may wait for a hashing slot; more get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    hash_queue: usize,
+    /// How long a sign-up or login waits for a hashing slot before 503.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    hash_queue_timeout_ms: u64,
+    /// Close a connection that has not sent a complete request head this long after opening
+    /// or after its previous response (also the keep-alive idle limit).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    header_read_timeout_ms: u64,
+    /// Close a connection on which no byte moves either way for this long (must exceed
+    /// --upstream-timeout-ms).
+    #[arg(long, value_name = "MS", default_value_t = 180_000)]
+    idle_timeout_ms: u64,
+    /// Open connections at most; further clients wait in the listen backlog.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
     /// Known-bad: handle one request at a time.
     #[arg(long)]
     serial: bool,
@@ -110,6 +130,14 @@ impl TryFrom<RefappArgs> for RefappSpec {
             passages: a.passages,
             db_timeout: Duration::from_millis(a.db_timeout_ms),
             upstream_read_timeout: Duration::from_millis(a.upstream_timeout_ms),
+            hash_concurrency: a
+                .hash_concurrency
+                .unwrap_or(Options::default().hash_concurrency),
+            hash_queue: a.hash_queue,
+            hash_queue_timeout: Duration::from_millis(a.hash_queue_timeout_ms),
+            header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),
+            idle_timeout: Duration::from_millis(a.idle_timeout_ms),
+            max_connections: a.max_connections,
             serial: a.serial,
             blocking_db: a.blocking_db,
             db_roundtrips: a.db_roundtrips,

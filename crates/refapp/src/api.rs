@@ -52,9 +52,7 @@ pub(crate) async fn signup(
     let c: Credentials = body.json()?;
     let email = auth::normalize_email(&c.email).map_err(ApiError::bad_request)?;
     auth::check_password(&c.password).map_err(ApiError::bad_request)?;
-    let hash = auth::hash_password(c.password)
-        .await
-        .map_err(|e| ApiError::internal(format!("password hashing failed: {e}")))?;
+    let hash = state.inner.hashing.hash(c.password).await?;
     let user_id = match state.inner.store.create_user(&email, &hash).await {
         Err(StoreError::Conflict) => {
             return Err(ApiError::new(
@@ -83,8 +81,11 @@ pub(crate) async fn login(
     let email = auth::normalize_email(&c.email)
         .map_err(|_| ApiError::unauthorized("wrong email or password"))?;
     let user = state.inner.store.user_by_email(&email).await?;
-    let ok =
-        auth::verify_password(c.password, user.as_ref().map(|u| u.password_hash.clone())).await;
+    let ok = state
+        .inner
+        .hashing
+        .verify(c.password, user.as_ref().map(|u| u.password_hash.clone()))
+        .await?;
     let Some(user) = user.filter(|_| ok) else {
         return Err(ApiError::unauthorized("wrong email or password"));
     };

@@ -103,6 +103,26 @@ pub struct Options {
     pub upstream_read_timeout: Duration,
     /// Lifetime of a bearer token.
     pub token_ttl: Duration,
+    /// Password hashes (argon2, ~19 MiB and tens of ms of CPU each) computed
+    /// at once; defaults to the number of cores.
+    pub hash_concurrency: usize,
+    /// Sign-ups and logins that may wait for a hashing slot; more get 503
+    /// with `Retry-After`.
+    pub hash_queue: usize,
+    /// How long a sign-up or login waits for a hashing slot before 503.
+    pub hash_queue_timeout: Duration,
+    /// A connection must deliver a complete HTTP/1 request head within this
+    /// long after it opens or after its previous response ended (so it is
+    /// also how long an idle keep-alive connection stays open); otherwise
+    /// the server closes it. Stops slowloris clients.
+    pub header_read_timeout: Duration,
+    /// A connection on which no byte moves in either direction for this
+    /// long is closed (a stalled upload, a client that stopped reading, a
+    /// silent HTTP/2 connection). Must exceed `upstream_read_timeout`, since
+    /// a stream waiting on a silent upstream moves no bytes either.
+    pub idle_timeout: Duration,
+    /// Open connections at most; further ones wait in the listen backlog.
+    pub max_connections: usize,
     /// Known-bad mode: one request at a time.
     pub serial: bool,
     /// Known-bad mode: SQLite work runs synchronously on the async worker.
@@ -134,6 +154,12 @@ impl Default for Options {
             upstream_connect_timeout: Duration::from_secs(10),
             upstream_read_timeout: Duration::from_secs(120),
             token_ttl: Duration::from_secs(30 * 24 * 3600),
+            hash_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            hash_queue: 64,
+            hash_queue_timeout: Duration::from_secs(2),
+            header_read_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(180),
+            max_connections: 1024,
             serial: false,
             blocking_db: false,
             db_roundtrips: 0,
@@ -160,6 +186,12 @@ impl fmt::Debug for Options {
             .field("upstream_connect_timeout", &self.upstream_connect_timeout)
             .field("upstream_read_timeout", &self.upstream_read_timeout)
             .field("token_ttl", &self.token_ttl)
+            .field("hash_concurrency", &self.hash_concurrency)
+            .field("hash_queue", &self.hash_queue)
+            .field("hash_queue_timeout", &self.hash_queue_timeout)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .field("known_bad", &KnownBad::from(self))
             .finish()
     }
@@ -307,10 +339,37 @@ impl Config {
             ("upstream_connect_timeout", options.upstream_connect_timeout),
             ("upstream_read_timeout", options.upstream_read_timeout),
             ("token_ttl", options.token_ttl),
+            ("hash_queue_timeout", options.hash_queue_timeout),
+            ("header_read_timeout", options.header_read_timeout),
+            ("idle_timeout", options.idle_timeout),
         ] {
             if d.is_zero() {
                 return Err(ConfigError::new(field, "must be greater than zero"));
             }
+        }
+        if !(1..=1024).contains(&options.hash_concurrency) {
+            return Err(ConfigError::new(
+                "hash_concurrency",
+                "must be between 1 and 1024",
+            ));
+        }
+        if options.hash_queue > 100_000 {
+            return Err(ConfigError::new("hash_queue", "must be at most 100000"));
+        }
+        if options.idle_timeout <= options.upstream_read_timeout {
+            return Err(ConfigError::new(
+                "idle_timeout",
+                format!(
+                    "must be longer than upstream_read_timeout ({} ms), or a stream waiting on a silent upstream is cut",
+                    options.upstream_read_timeout.as_millis()
+                ),
+            ));
+        }
+        if options.max_connections == 0 || options.max_connections > 1_000_000 {
+            return Err(ConfigError::new(
+                "max_connections",
+                "must be between 1 and 1000000",
+            ));
         }
         if options.db_roundtrips > 10_000 {
             return Err(ConfigError::new("db_roundtrips", "must be at most 10000"));
@@ -422,6 +481,33 @@ mod tests {
             ..Options::default()
         });
         assert!(e.is_err());
+    }
+
+    #[test]
+    fn connection_and_hashing_bounds_are_checked() {
+        let field = |tweak: fn(&mut Options)| {
+            let mut o = Options::default();
+            tweak(&mut o);
+            Config::new(o).err().map(|e| e.field)
+        };
+        assert_eq!(field(|_| {}), None);
+        assert_eq!(field(|o| o.hash_concurrency = 0), Some("hash_concurrency"));
+        assert_eq!(
+            field(|o| o.hash_queue_timeout = Duration::ZERO),
+            Some("hash_queue_timeout")
+        );
+        assert_eq!(
+            field(|o| o.header_read_timeout = Duration::ZERO),
+            Some("header_read_timeout")
+        );
+        assert_eq!(field(|o| o.max_connections = 0), Some("max_connections"));
+        // A stream waiting on a silent upstream moves no bytes: the idle
+        // timeout must not cut it before the upstream timeout does.
+        assert_eq!(
+            field(|o| o.idle_timeout = o.upstream_read_timeout),
+            Some("idle_timeout")
+        );
+        assert_eq!(field(|o| o.hash_queue = 0), None);
     }
 
     #[test]

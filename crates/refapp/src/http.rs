@@ -21,6 +21,8 @@ pub(crate) struct ApiError {
     pub status: StatusCode,
     pub kind: &'static str,
     pub message: String,
+    /// Sent as `Retry-After` (whole seconds, rounded up) when set.
+    pub retry_after: Option<Duration>,
 }
 
 impl ApiError {
@@ -29,6 +31,7 @@ impl ApiError {
             status,
             kind,
             message: message.into(),
+            retry_after: None,
         }
     }
     pub fn bad_request(m: impl Into<String>) -> Self {
@@ -73,12 +76,36 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::auth::HashError> for ApiError {
+    fn from(e: crate::auth::HashError) -> Self {
+        match e {
+            crate::auth::HashError::Busy { retry_after } => ApiError {
+                retry_after: Some(retry_after),
+                ..Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "overloaded",
+                    "too many password checks in progress; try again later",
+                )
+            },
+            crate::auth::HashError::Failed(m) => {
+                tracing::error!("password hashing failed: {m}");
+                Self::internal("password hashing failed")
+            }
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut r = (self.status, axum::Json(self.body())).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(after) = self.retry_after {
+            let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         r
     }

@@ -44,6 +44,7 @@ pub mod config;
 mod http;
 pub mod retrieve;
 pub mod route;
+mod server;
 pub mod store;
 mod upstream;
 
@@ -53,7 +54,6 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -94,6 +94,7 @@ struct Shared {
     index: DocIndex,
     serial: Option<Arc<Semaphore>>,
     cold: Option<ColdStart>,
+    hashing: auth::HashGate,
 }
 
 struct ColdStart {
@@ -133,6 +134,8 @@ impl AppState {
         let upstream =
             upstream::Upstream::new(&config).map_err(|e| RefappError::Client(e.to_string()))?;
         let kb = config.known_bad;
+        let o = &config.options;
+        let hashing = auth::HashGate::new(o.hash_concurrency, o.hash_queue, o.hash_queue_timeout);
         Ok(AppState {
             inner: Arc::new(Shared {
                 serial: kb.serial.then(|| Arc::new(Semaphore::new(1))),
@@ -141,6 +144,7 @@ impl AppState {
                     idle,
                     last: Mutex::new(None),
                 }),
+                hashing,
                 index: DocIndex::bundled(),
                 upstream,
                 store,
@@ -211,20 +215,15 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serve `state` on `listener` until `shutdown` is cancelled, then let open
-/// requests finish. Accepted sockets get TCP_NODELAY: without it, Nagle's
-/// algorithm and delayed ACKs hold small SSE writes back by ~40 ms.
+/// requests finish. Connections are bounded (`max_connections`), must send
+/// their request heads in time (`header_read_timeout`) and are closed when
+/// silent for too long (`idle_timeout`); see [`Options`].
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: CancellationToken,
 ) -> Result<(), RefappError> {
-    let listener = listener.tap_io(|s| {
-        let _ = s.set_nodelay(true);
-    });
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await?;
-    Ok(())
+    server::serve(listener, state, shutdown).await
 }
 
 /// Open everything for `config`, then [`serve`] until `shutdown`.
