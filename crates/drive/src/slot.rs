@@ -145,7 +145,12 @@ impl Slot {
         if st.error.is_some() || fresh {
             self.conn = None;
         }
-        st.into_sample(seq, worker, connection)
+        let mut sample = st.into_sample(seq, worker, connection);
+        // A server may echo the key it refused: never keep it.
+        if let Some(e) = sample.error.as_mut() {
+            e.message = request.scrub(&e.message);
+        }
+        sample
     }
 }
 

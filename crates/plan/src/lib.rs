@@ -248,6 +248,36 @@ impl RequestTemplate {
         self.headers.push((name, value));
         Ok(())
     }
+
+    /// The secrets this request carries: each sensitive header's value and,
+    /// after an auth scheme (`Bearer sk-…`), the credential alone — what a
+    /// server might echo back in an error.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (_, v) in self.headers.iter().filter(|(_, v)| v.is_sensitive()) {
+            let Ok(text) = v.to_str() else { continue };
+            let text = text.trim();
+            let credential = text
+                .split_once(' ')
+                .map(|(_, c)| c.trim())
+                .filter(|c| !c.is_empty());
+            out.extend(credential.map(str::to_string));
+            if !text.is_empty() {
+                out.push(text.to_string());
+            }
+        }
+        // Longest first, so a whole value is masked before a part of it.
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        out.dedup();
+        out
+    }
+
+    /// `text` with every secret of this request replaced by `***`.
+    pub fn scrub(&self, text: &str) -> String {
+        self.secrets().iter().fold(text.to_string(), |t, secret| {
+            t.replace(secret.as_str(), "***")
+        })
+    }
 }
 
 /// A header line with its value hidden when the name looks secret. A line
@@ -512,6 +542,24 @@ impl ProbeSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn echoed_secrets_are_scrubbed() {
+        let target = Target::parse("http://127.0.0.1:1/v1").unwrap();
+        let mut r = RequestTemplate::new(target, None, None).unwrap();
+        r.add_header_line("Authorization: Bearer sk-live-123456")
+            .unwrap();
+        r.add_header_line("X-Api-Key: k-987").unwrap();
+        r.add_header_line("Accept: text/event-stream").unwrap();
+        let echoed = "invalid key sk-live-123456 (header was 'Bearer sk-live-123456'), k-987";
+        let clean = r.scrub(echoed);
+        assert_eq!(clean, "invalid key *** (header was '***'), ***");
+        assert_eq!(
+            r.scrub("text/event-stream"),
+            "text/event-stream",
+            "only secrets"
+        );
+    }
 
     /// Issue 9: `user:password@` in a URL was silently dropped.
     #[test]
