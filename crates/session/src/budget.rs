@@ -87,11 +87,6 @@ impl Budget {
         self.lock().spent_usd
     }
 
-    /// The limit, USD.
-    pub fn limit(&self) -> Option<f64> {
-        self.lock().limit_usd
-    }
-
     /// May `requests` start? Direct requests wait until every earlier direct
     /// request is priced, then are admitted when their expected cost fits.
     pub async fn admit(&self, requests: &[Dest]) -> bool {

@@ -41,7 +41,3 @@ pub use observe::{Observer, Quiet};
 pub use run::{Outcome, run_session};
 pub use source::Source;
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};
-
-/// Client scheduling lag (actual − intended start, p99) above which a session
-/// is flagged: open-loop start times are then unreliable.
-pub const LAG_BOUND_MS: f64 = 5.0;

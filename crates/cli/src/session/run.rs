@@ -13,7 +13,8 @@ use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::PRESETS;
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::store::Store;
-use firsttoken_session::{LAG_BOUND_MS, Observer, Outcome, Overrides, SessionError, SessionSpec};
+use firsttoken_report::run::LAG_FLAG_MS;
+use firsttoken_session::{Observer, Outcome, Overrides, SessionError, SessionSpec};
 
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
@@ -172,7 +173,7 @@ pub async fn run_spec(
         firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
             .await?;
     if !quiet {
-        let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_BOUND_MS);
+        let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
         outln!(
             "{}",
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
