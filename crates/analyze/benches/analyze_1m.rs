@@ -152,6 +152,7 @@ fn row(rng: &mut SplitMix64, meta: &SessionMeta, j: usize) -> SampleRow {
         actual_start_ms: ms as f64,
         started_at: UtcTime::from_unix_ms(meta.started_at.day().start().unix_ms() + ms as i64),
         provenance: Provenance::Synthetic,
+        prompt: None,
         sample: s,
     }
 }

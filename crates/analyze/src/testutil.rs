@@ -51,6 +51,7 @@ pub(crate) fn row(session: &str, phase: &str, path: Option<&str>, ttft: Option<f
         actual_start_ms: 0.0,
         started_at: utc("2026-11-30T02:31:00Z"),
         provenance: Provenance::Measured,
+        prompt: None,
         sample: s,
     }
 }

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use firsttoken_plan::{HttpVersion, ProbeSpec, Target, TlsOptions};
-use firsttoken_record::{ErrorKind, TlsInfo};
+use firsttoken_record::{ErrorKind, HandshakeKind, TlsInfo};
 
 use crate::tap::{Tap, TimedIo};
 use crate::{DriveError, Failure};
@@ -304,6 +304,10 @@ impl Connector {
                     kx_group: c
                         .negotiated_key_exchange_group()
                         .map(|g| format!("{:?}", g.name())),
+                    handshake: c.handshake_kind().map(|k| match k {
+                        rustls::HandshakeKind::Resumed => HandshakeKind::Resumed,
+                        _ => HandshakeKind::Full,
+                    }),
                 });
                 let h2 = c.alpn_protocol() == Some(b"h2");
                 self.handshake(TimedIo::new(stream, tap.clone()), tap, h2)

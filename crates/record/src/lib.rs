@@ -36,7 +36,7 @@ pub mod store;
 pub mod vocab;
 
 pub use percentile::{percentile, percentile_sorted, sorted_finite};
-pub use session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};
 
@@ -119,6 +119,27 @@ pub struct SampleError {
     pub message: String,
 }
 
+/// How a TLS handshake went: a first visit's full handshake, or a
+/// returning visitor's resumption of an earlier session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandshakeKind {
+    /// Certificates exchanged and verified, keys agreed from scratch.
+    Full,
+    /// An earlier session's ticket was accepted (TLS 1.3 PSK or TLS 1.2 resumption).
+    Resumed,
+}
+
+impl HandshakeKind {
+    /// The snake_case name used in JSON and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandshakeKind::Full => "full",
+            HandshakeKind::Resumed => "resumed",
+        }
+    }
+}
+
 /// The negotiated TLS parameters of a fresh TLS connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlsInfo {
@@ -128,6 +149,9 @@ pub struct TlsInfo {
     pub cipher: String,
     /// Key-exchange group, e.g. `X25519MLKEM768`; `None` if not reported.
     pub kx_group: Option<String>,
+    /// Full or resumed; `None` in samples stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<HandshakeKind>,
 }
 
 /// One measured request. Times are milliseconds from the request's start
@@ -147,8 +171,12 @@ pub struct Sample {
     pub http_version: Option<String>,
     /// DNS resolution done.
     pub dns_ms: Option<f64>,
-    /// TCP connection established.
+    /// TCP connection established (to the proxy, when one is used).
     pub connect_ms: Option<f64>,
+    /// Proxy tunnel open: the proxy answered the `CONNECT` with 2xx. `None`
+    /// without a proxy or on a reused connection.
+    #[serde(default)]
+    pub proxy_ms: Option<f64>,
     /// TLS handshake done.
     pub tls_ms: Option<f64>,
     /// Request fully written.
@@ -194,6 +222,14 @@ pub struct Sample {
     /// The app's own phase durations in ms, from its `Server-Timing` header and
     /// a final `event: server-timing` SSE event; `None` when it sent neither.
     pub server_timing: Option<BTreeMap<String, f64>>,
+    /// The response's `Content-Encoding` (e.g. `gzip`), `None` when identity.
+    #[serde(default)]
+    pub content_encoding: Option<String>,
+    /// True when the reused connection this request was given turned out
+    /// closed before the response started, and the request was sent again
+    /// on a new connection (whose phases are the ones stamped).
+    #[serde(default)]
+    pub retried_stale: bool,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -209,6 +245,7 @@ impl Sample {
             http_version: None,
             dns_ms: None,
             connect_ms: None,
+            proxy_ms: None,
             tls_ms: None,
             sent_ms: None,
             ttfb_ms: None,
@@ -231,6 +268,8 @@ impl Sample {
             tls: None,
             route: None,
             server_timing: None,
+            content_encoding: None,
+            retried_stale: false,
             error: None,
         }
     }
@@ -359,6 +398,7 @@ mod tests {
             version: "TLSv1_3".into(),
             cipher: "TLS13_AES_128_GCM_SHA256".into(),
             kx_group: Some("X25519MLKEM768".into()),
+            handshake: Some(HandshakeKind::Full),
         });
         s
     }

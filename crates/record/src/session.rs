@@ -156,8 +156,21 @@ pub struct SampleRow {
     pub started_at: UtcTime,
     /// Where the numbers come from.
     pub provenance: Provenance,
+    /// Which prompt the request carried, when the protocol chose one.
+    pub prompt: Option<PromptRef>,
     /// The measurement.
     pub sample: Sample,
+}
+
+/// The identity of a prompt: its place in its list and a short hash of its
+/// text, so a report can say which questions went where without storing
+/// the text itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptRef {
+    /// Index in the list the prompt came from (the path's own, or the session's).
+    pub index: u32,
+    /// First 12 hex digits of the SHA-256 of the prompt text.
+    pub hash: String,
 }
 
 /// [`SampleRow`] as written: the destination as its two stored columns.
@@ -172,6 +185,8 @@ struct SampleRowOut<'a> {
     actual_start_ms: f64,
     started_at: UtcTime,
     provenance: Provenance,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a PromptRef>,
     sample: &'a Sample,
 }
 
@@ -187,6 +202,8 @@ struct SampleRowIn {
     actual_start_ms: f64,
     started_at: UtcTime,
     provenance: Provenance,
+    #[serde(default)]
+    prompt: Option<PromptRef>,
     sample: Sample,
 }
 
@@ -202,6 +219,7 @@ impl Serialize for SampleRow {
             actual_start_ms: self.actual_start_ms,
             started_at: self.started_at,
             provenance: self.provenance,
+            prompt: self.prompt.as_ref(),
             sample: &self.sample,
         }
         .serialize(s)
@@ -222,6 +240,7 @@ impl<'de> Deserialize<'de> for SampleRow {
             actual_start_ms: r.actual_start_ms,
             started_at: r.started_at,
             provenance: r.provenance,
+            prompt: r.prompt,
             sample: r.sample,
         })
     }

@@ -205,6 +205,7 @@ mod tests {
                     actual_start_ms: 0.0,
                     started_at: "2026-11-30T02:00:01.000Z".parse().unwrap(),
                     provenance: Provenance::Measured,
+                    prompt: None,
                     sample: s,
                 }
             })

@@ -61,6 +61,7 @@ impl Recorder<'_> {
             actual_start_ms: ms(s.actual_start),
             started_at: UtcTime::from(s.started_at),
             provenance: self.provenance,
+            prompt: None,
             sample: s.sample,
         }
     }

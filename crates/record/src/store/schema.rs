@@ -18,13 +18,18 @@
 //!   (`TEXT` checked by `json_valid` in SQLite, `JSONB` in PostgreSQL);
 //! - `provenance` is `NOT NULL` and `CHECK`ed against the four kinds, in both tables;
 //! - `test_accounts` (since version 3) lists each account a session
-//!   created, recorded as it is created.
+//!   created, recorded as it is created;
+//! - version 4 adds, at the end of `samples`, `proxy_ms`,
+//!   `content_encoding`, `retried_stale` and the prompt's identity
+//!   (`prompt_index`, `prompt_hash`).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
 use std::collections::BTreeMap;
 
-use crate::session::{Cleanup, Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use crate::session::{
+    Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus,
+};
 use crate::vocab::{Destination, PhaseKind, UtcTime};
 use crate::{Connection, ErrorKind, Sample, SampleError, TlsInfo};
 
@@ -34,6 +39,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/sqlite/0001_init.sql")),
     (2, include_str!("migrations/sqlite/0002_phase_check.sql")),
     (3, include_str!("migrations/sqlite/0003_test_accounts.sql")),
+    (4, include_str!("migrations/sqlite/0004_wire_facts.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -44,6 +50,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
         3,
         include_str!("migrations/postgres/0003_test_accounts.sql"),
     ),
+    (4, include_str!("migrations/postgres/0004_wire_facts.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -89,7 +96,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 40] = [
+pub const SAMPLE_COLUMNS: [&str; 45] = [
     "session_id",
     "seq",
     "phase",
@@ -130,7 +137,17 @@ pub const SAMPLE_COLUMNS: [&str; 40] = [
     "tls",
     "error_kind",
     "error_message",
+    "proxy_ms",
+    "content_encoding",
+    "retried_stale",
+    "prompt_index",
+    "prompt_hash",
 ];
+
+/// How many of [`SAMPLE_COLUMNS`] the first migration creates; the rest
+/// come from version 4.
+#[cfg(test)]
+const V1_SAMPLE_COLUMNS: usize = 40;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,6 +320,15 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
         s.error
             .as_ref()
             .map_or(Cell::Null, |e| Cell::Text(e.message.clone())),
+        opt_real("proxy_ms", s.proxy_ms)?,
+        opt_text(&s.content_encoding),
+        Cell::Bool(s.retried_stale),
+        r.prompt
+            .as_ref()
+            .map_or(Cell::Null, |p| Cell::Int(i64::from(p.index))),
+        r.prompt
+            .as_ref()
+            .map_or(Cell::Null, |p| Cell::Text(p.hash.clone())),
     ])
 }
 
@@ -413,6 +439,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         http_version: r.opt_text("http_version")?,
         dns_ms: r.opt_f64("dns_ms")?,
         connect_ms: r.opt_f64("connect_ms")?,
+        proxy_ms: r.opt_f64("proxy_ms")?,
         tls_ms: r.opt_f64("tls_ms")?,
         sent_ms: r.opt_f64("sent_ms")?,
         ttfb_ms: r.opt_f64("ttfb_ms")?,
@@ -435,7 +462,14 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         tls: r.typed_json::<TlsInfo>("tls")?,
         route: r.opt_text("route")?,
         server_timing: r.typed_json::<BTreeMap<String, f64>>("server_timing")?,
+        content_encoding: r.opt_text("content_encoding")?,
+        retried_stale: r.bool("retried_stale")?,
         error,
+    };
+    let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
+        (Some(index), Some(hash)) => Some(PromptRef { index, hash }),
+        (None, None) => None,
+        _ => return Err("prompt_index and prompt_hash must both be set or both NULL".into()),
     };
     let phase = r
         .text("phase")?
@@ -452,6 +486,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         actual_start_ms: r.f64("actual_start_ms")?,
         started_at: r.utc("started_at")?,
         provenance: r.text("provenance")?.parse::<Provenance>()?,
+        prompt,
         sample,
     })
 }
@@ -462,7 +497,19 @@ mod tests {
 
     #[test]
     fn every_sample_column_appears_in_both_migrations() {
-        for col in SAMPLE_COLUMNS.iter().chain(SESSION_COLUMNS.iter()) {
+        let (v1_cols, v4_cols) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+        for col in v4_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                SQLITE_MIGRATIONS[3].1.contains(&pat),
+                "sqlite v4 lacks {col}"
+            );
+            assert!(
+                POSTGRES_MIGRATIONS[3].1.contains(&pat),
+                "postgres v4 lacks {col}"
+            );
+        }
+        for col in v1_cols.iter().chain(SESSION_COLUMNS.iter()) {
             let pat = format!("\n    {col} ");
             assert!(SQLITE_MIGRATIONS[0].1.contains(&pat), "sqlite lacks {col}");
             assert!(
@@ -475,7 +522,7 @@ mod tests {
         let samples_v1 = &sqlite_v1[sqlite_v1.find("CREATE TABLE samples").unwrap()..];
         let rebuilt = SQLITE_MIGRATIONS[1].1;
         let mut at = 0;
-        for col in SAMPLE_COLUMNS {
+        for col in v1_cols {
             let pat = format!("\n    {col} ");
             assert!(samples_v1.contains(&pat), "v1 samples lacks {col}");
             let found = rebuilt[at..].find(&pat).expect(col);

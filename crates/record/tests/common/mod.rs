@@ -15,7 +15,9 @@ use firsttoken_record::session::{
 };
 use firsttoken_record::store::{Store, host_name};
 use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
-use firsttoken_record::{Connection, ErrorKind, Sample, SampleError, TlsInfo};
+use firsttoken_record::{
+    Connection, ErrorKind, HandshakeKind, PromptRef, Sample, SampleError, TlsInfo,
+};
 
 /// A time from its RFC 3339 text.
 pub fn utc(text: &str) -> UtcTime {
@@ -294,7 +296,11 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
         version: "TLSv1_3".into(),
         cipher: "TLS13_AES_128_GCM_SHA256".into(),
         kx_group: Some("X25519MLKEM768".into()),
+        handshake: Some(HandshakeKind::Resumed),
     });
+    s.proxy_ms = Some(0.875);
+    s.content_encoding = Some("gzip".into());
+    s.retried_stale = true;
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),
@@ -316,6 +322,10 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
         actual_start_ms,
         started_at: utc("2026-11-30T02:30:01.250Z"),
         provenance: Provenance::Measured,
+        prompt: Some(PromptRef {
+            index: 17,
+            hash: "0123456789ab".into(),
+        }),
         sample: s,
     }
 }
@@ -331,6 +341,7 @@ pub fn null_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
         actual_start_ms,
         started_at: utc("2026-11-30T02:30:02.000Z"),
         provenance: Provenance::Emulated,
+        prompt: None,
         sample: Sample::empty(seq, 0, Connection::Reused),
     }
 }

@@ -104,6 +104,7 @@ impl Rows {
                 .parse()
                 .expect("a valid time"),
             provenance: Provenance::Synthetic,
+            prompt: None,
             sample: s,
         });
         self.out.last_mut().expect("just pushed")

@@ -69,6 +69,7 @@ pub fn row(session: &str, i: u64, phase: &str, path: &str, ttft: f64) -> SampleR
         actual_start_ms: i as f64 * 10.0,
         started_at: "2026-11-30T02:00:01.000Z".parse().unwrap(),
         provenance: Provenance::Synthetic,
+        prompt: None,
         sample: s,
     }
 }
