@@ -82,6 +82,9 @@ pub struct ProbeArgs {
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<std::path::PathBuf>,
+    /// A returning visitor: new connections resume the TLS session of an earlier one (the first is a full handshake). Without it every new connection is a first visit: a full handshake, no session cache.
+    #[arg(long)]
+    tls_resume: bool,
     /// Largest stream event or line accepted, in bytes (default 1 MiB); a longer one fails the request as `decode`.
     #[arg(long, value_name = "BYTES", default_value_t = firsttoken_plan::DEFAULT_MAX_EVENT_BYTES)]
     max_event_bytes: usize,
@@ -155,6 +158,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         spec.format = a.format.parse::<StreamFormat>()?;
         spec.max_event_bytes = a.max_event_bytes;
         spec.tls.insecure = a.insecure;
+        spec.tls.resume = a.tls_resume;
         if let Some(path) = &a.cacert {
             spec.tls.ca_pem = Some(
                 std::fs::read(path)

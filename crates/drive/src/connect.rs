@@ -23,6 +23,13 @@ use crate::tap::{Tap, TimedIo};
 use crate::{DriveError, Failure};
 
 /// Build the rustls client configuration for these options and HTTP version.
+///
+/// Everything a first handshake would otherwise initialise lazily inside
+/// the timed TLS phase happens here: the verifier and trust store are
+/// built, and each key-exchange group generates one throwaway key share
+/// (the first one costs tens of milliseconds, once per process). Without
+/// [`TlsOptions::resume`] the session cache is off, so every new
+/// connection pays a full handshake, as a first visit does.
 pub fn tls_config(
     opts: &TlsOptions,
     http: HttpVersion,
@@ -34,7 +41,7 @@ pub fn tls_config(
     let mut config = if opts.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAll(provider)))
+            .with_custom_certificate_verifier(Arc::new(insecure::AcceptAll(provider.clone())))
             .with_no_client_auth()
     } else if let Some(pem) = &opts.ca_pem {
         let mut roots = rustls::RootCertStore::empty();
@@ -60,6 +67,16 @@ pub fn tls_config(
             .map_err(|e| DriveError::Tls(format!("cannot load the system trust store: {e}")))?
             .with_no_client_auth()
     };
+    config.resumption = if opts.resume {
+        rustls::client::Resumption::default()
+    } else {
+        rustls::client::Resumption::disabled()
+    };
+    for group in provider.kx_groups.iter() {
+        // Ignored on failure: a group that cannot start fails the real
+        // handshake in its own phase, with its own message.
+        let _ = group.start();
+    }
     config.alpn_protocols = match http {
         HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
         HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
@@ -199,6 +216,8 @@ pub(crate) struct Connector {
 /// The prepared TLS side of a [`Connector`].
 struct Tls {
     config: Arc<rustls::ClientConfig>,
+    /// The same configuration with no session cache, for [`Connector::prime`].
+    priming: Arc<rustls::ClientConfig>,
     /// The server name, or why the host cannot be one (a per-request failure).
     name: Result<ServerName<'static>, String>,
 }
@@ -208,8 +227,12 @@ impl Connector {
         let target = spec.request.target.clone();
         let tls = if target.tls() {
             let host = target.host.clone();
+            let config = tls_config(&spec.tls, spec.http)?;
+            let mut priming = (*config).clone();
+            priming.resumption = rustls::client::Resumption::disabled();
             Some(Tls {
-                config: tls_config(&spec.tls, spec.http)?,
+                config,
+                priming: Arc::new(priming),
                 name: ServerName::try_from(host.clone())
                     .map_err(|e| format!("{host} is not a valid TLS server name: {e}")),
             })
@@ -230,9 +253,9 @@ impl Connector {
         self.tls.as_ref().map(|t| &t.config)
     }
 
-    /// DNS → TCP → TLS → HTTP handshake. Stamps go into `setup` as they
-    /// happen, so a failure keeps the phases that completed.
-    pub(crate) async fn open(&self, setup: &mut Setup) -> Result<Conn, Failure> {
+    /// Resolve the target (unless overridden) and open a TCP connection to
+    /// the first address that accepts. Stamps DNS and connect into `setup`.
+    async fn tcp(&self, setup: &mut Setup) -> Result<TcpStream, Failure> {
         let host = self.target.host.as_str();
         let port = self.target.port;
         let addrs: Vec<SocketAddr> = if let Some(ip) = self.addr_override {
@@ -254,21 +277,45 @@ impl Connector {
             v
         };
         let mut last_err = None;
-        let mut tcp = None;
         for a in &addrs {
             match TcpStream::connect(a).await {
                 Ok(s) => {
-                    tcp = Some(s);
-                    break;
+                    setup.connect = Some(Instant::now());
+                    // Nagle's algorithm would hold small request writes back (~40 ms with delayed ACKs).
+                    let _ = s.set_nodelay(true);
+                    return Ok(s);
                 }
                 Err(e) => last_err = Some(format!("cannot connect to {a}: {e}")),
             }
         }
-        let tcp =
-            tcp.ok_or_else(|| Failure::new(ErrorKind::Connect, last_err.unwrap_or_default()))?;
-        setup.connect = Some(Instant::now());
-        // Nagle's algorithm would hold small request writes back (~40 ms with delayed ACKs).
-        let _ = tcp.set_nodelay(true);
+        Err(Failure::new(
+            ErrorKind::Connect,
+            last_err.unwrap_or_default(),
+        ))
+    }
+
+    /// One untimed TLS handshake with the target, before any timed request:
+    /// the client's one-time set-up (code paths, tables, the verifier's
+    /// first use for this kind of certificate) then never lands in a timed
+    /// TLS phase. No request is sent; the connection is closed at once, and
+    /// no session from it is kept. A no-op for cleartext targets; a failure
+    /// is ignored (the first real request fails in its own phase).
+    pub(crate) async fn prime(&self) {
+        let Some(tls) = &self.tls else { return };
+        let Ok(name) = tls.name.clone() else { return };
+        let mut setup = Setup::default();
+        if let Ok(tcp) = self.tcp(&mut setup).await {
+            let _ = TlsConnector::from(tls.priming.clone())
+                .connect(name, tcp)
+                .await;
+        }
+    }
+
+    /// DNS → TCP → TLS → HTTP handshake. Stamps go into `setup` as they
+    /// happen, so a failure keeps the phases that completed.
+    pub(crate) async fn open(&self, setup: &mut Setup) -> Result<Conn, Failure> {
+        let host = self.target.host.as_str();
+        let tcp = self.tcp(setup).await?;
         let tap = Tap::default();
         match &self.tls {
             None => {

@@ -40,6 +40,12 @@ impl Endpoint {
         }))
     }
 
+    /// Prime the client with one untimed TLS handshake (no request sent),
+    /// bounded by the connect timeout.
+    pub(crate) async fn prime(&self) {
+        let _ = tokio::time::timeout(self.timeouts.connect, self.connector.prime()).await;
+    }
+
     /// The TLS configuration its connections use, if the target is https.
     #[cfg(test)]
     pub(crate) fn tls(&self) -> Option<&Arc<rustls::ClientConfig>> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use firsttoken_emulator::Settings;
 use firsttoken_plan::{ConnectionMode, HttpVersion};
-use firsttoken_record::{Connection, Sample};
+use firsttoken_record::{Connection, HandshakeKind, Sample};
 
 fn settings() -> Settings {
     Settings {
@@ -137,8 +137,34 @@ async fn tls_fresh_samples_carry_the_handshake() {
         assert_eq!(info.version, "TLSv1_3", "{info:?}");
         assert!(info.cipher.starts_with("TLS13_"), "{info:?}");
         assert!(info.kx_group.is_some(), "{info:?}");
+        // A first visit each time: no session cache carries a ticket over.
+        assert_eq!(info.handshake, Some(HandshakeKind::Full), "{info:?}");
     }
     assert_order(&samples);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_resume_is_a_returning_visitor() {
+    let (emu, pki) = tls_emulator(settings()).await;
+    let mut s = tls_spec(&emu, &pki);
+    s.requests = 3;
+    s.tls.resume = true;
+    let samples = probe(s).await;
+    assert_eq!(samples.len(), 3);
+    assert_all_ok(&samples);
+    let kinds: Vec<_> = samples
+        .iter()
+        .map(|s| s.tls.as_ref().and_then(|t| t.handshake))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            Some(HandshakeKind::Full),
+            Some(HandshakeKind::Resumed),
+            Some(HandshakeKind::Resumed)
+        ],
+        "the first connection gets the ticket the next ones resume with"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,7 +299,7 @@ async fn untrusted_ca_is_a_tls_error_and_insecure_accepts_it() {
         s.request.target = firsttoken_plan::Target::parse(&url).unwrap();
         s.tls = firsttoken_plan::TlsOptions {
             insecure: true,
-            ca_pem: None,
+            ..Default::default()
         };
         let samples = probe(s).await;
         assert_all_ok(&samples);

@@ -323,6 +323,10 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// Extra trusted CA certificates, PEM; when set, only these are trusted.
     pub ca_pem: Option<Vec<u8>>,
+    /// A returning visitor: a new connection resumes the TLS session of an
+    /// earlier one (from its ticket) instead of a full handshake. Off by
+    /// default: every new connection is a first visit, with no session cache.
+    pub resume: bool,
 }
 
 /// Deadlines for one request.

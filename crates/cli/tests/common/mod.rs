@@ -2,6 +2,8 @@
 //! `firsttoken` with a deadline, exit-code assertions.
 #![allow(dead_code)]
 
+pub mod edge;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Output, Stdio};

@@ -153,6 +153,11 @@ where
     // Every destination's endpoint (TLS configuration included) is built
     // before the first request, so a bad CA file fails before anything is sent.
     let mut slots = Slots::for_protocol(protocol, &*source)?;
+    // The client's one-time TLS set-up happens here, outside every timed phase.
+    tokio::select! {
+        () = slots.prime() => {}
+        () = cancel.cancelled() => return Ok(Finished { stop: Stop::Cancelled, cancelled_in_flight: 0 }),
+    }
     let run = Arc::new(Run::new(source, gate, tx, cancel.child_token()));
     let mut base = 0u64;
     for step in &protocol.steps {

@@ -74,6 +74,21 @@ impl Slots {
         })
     }
 
+    /// One untimed TLS handshake per https destination, all at once, each
+    /// bounded by its connect timeout (see [`Endpoint::prime`]).
+    /// The returned future does not borrow the slots.
+    pub(super) fn prime(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut all = tokio::task::JoinSet::new();
+        for e in self.endpoints.values() {
+            let e = e.clone();
+            all.spawn(async move { e.prime().await });
+        }
+        async move {
+            // A panic in a handshake is the first real request's to report.
+            while all.join_next().await.is_some() {}
+        }
+    }
+
     fn fresh_slot(&self, dest: DestKey) -> Slot {
         // Invariant: `for_protocol` built an endpoint for every destination
         // of the protocol, and lanes only come from the protocol.
