@@ -82,6 +82,9 @@ pub struct ProbeArgs {
     /// Trust only the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<std::path::PathBuf>,
+    /// Go through this forward HTTP proxy (`http://[user:password@]host:port`; "" for none). Default: the https_proxy / http_proxy / all_proxy environment, minus no_proxy, as curl reads them. An https target gets a CONNECT tunnel, timed as its own phase (proxy_ms).
+    #[arg(long, short = 'x', value_name = "URL")]
+    proxy: Option<String>,
     /// A returning visitor: new connections resume the TLS session of an earlier one (the first is a full handshake). Without it every new connection is a first visit: a full handshake, no session cache.
     #[arg(long)]
     tls_resume: bool,
@@ -159,6 +162,10 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         spec.max_event_bytes = a.max_event_bytes;
         spec.tls.insecure = a.insecure;
         spec.tls.resume = a.tls_resume;
+        spec.proxy =
+            firsttoken_plan::proxy::choose(&spec.request.target, a.proxy.as_deref(), |n| {
+                std::env::var(n).ok()
+            })?;
         if let Some(path) = &a.cacert {
             spec.tls.ca_pem = Some(
                 std::fs::read(path)
@@ -205,6 +212,9 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let total = spec.requests;
+    if !quiet && let Some(p) = &spec.proxy {
+        eprintln!("through the proxy {}", p.masked());
+    }
     let cancel = crate::shutdown_token();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Sample>(1024);
     let drive = tokio::spawn(firsttoken_drive::run_probe(spec, tx, cancel.clone()));

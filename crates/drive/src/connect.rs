@@ -16,10 +16,11 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use firsttoken_plan::{HttpVersion, ProbeSpec, Target, TlsOptions};
+use firsttoken_plan::{HttpVersion, ProbeSpec, Proxy, RequestTemplate, Target, TlsOptions};
 use firsttoken_record::{ErrorKind, HandshakeKind, TlsInfo};
 
 use crate::tap::{Tap, TimedIo};
+use crate::tunnel;
 use crate::{DriveError, Failure};
 
 /// Build the rustls client configuration for these options and HTTP version.
@@ -156,6 +157,7 @@ type Driver = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
 pub(crate) struct Setup {
     pub dns: Option<Instant>,
     pub connect: Option<Instant>,
+    pub proxy: Option<Instant>,
     pub tls: Option<Instant>,
     pub tls_info: Option<TlsInfo>,
 }
@@ -211,6 +213,7 @@ pub(crate) struct Connector {
     tls: Option<Tls>,
     http: HttpVersion,
     addr_override: Option<std::net::IpAddr>,
+    proxy: Option<Proxy>,
 }
 
 /// The prepared TLS side of a [`Connector`].
@@ -244,6 +247,7 @@ impl Connector {
             tls,
             http: spec.http,
             addr_override: spec.resolved_addr(),
+            proxy: spec.proxy.clone(),
         })
     }
 
@@ -256,9 +260,16 @@ impl Connector {
     /// Resolve the target (unless overridden) and open a TCP connection to
     /// the first address that accepts. Stamps DNS and connect into `setup`.
     async fn tcp(&self, setup: &mut Setup) -> Result<TcpStream, Failure> {
-        let host = self.target.host.as_str();
-        let port = self.target.port;
-        let addrs: Vec<SocketAddr> = if let Some(ip) = self.addr_override {
+        let (host, port, addr_override) = match &self.proxy {
+            // Through a proxy, the proxy resolves the target.
+            Some(p) => (p.host.as_str(), p.port, None),
+            None => (
+                self.target.host.as_str(),
+                self.target.port,
+                self.addr_override,
+            ),
+        };
+        let addrs: Vec<SocketAddr> = if let Some(ip) = addr_override {
             vec![SocketAddr::new(ip, port)]
         } else if let Ok(ip) = host.parse::<std::net::IpAddr>() {
             vec![SocketAddr::new(ip, port)]
@@ -285,13 +296,55 @@ impl Connector {
                     let _ = s.set_nodelay(true);
                     return Ok(s);
                 }
-                Err(e) => last_err = Some(format!("cannot connect to {a}: {e}")),
+                Err(e) => {
+                    last_err = Some(match &self.proxy {
+                        Some(p) => format!("cannot connect to the proxy {} ({a}): {e}", p.masked()),
+                        None => format!("cannot connect to {a}: {e}"),
+                    })
+                }
             }
         }
         Err(Failure::new(
             ErrorKind::Connect,
             last_err.unwrap_or_default(),
         ))
+    }
+
+    /// The byte stream to the target: TCP, through a proxy's `CONNECT`
+    /// tunnel for an https target behind one (stamped as `proxy`).
+    async fn transport(&self, setup: &mut Setup) -> Result<TcpStream, Failure> {
+        let mut tcp = self.tcp(setup).await?;
+        if let Some(p) = &self.proxy
+            && self.tls.is_some()
+        {
+            tunnel::open(&mut tcp, p, &self.target).await?;
+            setup.proxy = Some(Instant::now());
+        }
+        Ok(tcp)
+    }
+
+    /// `req` as it must go out: for a plain-http target behind a proxy, in
+    /// absolute form (`POST http://host/path`) with the proxy's credentials;
+    /// otherwise unchanged.
+    pub(crate) fn via_proxy<B>(
+        &self,
+        mut req: http::Request<B>,
+        template: &RequestTemplate,
+    ) -> http::Request<B> {
+        let Some(p) = self.proxy.as_ref().filter(|_| self.tls.is_none()) else {
+            return req;
+        };
+        if let Ok(uri) = template.target.url().parse::<http::Uri>() {
+            *req.uri_mut() = uri;
+        }
+        if let Some(auth) = p.authorization()
+            && let Ok(mut v) = http::HeaderValue::from_str(&auth)
+        {
+            v.set_sensitive(true);
+            req.headers_mut()
+                .insert(http::header::PROXY_AUTHORIZATION, v);
+        }
+        req
     }
 
     /// One untimed TLS handshake with the target, before any timed request:
@@ -304,7 +357,7 @@ impl Connector {
         let Some(tls) = &self.tls else { return };
         let Ok(name) = tls.name.clone() else { return };
         let mut setup = Setup::default();
-        if let Ok(tcp) = self.tcp(&mut setup).await {
+        if let Ok(tcp) = self.transport(&mut setup).await {
             let _ = TlsConnector::from(tls.priming.clone())
                 .connect(name, tcp)
                 .await;
@@ -315,7 +368,7 @@ impl Connector {
     /// happen, so a failure keeps the phases that completed.
     pub(crate) async fn open(&self, setup: &mut Setup) -> Result<Conn, Failure> {
         let host = self.target.host.as_str();
-        let tcp = self.tcp(setup).await?;
+        let tcp = self.transport(setup).await?;
         let tap = Tap::default();
         match &self.tls {
             None => {

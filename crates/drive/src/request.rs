@@ -108,6 +108,7 @@ impl Stamps {
             .map(|h2| if h2 { "HTTP/2" } else { "HTTP/1.1" }.to_string());
         s.dns_ms = at(self.setup.dns);
         s.connect_ms = at(self.setup.connect);
+        s.proxy_ms = at(self.setup.proxy);
         s.tls_ms = at(self.setup.tls);
         s.tls = self.setup.tls_info.clone();
         s.sent_ms = at(self.sent);

@@ -143,7 +143,7 @@ impl Slot {
         let Some(conn) = self.conn.as_mut() else {
             return st.into_sample(seq, worker, connection);
         };
-        match build_request(request, conn.http2) {
+        match build_request(request, conn.http2).map(|r| ep.connector.via_proxy(r, request)) {
             Ok(req) => exchange(conn, req, &ep.format, ep.max_event_bytes, until, &mut st).await,
             Err(f) => st.fail(f),
         }
@@ -207,7 +207,9 @@ impl Slot {
         let Some(conn) = self.conn.as_mut() else {
             return Err("no connection".into());
         };
-        let req = build_request(request, conn.http2).map_err(|f| f.message)?;
+        let req = build_request(request, conn.http2)
+            .map(|r| self.endpoint.connector.via_proxy(r, request))
+            .map_err(|f| f.message)?;
         let (sender, driver) = conn.parts();
         let work = Conn::drive(driver, async {
             let resp = match sender {

@@ -118,6 +118,11 @@ pub struct SessionSection {
     /// `emulated` when the target is the emulator or an app over it; `measured` otherwise.
     #[serde(default)]
     pub emulated: bool,
+    /// Forward HTTP proxy for every request (`http://[user:password@]host:port`);
+    /// unset: the `https_proxy`/`http_proxy`/`all_proxy` environment and
+    /// `no_proxy`, as curl reads them; `""`: no proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 /// Phase order.

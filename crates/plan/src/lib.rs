@@ -13,6 +13,9 @@
 pub mod config;
 pub mod env;
 pub mod protocol;
+pub mod proxy;
+
+pub use proxy::Proxy;
 
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -28,6 +31,14 @@ pub enum PlanError {
     #[error("invalid URL {url:?}: {reason}")]
     Url {
         /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The proxy URL does not parse (its password masked).
+    #[error("invalid proxy {url:?}: {reason}")]
+    Proxy {
+        /// The proxy URL as given, password masked.
         url: String,
         /// What is wrong with it.
         reason: String,
@@ -478,6 +489,8 @@ pub struct ProbeSpec {
     /// Largest stream event or line the client buffers, in bytes; a longer
     /// one fails the request as `decode` (see [`DEFAULT_MAX_EVENT_BYTES`]).
     pub max_event_bytes: usize,
+    /// The forward proxy to go through, if any ([`proxy::choose`]).
+    pub proxy: Option<Proxy>,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -502,6 +515,7 @@ impl ProbeSpec {
             resolve: Vec::new(),
             format: StreamFormat::Auto,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            proxy: None,
         }
     }
 

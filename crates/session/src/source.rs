@@ -58,10 +58,13 @@ fn base_spec(
     format: StreamFormat,
     timeout: Option<std::time::Duration>,
     body: bool,
+    proxy: Option<&str>,
 ) -> Result<ProbeSpec, SessionError> {
     let target = Target::parse(url)?;
+    let proxy = firsttoken_plan::proxy::choose(&target, proxy, |n| std::env::var(n).ok())?;
     let request = RequestTemplate::new(target, None, body.then(Bytes::new))?;
     let mut spec = ProbeSpec::new(request);
+    spec.proxy = proxy;
     spec.format = format;
     if let Some(t) = timeout {
         spec.timeouts.request = t;
@@ -91,6 +94,7 @@ impl Source {
             ));
         }
         let timeout = cfg.session.timeout;
+        let proxy = cfg.session.proxy.as_deref();
         let base = cfg.app.base_url.trim_end_matches('/');
         let mut app = Vec::new();
         for p in &cfg.app.paths {
@@ -99,6 +103,7 @@ impl Source {
                 p.format.parse()?,
                 timeout,
                 true,
+                proxy,
             )?;
             for (k, v) in &cfg.app.headers {
                 spec.request
@@ -134,7 +139,7 @@ impl Source {
                     .collect::<Result<_, SessionError>>()?
             };
             for (_, extra) in strategies {
-                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true)?;
+                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true, proxy)?;
                 if let Some(k) = &key {
                     spec.request
                         .headers
@@ -144,7 +149,13 @@ impl Source {
             }
         }
         let ping = match &cfg.ping {
-            Some(p) => Some(base_spec(&p.url, StreamFormat::Text, timeout, false)?),
+            Some(p) => Some(base_spec(
+                &p.url,
+                StreamFormat::Text,
+                timeout,
+                false,
+                proxy,
+            )?),
             None => None,
         };
         Ok(Source {

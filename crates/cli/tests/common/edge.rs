@@ -304,3 +304,76 @@ pub fn median(v: &[f64]) -> f64 {
         (s[m - 1] + s[m]) / 2.0
     }
 }
+
+/// tinyproxy in the foreground on 127.0.0.1, killed when dropped.
+pub struct Tinyproxy {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Tinyproxy {
+    /// Start it in `dir`, asking for Basic credentials when `auth` is given.
+    pub fn start(dir: &Path, auth: Option<(&str, &str)>) -> Tinyproxy {
+        for attempt in 0..3 {
+            let port = free_port();
+            let log = dir.join(format!("tinyproxy-{port}.log"));
+            let conf = dir.join(format!("tinyproxy-{port}.conf"));
+            let mut text = format!(
+                "Port {port}\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\nMaxClients 32\n\
+                 LogFile \"{}\"\nLogLevel Connect\nPidFile \"{}\"\nDisableViaHeader Yes\n",
+                log.display(),
+                dir.join(format!("tinyproxy-{port}.pid")).display()
+            );
+            if let Some((user, password)) = auth {
+                text.push_str(&format!("BasicAuth {user} {password}\n"));
+            }
+            std::fs::write(&conf, text).expect("write the tinyproxy config");
+            let child = Command::new("tinyproxy")
+                .arg("-d")
+                .arg("-c")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start tinyproxy");
+            let mut t = Tinyproxy { child, port, log };
+            if wait_listening(
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_secs(10),
+            ) {
+                return t;
+            }
+            let _ = t.child.kill();
+            let _ = t.child.wait();
+            if attempt == 2 {
+                panic!(
+                    "tinyproxy did not start on port {port}: {}",
+                    std::fs::read_to_string(&t.log).unwrap_or_default()
+                );
+            }
+        }
+        unreachable!()
+    }
+
+    /// `http://127.0.0.1:PORT`, with `user:password@` when given.
+    pub fn url(&self, auth: Option<(&str, &str)>) -> String {
+        match auth {
+            Some((u, p)) => format!("http://{u}:{p}@127.0.0.1:{}", self.port),
+            None => format!("http://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Tinyproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
