@@ -143,7 +143,7 @@ pub struct ReportArgs {
 /// Analyse and render.
 pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let keys = GroupKey::parse_list(&a.group_by)?;
-    let store = Store::open(&a.select.store).await?;
+    let store = Store::open_existing(&a.select.store).await?;
     let loaded = load(&store, &a.select.sessions, a.format == Format::Html).await?;
     let settings = Settings::from_sessions(&loaded.sessions);
     let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
@@ -212,7 +212,7 @@ fn phase_arg(s: &str) -> anyhow::Result<Option<PhaseKind>> {
 /// Compare two sessions (or two groups); exit 0 unless A is significantly slower (1).
 pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let phase = phase_arg(&a.phase)?;
-    let store = Store::open(&a.store).await?;
+    let store = Store::open_existing(&a.store).await?;
     if let Some(by) = &a.by {
         return compare_groups_cmd(&store, by, &a, phase).await;
     }
@@ -388,7 +388,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: nothing to check: give --max METRIC=LIMIT and/or --against BASELINE");
         return Ok(ExitCode::from(EXIT_USAGE));
     }
-    let store = Store::open(&a.store).await?;
+    let store = Store::open_existing(&a.store).await?;
     let meta = match &a.session {
         Some(id) => store
             .session(id)
@@ -480,7 +480,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
 /// terminal text returned and the HTML page written — both from the same
 /// input, so the page carries the before/after verdicts too.
 pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow::Result<String> {
-    let store = Store::open(store_url).await?;
+    let store = Store::open_existing(store_url).await?;
     let loaded = load(&store, ids, true).await?;
     let settings = Settings::from_sessions(&loaded.sessions);
     let keys = GroupKey::parse_list("code_version,path")?;

@@ -53,6 +53,12 @@ impl StoreArg {
     async fn open(&self) -> anyhow::Result<Store> {
         Ok(Store::open(&self.store).await?)
     }
+
+    /// For commands that only read: a missing SQLite file is an error, not
+    /// a new empty store; a read-only one is read.
+    async fn open_existing(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_existing(&self.store).await?)
+    }
 }
 
 /// `firsttoken sessions`.
@@ -64,7 +70,7 @@ pub struct SessionsArgs {
 
 /// List sessions, newest first.
 pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let list = store.sessions().await?;
     if list.is_empty() {
         outln!("no sessions in {}", mask_url(&a.store.store));
@@ -131,7 +137,7 @@ pub struct ExportArgs {
 
 /// Write a session's raw samples.
 pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
-    let store = a.store.open().await?;
+    let store = a.store.open_existing().await?;
     let meta = store
         .session(&a.session)
         .await?
@@ -162,31 +168,58 @@ pub struct ImportArgs {
     file: PathBuf,
 }
 
-/// Read an export into the store, marked `imported`.
+/// Read an export into the store, marked `imported`. Idempotent: a
+/// session the store already holds (by its original id, whether stored
+/// there first or imported before) is skipped with a message. The whole
+/// file is checked before the store is touched.
 pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let store = a.store.open().await?;
+    use firsttoken_record::export::{IMPORTED_FROM_TAG, group_for_import, read_jsonl};
     let f = std::fs::File::open(&a.file)
         .with_context(|| format!("cannot open {}", a.file.display()))?;
-    let (sessions, rows) = firsttoken_record::export::read_jsonl(std::io::BufReader::new(f))
+    let (sessions, rows) = read_jsonl(std::io::BufReader::new(f))
         .with_context(|| format!("cannot import {}", a.file.display()))?;
-    let mut n = 0;
-    for meta in sessions {
-        let mine: Vec<_> = rows
-            .iter()
-            .filter(|r| r.session_id == meta.id)
+    let groups = group_for_import(sessions, rows)
+        .with_context(|| format!("cannot import {}", a.file.display()))?;
+    if groups.is_empty() {
+        bail!(
+            "{} holds no session line: nothing was imported (export with `firsttoken export --session ID`)",
+            a.file.display()
+        );
+    }
+    if let Some((m, _)) = groups.iter().find(|(_, rows)| rows.is_empty()) {
+        bail!(
+            "{}: session {} has no samples; nothing was imported",
+            a.file.display(),
+            m.id
+        );
+    }
+    // The session a record stands for: the one it was first stored as.
+    let origin = |m: &firsttoken_record::SessionMeta| {
+        m.labels
+            .tags
+            .get(IMPORTED_FROM_TAG)
             .cloned()
-            .collect();
-        n += mine.len();
-        let imported = store.insert_imported(&meta, &mine).await?;
+            .unwrap_or_else(|| m.id.clone())
+    };
+    let store = a.store.open().await?;
+    let mut held = store.sessions().await?;
+    for (meta, rows) in groups {
+        if let Some(e) = held.iter().find(|e| origin(e) == origin(&meta)) {
+            outln!(
+                "skipped session {}: the store already holds it as {}",
+                meta.id,
+                e.id
+            );
+            continue;
+        }
+        let imported = store.insert_imported(&meta, &rows).await?;
         outln!(
             "imported session {} as {} ({} samples)",
             meta.id,
             imported.id,
-            mine.len()
+            rows.len()
         );
-    }
-    if n == 0 {
-        bail!("{} holds no samples", a.file.display());
+        held.push(imported);
     }
     Ok(ExitCode::SUCCESS)
 }

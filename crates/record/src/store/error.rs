@@ -88,6 +88,14 @@ pub enum StoreError {
         /// Some of the ids it matches.
         matches: Vec<String>,
     },
+    /// A command that only reads was given a SQLite path with no file.
+    #[error(
+        "no such store: {path} (a store is created by `firsttoken run`, `demo` or `import`; give its path with --store)"
+    )]
+    NoStore {
+        /// The path as given.
+        path: String,
+    },
     /// The store was written by a newer firsttoken.
     #[error(
         "{store} has schema version {found}, newer than this firsttoken knows ({supported}); upgrade firsttoken"

@@ -62,7 +62,7 @@ pub use postgres::PgStore;
 pub use redact::{REDACTED, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
 pub(crate) use schema::{Cell, sample_cells};
-pub use sqlite::{BUSY_TIMEOUT, SqliteStore};
+pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
 
 use crate::session::{Cleanup, SampleRow, SessionMeta, SessionStatus, new_session_id};
 use crate::vocab::UtcTime;
@@ -122,6 +122,22 @@ impl Store {
             Store::Sqlite(SqliteStore::open(url_or_path).await?)
         };
         store.mark_abandoned(&host_name(), ABANDONED_REASON).await?;
+        Ok(store)
+    }
+
+    /// Opens an existing store for a command that reads: never creates a
+    /// SQLite file (a missing one is [`StoreError::NoStore`]), and opens
+    /// one this user may not write read-only (without marking abandoned
+    /// sessions, which would be a write). PostgreSQL opens as [`Store::open`].
+    pub async fn open_existing(url_or_path: &str) -> Result<Store, StoreError> {
+        if Store::is_postgres_url(url_or_path) {
+            return Store::open(url_or_path).await;
+        }
+        let (s, writable) = SqliteStore::open_as(url_or_path, sqlite::OpenMode::Existing).await?;
+        let store = Store::Sqlite(s);
+        if writable {
+            store.mark_abandoned(&host_name(), ABANDONED_REASON).await?;
+        }
         Ok(store)
     }
 

@@ -150,13 +150,59 @@ fn migrate(conn: &mut rusqlite::Connection, path: &str) -> Result<usize, StoreEr
     Ok(applied)
 }
 
-fn open_connection(path: &str) -> Result<rusqlite::Connection, StoreError> {
+/// How [`SqliteStore::open_as`] treats the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file if missing; migrate.
+    Create,
+    /// The file must exist. Opened for writing (and migrated) when this
+    /// user may write it; otherwise read-only, and then its schema must
+    /// already be current.
+    Existing,
+}
+
+/// An existing store the user may only read: opened read-only, its schema
+/// checked (a read-only store cannot be migrated).
+fn open_read_only(path: &str) -> Result<rusqlite::Connection, StoreError> {
+    let err = |e| error::sqlite("open read-only", path, e);
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(Path::new(path), flags).map_err(err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    let latest = SQLITE_MIGRATIONS.last().map_or(0, |m| m.0);
+    let current: i64 = conn
+        .query_row(
+            "SELECT coalesce(max(version), 0) FROM schema_migrations",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    match current.cmp(&latest) {
+        std::cmp::Ordering::Equal => Ok(conn),
+        std::cmp::Ordering::Greater => Err(StoreError::SchemaTooNew {
+            store: path.to_owned(),
+            found: current,
+            supported: latest,
+        }),
+        std::cmp::Ordering::Less => Err(invalid(
+            "open read-only",
+            path,
+            format!(
+                "the store has schema version {current} and this firsttoken reads version {latest}; \
+                 it is read-only, so it cannot be updated: make it writable once (any firsttoken command then updates it)"
+            ),
+        )),
+    }
+}
+
+fn open_connection(path: &str, mode: OpenMode) -> Result<rusqlite::Connection, StoreError> {
     let err = |e| error::sqlite("open", path, e);
+    let create = match mode {
+        OpenMode::Create => OpenFlags::SQLITE_OPEN_CREATE,
+        OpenMode::Existing => OpenFlags::empty(),
+    };
     let conn = rusqlite::Connection::open_with_flags(
         Path::new(path),
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | create | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
@@ -188,22 +234,48 @@ impl SqliteStore {
     /// WAL and applies pending migrations. Does not mark abandoned sessions;
     /// [`super::Store::open`] does.
     pub async fn open(path: &str) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_as(path, OpenMode::Create)
+            .await
+            .map(|(s, _)| s)
+    }
+
+    /// Opens the database at `path` as `mode` says. Returns the store and
+    /// whether it is writable.
+    pub async fn open_as(path: &str, mode: OpenMode) -> Result<(SqliteStore, bool), StoreError> {
+        if mode == OpenMode::Existing && !Path::new(path).is_file() {
+            return Err(StoreError::NoStore {
+                path: path.to_owned(),
+            });
+        }
         let (jobs, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = oneshot::channel();
         let owned = path.to_owned();
         std::thread::Builder::new()
             .name("firsttoken-sqlite".into())
             .spawn(move || {
-                let mut conn = match open_connection(&owned)
+                let writable = open_connection(&owned, mode)
                     .and_then(|mut c| migrate(&mut c, &owned).map(|_| c))
-                {
+                    .and_then(|c| {
+                        // A write-protected file opens "read-write" as read-only.
+                        if c.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) {
+                            Err(invalid("open", &owned, "read-only".into()))
+                        } else {
+                            Ok(c)
+                        }
+                    });
+                let opened = match (writable, mode) {
+                    (Ok(c), _) => Ok((c, true)),
+                    (Err(e), OpenMode::Create) => Err(e),
+                    (Err(_), OpenMode::Existing) => open_read_only(&owned).map(|c| (c, false)),
+                };
+                let (mut conn, writable) = match opened {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok(()));
+                let _ = ready_tx.send(Ok(writable));
                 // Ends when every SqliteStore clone (every Sender) is dropped.
                 while let Ok(job) = rx.recv() {
                     job(&mut conn);
@@ -213,14 +285,17 @@ impl SqliteStore {
                 path: path.to_owned(),
                 source,
             })?;
-        ready_rx.await.map_err(|_| StoreError::WriterGone {
+        let writable = ready_rx.await.map_err(|_| StoreError::WriterGone {
             op: "open",
             path: path.to_owned(),
         })??;
-        Ok(SqliteStore {
-            jobs,
-            path: path.into(),
-        })
+        Ok((
+            SqliteStore {
+                jobs,
+                path: path.into(),
+            },
+            writable,
+        ))
     }
 
     /// The database file.

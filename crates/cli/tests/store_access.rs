@@ -1,0 +1,210 @@
+//! Reading never writes, and importing twice stores once (issue 16,
+//! defects 5 and 6).
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_code, firsttoken, session_ids, text};
+use firsttoken_record::export::write_session_jsonl;
+use firsttoken_record::{
+    Connection, Destination, Labels, PhaseKind, Provenance, Sample, SampleRow, SessionMeta,
+    SessionStatus, UtcTime,
+};
+
+/// An export of one complete session with `n` samples.
+fn export_file(dir: &Path, id: &str, n: u64) -> String {
+    let meta = SessionMeta {
+        id: id.into(),
+        started_at: UtcTime::from_unix_ms(1_795_919_400_000),
+        ended_at: Some(UtcTime::from_unix_ms(1_795_919_460_000)),
+        status: SessionStatus::Complete,
+        spec: serde_json::json!({"config": {}}),
+        seed: 7,
+        tool_version: "test".into(),
+        host: "elsewhere".into(),
+        pid: None,
+        labels: Labels {
+            network: "lab".into(),
+            code_version: "v1".into(),
+            vantage: "lab".into(),
+            tags: Default::default(),
+        },
+        provenance: Provenance::Measured,
+        cleanup: None,
+        client_lag_p99_ms: None,
+    };
+    let rows: Vec<SampleRow> = (0..n)
+        .map(|i| {
+            let mut s = Sample::empty(i, 0, Connection::Reused);
+            s.ttft_ms = Some(100.0 + i as f64);
+            s.e2e_ms = Some(200.0 + i as f64);
+            s.status = Some(200);
+            SampleRow {
+                session_id: id.into(),
+                phase: PhaseKind::Warm,
+                dest: Destination::App {
+                    path: Some("chat".into()),
+                },
+                concurrency: None,
+                intended_start_ms: None,
+                actual_start_ms: 10.0 * i as f64,
+                started_at: UtcTime::from_unix_ms(1_795_919_400_000 + i as i64),
+                provenance: Provenance::Measured,
+                prompt: None,
+                sample: s,
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut f = std::fs::File::create(&path).expect("create the export");
+    write_session_jsonl(&meta, &rows, &mut f).expect("write the export");
+    path.display().to_string()
+}
+
+#[test]
+fn reading_a_missing_store_names_it_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("typo.db").display().to_string();
+    for args in [
+        vec!["report", "--store", &typo],
+        vec!["sessions", "--store", &typo],
+        vec!["export", "--store", &typo, "--session", "x"],
+        vec!["compare", "--store", &typo, "a", "b"],
+    ] {
+        let out = firsttoken(&args, &[]);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("no such store") && err.contains("typo.db"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} created {left:?}");
+    }
+}
+
+#[test]
+fn importing_the_same_session_twice_stores_it_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("s.db").display().to_string();
+    let file = export_file(dir.path(), "20261130T023000Z-abcd", 9);
+    let out = firsttoken(&["import", "--store", &store, &file], &[]);
+    assert_code(&out, 0);
+    assert!(text(&out.stdout).contains("imported session 20261130T023000Z-abcd as"));
+    let out = firsttoken(&["import", "--store", &store, &file], &[]);
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout)
+            .contains("skipped session 20261130T023000Z-abcd: the store already holds it"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        session_ids(&store).len(),
+        1,
+        "one session after two imports"
+    );
+
+    // Exported again from this store and imported back: still the same session.
+    let id = session_ids(&store).remove(0);
+    let again = dir.path().join("again.jsonl");
+    let out = firsttoken(
+        &[
+            "export",
+            "--store",
+            &store,
+            "--session",
+            &id,
+            "--out",
+            again.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let out = firsttoken(&["import", "--store", &store, again.to_str().unwrap()], &[]);
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("skipped"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(session_ids(&store).len(), 1);
+}
+
+#[test]
+fn a_session_without_samples_is_refused_before_the_store_is_touched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("s.db");
+    let file = export_file(dir.path(), "20261130T023000Z-0000", 0);
+    let out = firsttoken(&["import", "--store", store.to_str().unwrap(), &file], &[]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("has no samples"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !store.exists(),
+        "nothing was written, not even an empty store"
+    );
+}
+
+#[test]
+fn a_read_only_store_can_be_listed_and_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("ro.db");
+    let store_s = store.display().to_string();
+    let file = export_file(dir.path(), "20261130T023000Z-beef", 5);
+    assert_code(&firsttoken(&["import", "--store", &store_s, &file], &[]), 0);
+    // Checkpoint the WAL into the file, as a finished writer leaves it.
+    assert_code(&firsttoken(&["sessions", "--store", &store_s], &[]), 0);
+    use std::os::unix::fs::PermissionsExt;
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        mode(&entry.unwrap().path(), 0o444);
+    }
+    mode(dir.path(), 0o555);
+    // root writes through any mode: run the reads as `nobody` when we are root.
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| text(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let bin = env!("CARGO_BIN_EXE_firsttoken");
+    let run = |args: &[&str]| -> std::process::Output {
+        let mut cmd = if is_root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+            c
+        } else {
+            std::process::Command::new(bin)
+        };
+        cmd.args(args).output().expect("run firsttoken")
+    };
+    let parent_ok = is_root && run(&["--version"]).status.success();
+    if is_root && !parent_ok {
+        mode(dir.path(), 0o755);
+        eprintln!(
+            "SKIPPED a_read_only_store_can_be_listed_and_reported: cannot run firsttoken as nobody (setpriv, or the binary's directories are not readable by it)"
+        );
+        return;
+    }
+    let out = run(&["sessions", "--store", &store_s]);
+    mode(dir.path(), 0o755);
+    assert!(
+        out.status.success(),
+        "sessions on a read-only store: {}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("lab"), "{}", text(&out.stdout));
+    mode(dir.path(), 0o555);
+    let out = run(&["report", "--store", &store_s]);
+    mode(dir.path(), 0o755);
+    assert!(
+        out.status.success(),
+        "report on a read-only store: {}",
+        text(&out.stderr)
+    );
+}
