@@ -474,6 +474,10 @@ pub struct ProbeSpec {
     /// Largest stream event or line the client buffers, in bytes; a longer
     /// one fails the request as `decode` (see [`DEFAULT_MAX_EVENT_BYTES`]).
     pub max_event_bytes: usize,
+    /// Ask for compressed responses as a browser does (`Accept-Encoding:
+    /// gzip, deflate, br, zstd`) and decode them; otherwise `identity`,
+    /// and an encoded response fails as `decode`.
+    pub compressed: bool,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -498,6 +502,7 @@ impl ProbeSpec {
             resolve: Vec::new(),
             format: StreamFormat::Auto,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            compressed: false,
         }
     }
 
