@@ -135,6 +135,30 @@ async fn every_browser_coding_decodes_chunk_by_chunk() {
     }
 }
 
+/// A compressor that sends the headers at once but holds the body until it
+/// has enough to compress: ttfb (first byte on the wire) stays early, ttft
+/// (first decoded content token) is late, and the gap shows the buffering.
+#[tokio::test]
+async fn a_buffering_compressor_shows_as_a_gap_between_ttfb_and_ttft() {
+    let whole: Vec<u8> = compressed("gzip", &events(), Duration::ZERO)
+        .into_iter()
+        .flat_map(|(_, b)| b)
+        .collect();
+    let reply = Reply::ok(
+        "text/event-stream",
+        vec![(Duration::from_millis(300), whole)],
+    )
+    .header("content-encoding", "gzip");
+    let srv = script_server(reply).await;
+    let s = probe(compressed_spec(&srv.url())).await.remove(0);
+    assert_ok(&s);
+    let (ttfb, ttft) = (s.ttfb_ms.unwrap(), s.ttft_ms.unwrap());
+    assert!(ttfb < 150.0, "{s:#?}");
+    assert!(ttft - ttfb >= 250.0, "{s:#?}");
+    assert_eq!(s.content_chunks, 1, "every token in one chunk: {s:#?}");
+    assert_phase_order(&s);
+}
+
 /// Regression: a server that gzips a stream the client asked to get as
 /// `identity` was reported as `truncated`.
 #[tokio::test]
