@@ -57,12 +57,14 @@ fn base_spec(
     url: &str,
     format: StreamFormat,
     timeout: Option<std::time::Duration>,
+    compressed: bool,
     body: bool,
 ) -> Result<ProbeSpec, SessionError> {
     let target = Target::parse(url)?;
     let request = RequestTemplate::new(target, None, body.then(Bytes::new))?;
     let mut spec = ProbeSpec::new(request);
     spec.format = format;
+    spec.compressed = compressed;
     if let Some(t) = timeout {
         spec.timeouts.request = t;
     }
@@ -91,6 +93,7 @@ impl Source {
             ));
         }
         let timeout = cfg.session.timeout;
+        let compressed = cfg.session.compressed;
         let base = cfg.app.base_url.trim_end_matches('/');
         let mut app = Vec::new();
         for p in &cfg.app.paths {
@@ -98,6 +101,7 @@ impl Source {
                 &format!("{base}{}", p.path),
                 p.format.parse()?,
                 timeout,
+                compressed,
                 true,
             )?;
             for (k, v) in &cfg.app.headers {
@@ -134,7 +138,7 @@ impl Source {
                     .collect::<Result<_, SessionError>>()?
             };
             for (_, extra) in strategies {
-                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true)?;
+                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, compressed, true)?;
                 if let Some(k) = &key {
                     spec.request
                         .headers
@@ -144,7 +148,7 @@ impl Source {
             }
         }
         let ping = match &cfg.ping {
-            Some(p) => Some(base_spec(&p.url, StreamFormat::Text, timeout, false)?),
+            Some(p) => Some(base_spec(&p.url, StreamFormat::Text, timeout, compressed, false)?),
             None => None,
         };
         Ok(Source {
@@ -252,5 +256,22 @@ mod tests {
             a,
             serde_json::json!({"model": "m", "provider": {"order": ["a"], "ignore": ["b"]}})
         );
+    }
+
+    /// `[session] compressed = true` reaches every destination's spec (issue 9, part 4).
+    #[test]
+    fn the_compressed_key_reaches_every_spec() {
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let cfg = Config::parse(base, "f.toml").unwrap();
+        assert!(!cfg.session.compressed);
+        let src = Source::new(&cfg).unwrap();
+        assert!(!src.app_spec().compressed);
+        let text = base.replace("# compressed = true", "compressed = true");
+        let cfg = Config::parse(&text, "f.toml").unwrap();
+        assert!(cfg.session.compressed);
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| s.compressed));
+        assert!(src.direct.iter().all(|(s, _)| s.compressed));
+        assert!(src.ping.iter().all(|s| s.compressed));
     }
 }
