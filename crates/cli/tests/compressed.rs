@@ -22,7 +22,10 @@ const STREAM: &str = concat!(
 /// `Accept-Encoding` each request carried.
 fn gzip_server(requests: usize) -> (String, mpsc::Receiver<String>, thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1/chat/completions", l.local_addr().expect("addr"));
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        l.local_addr().expect("addr")
+    );
     let (tx, rx) = mpsc::channel();
     let h = thread::spawn(move || {
         for _ in 0..requests {
@@ -52,7 +55,11 @@ fn gzip_server(requests: usize) -> (String, mpsc::Receiver<String>, thread::Join
             } else {
                 STREAM.as_bytes().to_vec()
             };
-            let enc = if gzip { "content-encoding: gzip\r\n" } else { "" };
+            let enc = if gzip {
+                "content-encoding: gzip\r\n"
+            } else {
+                ""
+            };
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{enc}content-length: {}\r\nconnection: close\r\n\r\n",
                 body.len()
@@ -69,7 +76,17 @@ fn compressed_probe_decodes_gzip_and_records_the_encoding() {
     let (url, accepts, server) = gzip_server(2);
     let body = r#"{"model":"m","stream":true,"messages":[]}"#;
     let out = firsttoken(
-        &["probe", &url, "-d", body, "-n", "1", "--fresh", "--compressed", "--json"],
+        &[
+            "probe",
+            &url,
+            "-d",
+            body,
+            "-n",
+            "1",
+            "--fresh",
+            "--compressed",
+            "--json",
+        ],
         &[],
     );
     assert_code(&out, 0);
@@ -84,7 +101,10 @@ fn compressed_probe_decodes_gzip_and_records_the_encoding() {
     );
 
     // Without the flag: identity asked, identity answered, nothing recorded.
-    let out = firsttoken(&["probe", &url, "-d", body, "-n", "1", "--fresh", "--json"], &[]);
+    let out = firsttoken(
+        &["probe", &url, "-d", body, "-n", "1", "--fresh", "--json"],
+        &[],
+    );
     assert_code(&out, 0);
     let line = text(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one NDJSON line");

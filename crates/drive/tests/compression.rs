@@ -219,9 +219,12 @@ async fn broken_compressed_streams_fail_with_what_broke() {
 #[tokio::test]
 async fn a_compressed_error_body_is_shown_decoded() {
     let body = br#"{"error":{"message":"model is overloaded"}}"#.to_vec();
-    let reply = Reply::ok("application/json", compressed("gzip", &[body], Duration::ZERO))
-        .status(500)
-        .header("content-encoding", "gzip");
+    let reply = Reply::ok(
+        "application/json",
+        compressed("gzip", &[body], Duration::ZERO),
+    )
+    .status(500)
+    .header("content-encoding", "gzip");
     let srv = script_server(reply).await;
     let s = probe(compressed_spec(&srv.url())).await.remove(0);
     let m = assert_failed(&s, "http_status");

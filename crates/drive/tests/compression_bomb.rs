@@ -32,10 +32,9 @@ async fn a_gzip_bomb_ends_in_decode_quickly_with_bounded_memory() {
         .collect();
     let sent: usize = chunks.iter().map(|(_, b)| b.len()).sum();
     assert!(sent < 4 << 20, "a small body: {sent} bytes");
-    let srv = script_server(
-        Reply::ok("text/event-stream", chunks).header("content-encoding", "gzip"),
-    )
-    .await;
+    let srv =
+        script_server(Reply::ok("text/event-stream", chunks).header("content-encoding", "gzip"))
+            .await;
     let before = peak_rss_kib();
     let mut s = spec(&srv.url());
     s.compressed = true;

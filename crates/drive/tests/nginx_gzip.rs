@@ -128,7 +128,10 @@ fn start_nginx(origin: SocketAddr) -> Option<Nginx> {
     };
     let until = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < until, "nginx did not listen on {addr} within 10 s");
+        assert!(
+            Instant::now() < until,
+            "nginx did not listen on {addr} within 10 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     Some(nginx)
@@ -185,10 +188,7 @@ async fn gzip_through_nginx_keeps_wire_stamps_and_shows_a_buffering_compressor()
         b.ttft_ms.unwrap() >= 400.0,
         "the first token waits for the whole stream (origin: 100 ms + 7 × 50 ms): {b:#?}"
     );
-    assert!(
-        spread(&b) < 50.0,
-        "buffered tokens arrive together: {b:#?}"
-    );
+    assert!(spread(&b) < 50.0, "buffered tokens arrive together: {b:#?}");
     assert!(b.ttfb_ms.unwrap() <= b.ttft_ms.unwrap(), "{b:#?}");
     eprintln!(
         "nginx gzip: streaming ttfb {:.1} ttft {:.1} last {:.1} ms; buffered ttfb {:.1} ttft {:.1} last {:.1} ms",

@@ -138,7 +138,8 @@ impl Source {
                     .collect::<Result<_, SessionError>>()?
             };
             for (_, extra) in strategies {
-                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, compressed, true)?;
+                let mut spec =
+                    base_spec(&d.url, StreamFormat::OpenAiChat, timeout, compressed, true)?;
                 if let Some(k) = &key {
                     spec.request
                         .headers
@@ -148,7 +149,13 @@ impl Source {
             }
         }
         let ping = match &cfg.ping {
-            Some(p) => Some(base_spec(&p.url, StreamFormat::Text, timeout, compressed, false)?),
+            Some(p) => Some(base_spec(
+                &p.url,
+                StreamFormat::Text,
+                timeout,
+                compressed,
+                false,
+            )?),
             None => None,
         };
         Ok(Source {

@@ -94,7 +94,10 @@ fn asked(accept: Option<&str>, coding: &str) -> bool {
 /// `Accept-Encoding` it sent. `Ok(None)`: the body is not encoded.
 /// `Err`: the `decode` failure to report (an encoding that was not asked
 /// for, is unknown, or is stacked).
-pub fn plan(content_encoding: Option<&str>, accept: Option<&str>) -> Result<Option<Coding>, String> {
+pub fn plan(
+    content_encoding: Option<&str>,
+    accept: Option<&str>,
+) -> Result<Option<Coding>, String> {
     let Some(value) = content_encoding else {
         return Ok(None);
     };
@@ -198,7 +201,8 @@ impl Inflater {
             let first = std::mem::take(pending);
             // A zlib header: compression method 8 and a check value that
             // makes the first two bytes a multiple of 31 (RFC 1950 §2.2).
-            let zlib = first[0] & 0x0f == 8 && (u16::from(first[0]) << 8 | u16::from(first[1])) % 31 == 0;
+            let zlib =
+                first[0] & 0x0f == 8 && (u16::from(first[0]) << 8 | u16::from(first[1])) % 31 == 0;
             self.codec = Codec::Flate(Decompress::new(zlib));
             return self.feed(&first, sink);
         }
@@ -350,7 +354,10 @@ mod tests {
         assert_eq!(plan(None, Some("identity")), Ok(None));
         assert_eq!(plan(Some("identity"), Some("identity")), Ok(None));
         let e = plan(Some("gzip"), Some("identity")).unwrap_err();
-        assert!(e.starts_with("server sent Content-Encoding: gzip unasked"), "{e}");
+        assert!(
+            e.starts_with("server sent Content-Encoding: gzip unasked"),
+            "{e}"
+        );
         assert_eq!(plan(Some("gzip"), browser), Ok(Some(Coding::Gzip)));
         assert_eq!(plan(Some("X-Gzip"), browser), Ok(Some(Coding::Gzip)));
         assert_eq!(plan(Some("br"), browser), Ok(Some(Coding::Brotli)));
@@ -358,8 +365,16 @@ mod tests {
         assert_eq!(plan(Some("deflate"), browser), Ok(Some(Coding::Deflate)));
         assert!(plan(Some("gzip"), Some("gzip;q=0, br")).is_err());
         assert_eq!(plan(Some("br"), Some("*")), Ok(Some(Coding::Brotli)));
-        assert!(plan(Some("compress"), Some("*")).unwrap_err().contains("cannot be decoded"));
-        assert!(plan(Some("gzip, br"), browser).unwrap_err().contains("stacked"));
+        assert!(
+            plan(Some("compress"), Some("*"))
+                .unwrap_err()
+                .contains("cannot be decoded")
+        );
+        assert!(
+            plan(Some("gzip, br"), browser)
+                .unwrap_err()
+                .contains("stacked")
+        );
     }
 
     #[test]
@@ -420,6 +435,6 @@ mod tests {
             seen < 1 << 20
         })
         .unwrap();
-        assert!(seen >= 1 << 20 && seen < (1 << 20) + PIECE, "{seen}");
+        assert!((1 << 20..(1 << 20) + PIECE).contains(&seen), "{seen}");
     }
 }
