@@ -164,6 +164,24 @@ async fn a_request_on_a_connection_closed_as_it_arrives_is_sent_again_on_a_new_o
     assert_eq!(srv.requests(), 3, "the dropped request was sent once more");
 }
 
+/// Through the executor: a warm probe's counted request, on the connection
+/// its warm-up opened, is retried and marked.
+#[tokio::test]
+async fn a_warm_probe_marks_its_stale_retry() {
+    let srv = server(After::DropSecond).await;
+    let mut s = spec(&format!("http://{}/v1/chat/completions", srv.addr));
+    s.mode = firsttoken_plan::ConnectionMode::Warm;
+    let samples = probe(s).await;
+    assert_eq!(samples.len(), 2, "{samples:#?}");
+    let warmup = &samples[0];
+    let counted = &samples[1];
+    assert!(warmup.warmup && !warmup.retried_stale, "{warmup:#?}");
+    assert_ok(counted);
+    assert!(counted.retried_stale, "{counted:#?}");
+    assert_eq!(counted.connection, Connection::Fresh);
+    assert!(counted.connect_ms.is_some(), "{counted:#?}");
+}
+
 /// The brief's case: the server closes the idle connection 50 ms after its
 /// answer; the client comes back after 200 ms. Either the client sees the
 /// close while idle (a plain fresh connection) or it finds out on sending
