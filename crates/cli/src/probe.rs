@@ -91,6 +91,9 @@ pub struct ProbeArgs {
     /// Largest stream event or line accepted, in bytes (default 1 MiB); a longer one fails the request as `decode`.
     #[arg(long, value_name = "BYTES", default_value_t = firsttoken_plan::DEFAULT_MAX_EVENT_BYTES)]
     max_event_bytes: usize,
+    /// Ask for a compressed response as a browser does (Accept-Encoding: gzip, deflate, br, zstd) and decode it, like curl --compressed. Without it the probe asks for identity and an encoded response fails as `decode`.
+    #[arg(long)]
+    compressed: bool,
     /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     connect_timeout: Duration,
@@ -160,6 +163,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         }
         spec.format = a.format.parse::<StreamFormat>()?;
         spec.max_event_bytes = a.max_event_bytes;
+        spec.compressed = a.compressed;
         spec.tls.insecure = a.insecure;
         spec.tls.resume = a.tls_resume;
         spec.proxy =

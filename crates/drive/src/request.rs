@@ -15,6 +15,7 @@ use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
 
 use crate::Failure;
 use crate::connect::{Conn, Sender, Setup};
+use crate::decode::coding::{self, BROWSER_ACCEPT_ENCODING, Inflater};
 use crate::decode::{ChunkFacts, Decoder, StreamFacts};
 use crate::itl::Gaps;
 
@@ -44,6 +45,11 @@ pub(crate) struct Stamps {
     pub route: Option<String>,
     pub server_timing: Vec<(String, f64)>,
     pub facts: StreamFacts,
+    /// The response's `Content-Encoding`, when not identity.
+    pub content_encoding: Option<String>,
+    /// The request got no response byte because the connection was found
+    /// closed (not a timeout): on a reused connection, a stale keep-alive.
+    pub unanswered: bool,
     pub error: Option<Failure>,
 }
 
@@ -68,6 +74,8 @@ impl Stamps {
             route: None,
             server_timing: Vec::new(),
             facts: StreamFacts::default(),
+            content_encoding: None,
+            unanswered: false,
             error: None,
         }
     }
@@ -141,6 +149,7 @@ impl Stamps {
             .chain(self.facts.server_timing)
             .collect();
         s.server_timing = (!timing.is_empty()).then_some(timing);
+        s.content_encoding = self.content_encoding;
         s.error = self.error.map(|f| SampleError {
             kind: f.kind,
             message: f.message,
@@ -155,9 +164,12 @@ fn ms(d: std::time::Duration) -> f64 {
 
 /// Build the HTTP request for a template. HTTP/2 needs the absolute URI
 /// (it becomes `:scheme` and `:authority`); HTTP/1.1 sends the path and a Host header.
+/// With `compressed`, a browser's `Accept-Encoding` is sent unless the
+/// template sets its own; otherwise `identity`.
 pub(crate) fn build_request(
     t: &RequestTemplate,
     http2: bool,
+    compressed: bool,
 ) -> Result<Request<Full<Bytes>>, Failure> {
     let uri = if http2 {
         t.target.url()
@@ -179,9 +191,15 @@ pub(crate) fn build_request(
         if !has(&ACCEPT) {
             h.insert(ACCEPT, HeaderValue::from_static("*/*"));
         }
-        // Compression would batch small chunks and hide their arrival times.
+        // By default no compression: a compressor may batch small chunks
+        // and hide their arrival times. `--compressed` asks as a browser does.
         if !has(&ACCEPT_ENCODING) {
-            h.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+            let accept = if compressed {
+                BROWSER_ACCEPT_ENCODING
+            } else {
+                "identity"
+            };
+            h.insert(ACCEPT_ENCODING, HeaderValue::from_static(accept));
         }
         if t.body
             .as_ref()
@@ -209,6 +227,15 @@ pub(crate) async fn exchange(
     st: &mut Stamps,
 ) {
     st.http2 = Some(conn.http2);
+    // What was asked decides which codings the response may use.
+    let accept = req
+        .headers()
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let accept = (!accept.is_empty()).then_some(accept);
     conn.tap.arm();
     let tap = conn.tap.clone();
     let http2 = conn.http2;
@@ -221,6 +248,7 @@ pub(crate) async fn exchange(
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
+                st.unanswered = true;
                 return st.fail(Failure::new(
                     ErrorKind::Connect,
                     format!("no response: {}", hyper_error(&e)),
@@ -253,10 +281,30 @@ pub(crate) async fn exchange(
             .flat_map(crate::decode::parse_server_timing)
             .collect();
         let content_type = header("content-type");
+        let encoding = resp
+            .headers()
+            .get_all("content-encoding")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let plan = coding::plan(
+            (!encoding.is_empty()).then_some(encoding.as_str()),
+            accept.as_deref(),
+        );
+        if !matches!(plan, Ok(None)) {
+            st.content_encoding = Some(crate::decode::bounded_text(&encoding));
+        }
         let vercel = resp.headers().contains_key("x-vercel-ai-ui-message-stream");
         let body = resp.into_body();
         if !status.is_success() {
-            let text = read_error_body(body, deadline).await;
+            let text = match &plan {
+                Ok(c) => read_error_body(body, deadline, *c).await,
+                Err(_) => format!(
+                    "(body in unrequested Content-Encoding {} not shown)",
+                    st.content_encoding.as_deref().unwrap_or("")
+                ),
+            };
             let reason = status.canonical_reason().unwrap_or("");
             let msg = if text.is_empty() {
                 format!("HTTP {} {reason}", status.as_u16())
@@ -265,9 +313,13 @@ pub(crate) async fn exchange(
             };
             return st.fail(Failure::new(ErrorKind::HttpStatus, msg));
         }
+        let inflater = match plan.and_then(|c| c.map(Inflater::new).transpose()) {
+            Ok(i) => i,
+            Err(m) => return st.fail(Failure::new(ErrorKind::Decode, m)),
+        };
         let mut decoder =
             Decoder::with_max(format, content_type.as_deref(), vercel, max_event_bytes);
-        read_stream(body, &tap, http2, &mut decoder, st).await;
+        read_stream(body, &tap, http2, &mut decoder, inflater, st).await;
         st.facts = decoder.facts().clone();
     });
     if tokio::time::timeout_at(deadline, work).await.is_err() {
@@ -289,11 +341,34 @@ pub(crate) async fn exchange(
     st.ttfb = first;
 }
 
+/// Feed one wire chunk to the stream decoder, through `inflater` when the
+/// body is encoded: decoded output goes on in bounded pieces, and stops as
+/// soon as the stream decoder has failed. `Err`: the compressed bytes are bad.
+fn decode_chunk(
+    data: &[u8],
+    decoder: &mut Decoder,
+    inflater: Option<&mut Inflater>,
+) -> (ChunkFacts, Result<(), String>) {
+    let Some(inflater) = inflater else {
+        return (decoder.feed(data), Ok(()));
+    };
+    let mut cf = ChunkFacts::default();
+    let r = inflater.feed(data, &mut |piece| {
+        let c = decoder.feed(piece);
+        cf.events = cf.events.saturating_add(c.events);
+        cf.content |= c.content;
+        cf.reasoning |= c.reasoning;
+        decoder.facts().error.is_none()
+    });
+    (cf, r)
+}
+
 async fn read_stream(
     mut body: Incoming,
     tap: &crate::tap::Tap,
     http2: bool,
     decoder: &mut Decoder,
+    mut inflater: Option<Inflater>,
     st: &mut Stamps,
 ) {
     loop {
@@ -312,8 +387,12 @@ async fn read_stream(
                 } else {
                     Instant::now()
                 };
-                let cf = decoder.feed(data);
+                let (cf, inflated) = decode_chunk(data, decoder, inflater.as_mut());
                 st.on_chunk(at, cf);
+                if let Err(m) = inflated {
+                    st.end = Some(at);
+                    return st.fail(Failure::new(ErrorKind::Decode, m));
+                }
                 if let Some((kind, message)) = decoder.facts().error.clone() {
                     st.end = Some(at);
                     return st.fail(Failure::new(kind, message));
@@ -327,6 +406,11 @@ async fn read_stream(
             }
             None => {
                 st.end = Some(Instant::now());
+                // A compressed stream cut short is reported before what its
+                // missing part would have said to the stream decoder.
+                if let Some(Err(m)) = inflater.as_ref().map(Inflater::finish) {
+                    return st.fail(Failure::new(ErrorKind::Truncated, m));
+                }
                 if let Err((kind, message)) = decoder.finish() {
                     st.fail(Failure::new(kind, message));
                 }
@@ -338,8 +422,13 @@ async fn read_stream(
 
 /// Up to [`ERROR_BODY_LIMIT`] bytes of an error body, waiting at most
 /// [`ERROR_BODY_WAIT`] (and never past the request deadline): a status is
-/// the answer, a body that stalls must not turn it into a timeout.
-async fn read_error_body(mut body: Incoming, deadline: tokio::time::Instant) -> String {
+/// the answer, a body that stalls must not turn it into a timeout. An
+/// encoded body is decoded as far as its first bytes allow.
+async fn read_error_body(
+    mut body: Incoming,
+    deadline: tokio::time::Instant,
+    coding: Option<coding::Coding>,
+) -> String {
     let mut buf = Vec::new();
     // Stop a little before the request deadline so the status, not a timeout, is reported.
     let now = tokio::time::Instant::now();
@@ -360,6 +449,17 @@ async fn read_error_body(mut body: Incoming, deadline: tokio::time::Instant) -> 
         }
     })
     .await;
+    if let Some(c) = coding {
+        let mut plain = Vec::new();
+        if let Ok(mut inf) = Inflater::new(c) {
+            let _ = inf.feed(&buf, &mut |p| {
+                let room = ERROR_BODY_LIMIT - plain.len();
+                plain.extend_from_slice(&p[..p.len().min(room)]);
+                plain.len() < ERROR_BODY_LIMIT
+            });
+        }
+        buf = plain;
+    }
     crate::decode::bounded_text(&String::from_utf8_lossy(&buf))
 }
 

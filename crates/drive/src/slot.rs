@@ -27,6 +27,7 @@ pub(crate) struct Endpoint {
     timeouts: Timeouts,
     format: StreamFormat,
     max_event_bytes: usize,
+    compressed: bool,
 }
 
 impl Endpoint {
@@ -37,6 +38,7 @@ impl Endpoint {
             timeouts: spec.timeouts,
             format: spec.format.clone(),
             max_event_bytes: spec.max_event_bytes,
+            compressed: spec.compressed,
         }))
     }
 
@@ -111,6 +113,13 @@ impl Slot {
     /// Send `request` and time it. With `fresh`, a new connection is opened
     /// (and closed afterwards); otherwise the open connection is reused when
     /// it can still carry a request, else a new one is opened and kept.
+    ///
+    /// A reused connection found closed before any response byte (a stale
+    /// keep-alive: the server closed it while idle) gets the request once
+    /// more on a new connection, as browsers do. The sample is then
+    /// `fresh`, with `retried_stale` set and the new connection's phases,
+    /// all still timed from the first attempt's start: the user waited
+    /// through both. A request whose response had started is never resent.
     pub async fn send(
         &mut self,
         request: &RequestTemplate,
@@ -118,45 +127,74 @@ impl Slot {
         seq: u64,
         worker: u32,
     ) -> Sample {
-        let reusable = !fresh && self.is_warm().await;
-        if !reusable {
-            self.conn = None;
-        }
-        let ep = &*self.endpoint;
+        let mut reusable = !fresh && self.is_warm().await;
         let start = Instant::now();
-        let until = deadline(start, ep.timeouts.request);
-        let mut st = Stamps::new(start);
-        let connection = if reusable {
-            Connection::Reused
-        } else {
-            Connection::Fresh
-        };
-        if !reusable {
-            match open(&ep.connector, ep.timeouts, &mut st, start, until).await {
-                Ok(c) => self.conn = Some(c),
-                Err(f) => {
-                    st.fail(f);
-                    return st.into_sample(seq, worker, connection);
-                }
+        let until = deadline(start, self.endpoint.timeouts.request);
+        let mut retried = false;
+        let (st, connection) = loop {
+            let (st, connection) = self.attempt(request, reusable, start, until).await;
+            let stale = connection == Connection::Reused
+                && st.unanswered
+                && st.ttfb.is_none()
+                && st.headers.is_none();
+            if stale && !retried {
+                retried = true;
+                reusable = false;
+                continue;
             }
-        }
-        let Some(conn) = self.conn.as_mut() else {
-            return st.into_sample(seq, worker, connection);
+            break (st, connection);
         };
-        match build_request(request, conn.http2).map(|r| ep.connector.via_proxy(r, request)) {
-            Ok(req) => exchange(conn, req, &ep.format, ep.max_event_bytes, until, &mut st).await,
-            Err(f) => st.fail(f),
-        }
         // A failed exchange leaves the connection in an unknown state.
         if st.error.is_some() || fresh {
             self.conn = None;
         }
         let mut sample = st.into_sample(seq, worker, connection);
+        sample.retried_stale = retried;
         // A server may echo the key it refused: never keep it.
         if let Some(e) = sample.error.as_mut() {
             e.message = request.scrub(&e.message);
         }
         sample
+    }
+}
+
+impl Slot {
+    /// One attempt at `request`: on the open connection when `reusable`,
+    /// else on a new one (kept in the slot). Stamps count from `start`.
+    async fn attempt(
+        &mut self,
+        request: &RequestTemplate,
+        reusable: bool,
+        start: Instant,
+        until: tokio::time::Instant,
+    ) -> (Stamps, Connection) {
+        let ep = &*self.endpoint;
+        let mut st = Stamps::new(start);
+        if !reusable {
+            self.conn = None;
+            match open(&ep.connector, ep.timeouts, &mut st, start, until).await {
+                Ok(c) => self.conn = Some(c),
+                Err(f) => {
+                    st.fail(f);
+                    return (st, Connection::Fresh);
+                }
+            }
+        }
+        let connection = if reusable {
+            Connection::Reused
+        } else {
+            Connection::Fresh
+        };
+        let Some(conn) = self.conn.as_mut() else {
+            return (st, connection);
+        };
+        match build_request(request, conn.http2, ep.compressed)
+            .map(|r| ep.connector.via_proxy(r, request))
+        {
+            Ok(req) => exchange(conn, req, &ep.format, ep.max_event_bytes, until, &mut st).await,
+            Err(f) => st.fail(f),
+        }
+        (st, connection)
     }
 }
 
@@ -207,7 +245,8 @@ impl Slot {
         let Some(conn) = self.conn.as_mut() else {
             return Err("no connection".into());
         };
-        let req = build_request(request, conn.http2)
+        // Set-up calls read their body whole: no content coding.
+        let req = build_request(request, conn.http2, false)
             .map(|r| self.endpoint.connector.via_proxy(r, request))
             .map_err(|f| f.message)?;
         let (sender, driver) = conn.parts();

@@ -112,6 +112,10 @@ pub struct SessionSection {
     /// Request deadline.
     #[serde(default, with = "humantime_serde")]
     pub timeout: Option<Duration>,
+    /// Ask for compressed responses as a browser does (`Accept-Encoding:
+    /// gzip, deflate, br, zstd`) and decode them, like `probe --compressed`.
+    #[serde(default)]
+    pub compressed: bool,
     /// Stop before the session's estimated cost would exceed this (USD).
     #[serde(default)]
     pub budget_usd: Option<f64>,

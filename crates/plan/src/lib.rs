@@ -491,6 +491,10 @@ pub struct ProbeSpec {
     pub max_event_bytes: usize,
     /// The forward proxy to go through, if any ([`proxy::choose`]).
     pub proxy: Option<Proxy>,
+    /// Ask for compressed responses as a browser does (`Accept-Encoding:
+    /// gzip, deflate, br, zstd`) and decode them; otherwise `identity`,
+    /// and an encoded response fails as `decode`.
+    pub compressed: bool,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -516,6 +520,7 @@ impl ProbeSpec {
             format: StreamFormat::Auto,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             proxy: None,
+            compressed: false,
         }
     }
 

@@ -57,6 +57,7 @@ fn base_spec(
     url: &str,
     format: StreamFormat,
     timeout: Option<std::time::Duration>,
+    compressed: bool,
     body: bool,
     proxy: Option<&str>,
 ) -> Result<ProbeSpec, SessionError> {
@@ -66,6 +67,7 @@ fn base_spec(
     let mut spec = ProbeSpec::new(request);
     spec.proxy = proxy;
     spec.format = format;
+    spec.compressed = compressed;
     if let Some(t) = timeout {
         spec.timeouts.request = t;
     }
@@ -95,6 +97,7 @@ impl Source {
         }
         let timeout = cfg.session.timeout;
         let proxy = cfg.session.proxy.as_deref();
+        let compressed = cfg.session.compressed;
         let base = cfg.app.base_url.trim_end_matches('/');
         let mut app = Vec::new();
         for p in &cfg.app.paths {
@@ -102,6 +105,7 @@ impl Source {
                 &format!("{base}{}", p.path),
                 p.format.parse()?,
                 timeout,
+                compressed,
                 true,
                 proxy,
             )?;
@@ -139,7 +143,14 @@ impl Source {
                     .collect::<Result<_, SessionError>>()?
             };
             for (_, extra) in strategies {
-                let mut spec = base_spec(&d.url, StreamFormat::OpenAiChat, timeout, true, proxy)?;
+                let mut spec = base_spec(
+                    &d.url,
+                    StreamFormat::OpenAiChat,
+                    timeout,
+                    compressed,
+                    true,
+                    proxy,
+                )?;
                 if let Some(k) = &key {
                     spec.request
                         .headers
@@ -153,6 +164,7 @@ impl Source {
                 &p.url,
                 StreamFormat::Text,
                 timeout,
+                compressed,
                 false,
                 proxy,
             )?),
@@ -263,5 +275,22 @@ mod tests {
             a,
             serde_json::json!({"model": "m", "provider": {"order": ["a"], "ignore": ["b"]}})
         );
+    }
+
+    /// `[session] compressed = true` reaches every destination's spec (issue 9, part 4).
+    #[test]
+    fn the_compressed_key_reaches_every_spec() {
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let cfg = Config::parse(base, "f.toml").unwrap();
+        assert!(!cfg.session.compressed);
+        let src = Source::new(&cfg).unwrap();
+        assert!(!src.app_spec().compressed);
+        let text = base.replace("# compressed = true", "compressed = true");
+        let cfg = Config::parse(&text, "f.toml").unwrap();
+        assert!(cfg.session.compressed);
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| s.compressed));
+        assert!(src.direct.iter().all(|(s, _)| s.compressed));
+        assert!(src.ping.iter().all(|s| s.compressed));
     }
 }

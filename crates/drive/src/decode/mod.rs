@@ -15,6 +15,7 @@
 //! assert!(d.finish().is_ok());
 //! ```
 
+pub mod coding;
 mod formats;
 #[cfg(test)]
 mod hostile;
