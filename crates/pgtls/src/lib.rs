@@ -230,7 +230,9 @@ impl PgTarget {
         } else {
             (url.to_owned(), None, None)
         };
-        let mut config: Config = rest.parse().map_err(|source| PgTlsError::BadUrl { source })?;
+        let mut config: Config = rest
+            .parse()
+            .map_err(|source| PgTlsError::BadUrl { source })?;
         let root_cert = root.map(|r| {
             if r == "system" {
                 RootCert::System
@@ -314,9 +316,7 @@ impl PgTarget {
 /// Splits `sslmode` and `sslrootcert` off the URL's query (tokio-postgres
 /// refuses the verifying modes and does not know `sslrootcert`); refuses
 /// the client-certificate settings by name.
-fn split_tls_params(
-    url: &str,
-) -> Result<(String, Option<String>, Option<String>), PgTlsError> {
+fn split_tls_params(url: &str) -> Result<(String, Option<String>, Option<String>), PgTlsError> {
     let Some((head, query)) = url.split_once('?') else {
         return Ok((url.to_owned(), None, None));
     };

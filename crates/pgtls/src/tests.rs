@@ -21,7 +21,10 @@ fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(DnType::CommonName, name);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("CA key")).expect("CA")
 }
 
@@ -46,7 +49,8 @@ fn ca_file(pem: &str) -> CaFile {
 async fn fake_server(ca: &CertifiedIssuer<'static, KeyPair>) -> u16 {
     let mut leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
         .expect("leaf params");
-    leaf.distinguished_name.push(DnType::CommonName, "localhost");
+    leaf.distinguished_name
+        .push(DnType::CommonName, "localhost");
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let key = KeyPair::generate().expect("leaf key");
     let leaf = leaf.signed_by(&key, ca).expect("leaf");
@@ -86,7 +90,11 @@ async fn fake_server(ca: &CertifiedIssuer<'static, KeyPair>) -> u16 {
 /// An ErrorResponse: FATAL, SQLSTATE 28000.
 fn refusal() -> Vec<u8> {
     let mut fields = Vec::new();
-    for (tag, text) in [(b'S', "FATAL"), (b'C', "28000"), (b'M', "fake server: TLS ok")] {
+    for (tag, text) in [
+        (b'S', "FATAL"),
+        (b'C', "28000"),
+        (b'M', "fake server: TLS ok"),
+    ] {
         fields.push(tag);
         fields.extend_from_slice(text.as_bytes());
         fields.push(0);
@@ -129,7 +137,10 @@ fn default_is_prefer_and_tls_params_are_stripped() {
         t.config().get_ssl_mode(),
         tokio_postgres::config::SslMode::Require
     );
-    assert_eq!(t.config().get_connect_timeout(), Some(&Duration::from_secs(3)));
+    assert_eq!(
+        t.config().get_connect_timeout(),
+        Some(&Duration::from_secs(3))
+    );
 
     let t = PgTarget::parse("postgres://u@h/db?sslmode=disable").unwrap();
     assert_eq!(
@@ -179,8 +190,9 @@ fn bad_settings_say_what_to_do() {
     assert!(matches!(e, PgTlsError::BadSslMode { .. }), "{e}");
     let e = PgTarget::parse("postgres://u@h/db?sslcert=/c.pem").unwrap_err();
     assert!(e.to_string().contains("sslcert is not supported"), "{e}");
-    let e = PgTarget::parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt")
-        .unwrap_err();
+    let e =
+        PgTarget::parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt")
+            .unwrap_err();
     assert!(e.to_string().contains("/nonexistent/ca.crt"), "{e}");
     let empty = ca_file("");
     let e = PgTarget::parse(&format!(
@@ -283,6 +295,9 @@ async fn require_refuses_a_server_without_tls() {
     assert!(text.contains("server does not support TLS"), "{text}");
     assert!(text.contains("turn on ssl"), "{text}");
     // prefer goes on in plain text (and then meets a server that says nothing).
-    let e = try_connect(&format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=5")).await;
+    let e = try_connect(&format!(
+        "postgres://u@127.0.0.1:{port}/db?connect_timeout=5"
+    ))
+    .await;
     assert_eq!(hint(&e), None, "{}", describe(&e));
 }

@@ -41,7 +41,10 @@ async fn round_trip(db: &TestDb, url: &str) {
     store.append_sample(&row).await.unwrap();
     assert_eq!(store.samples(&meta.id).await.unwrap(), vec![row]);
 
-    let TestDb::Postgres { schema, admin_url, .. } = db else {
+    let TestDb::Postgres {
+        schema, admin_url, ..
+    } = db
+    else {
         unreachable!("tls_db gives PostgreSQL")
     };
     let admin = pg_connect(admin_url).await;
@@ -60,7 +63,9 @@ async fn round_trip(db: &TestDb, url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_with_sslmode_require() {
-    let Some((db, _ca)) = tls_db().await else { return };
+    let Some((db, _ca)) = tls_db().await else {
+        return;
+    };
     run(Some(db), |db| async move {
         let url = with_param(db.url(), "sslmode=require");
         round_trip(&db, &url).await;
@@ -70,7 +75,9 @@ async fn round_trip_with_sslmode_require() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_with_verify_full_and_the_servers_ca() {
-    let Some((db, ca)) = tls_db().await else { return };
+    let Some((db, ca)) = tls_db().await else {
+        return;
+    };
     run(Some(db), |db| async move {
         let url = with_param(
             &with_param(db.url(), "sslmode=verify-full"),
@@ -83,7 +90,9 @@ async fn round_trip_with_verify_full_and_the_servers_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_full_against_another_ca_fails_saying_what_to_do() {
-    let Some((db, _ca)) = tls_db().await else { return };
+    let Some((db, _ca)) = tls_db().await else {
+        return;
+    };
     run(Some(db), |db| async move {
         let dir = tempfile::tempdir().unwrap();
         let wrong = dir.path().join("other-ca.crt");
@@ -98,7 +107,10 @@ async fn verify_full_against_another_ca_fails_saying_what_to_do() {
             .await
             .expect("open gives up in time")
             .expect_err("a server certificate from another CA is refused");
-        assert!(matches!(err, StoreError::Pool { .. } | StoreError::Postgres { .. }), "{err:?}");
+        assert!(
+            matches!(err, StoreError::Pool { .. } | StoreError::Postgres { .. }),
+            "{err:?}"
+        );
         let text = err.to_string();
         eprintln!("refused as expected: {text}");
         assert!(text.contains("UnknownIssuer"), "{text}");

@@ -62,15 +62,12 @@ pub async fn execute(url: &str, sql: &str) -> Result<u64, SessionError> {
 pub async fn count(url: &str, sql: &str) -> Result<i64, SessionError> {
     if is_postgres(url) {
         let (client, task) = pg_connect(url).await?;
-        let row = client
-            .query_one(sql, &[])
-            .await
-            .map_err(|e| {
-                db_error(
-                    "the cleanup count query failed",
-                    firsttoken_pgtls::describe(&e),
-                )
-            })?;
+        let row = client.query_one(sql, &[]).await.map_err(|e| {
+            db_error(
+                "the cleanup count query failed",
+                firsttoken_pgtls::describe(&e),
+            )
+        })?;
         drop(client);
         let _ = task.await;
         row.try_get::<_, i64>(0)

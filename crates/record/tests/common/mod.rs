@@ -65,13 +65,10 @@ pub fn random_hex() -> String {
 /// these tests again with `sslmode=verify-full`).
 pub async fn pg_connect(url: &str) -> tokio_postgres::Client {
     let target = firsttoken_pgtls::PgTarget::parse(url).expect("a usable DATABASE_URL");
-    let (client, conn) = tokio::time::timeout(
-        Duration::from_secs(15),
-        target.connect(),
-    )
-    .await
-    .expect("connect to PostgreSQL in time")
-    .expect("connect to PostgreSQL");
+    let (client, conn) = tokio::time::timeout(Duration::from_secs(15), target.connect())
+        .await
+        .expect("connect to PostgreSQL in time")
+        .expect("connect to PostgreSQL");
     tokio::spawn(async move {
         let _ = conn.await;
     });
