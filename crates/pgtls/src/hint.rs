@@ -64,7 +64,7 @@ pub fn hint(e: &tokio_postgres::Error) -> Option<String> {
 fn certificate_hint(cert: &CertificateError) -> String {
     match cert {
         CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-            "the server's certificate is not signed by a CA you trust: pass the CA certificate that signed it as sslrootcert=/path/to/ca.crt in the URL (without sslrootcert, verify-full trusts the system's CAs), or use sslmode=require to encrypt without verifying the server".to_owned()
+            "the server's certificate is not signed by the CA in sslrootcert (without sslrootcert: by any of the system's CAs): pass the CA certificate that signed it as sslrootcert=/path/to/ca.crt in the URL, or use sslmode=require to encrypt without verifying the server".to_owned()
         }
         CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
             "the server's certificate does not name the host in the URL: connect with a host name the certificate lists (hostaddr=IP can set the address separately), or use sslmode=verify-ca to check the CA but not the name".to_owned()

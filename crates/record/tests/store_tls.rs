@@ -120,6 +120,49 @@ async fn verify_full_against_another_ca_fails_saying_what_to_do() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_name_the_certificate_lacks_fails_verify_full_but_not_verify_ca() {
+    let Some((db, ca)) = tls_db().await else {
+        return;
+    };
+    run(Some(db), |db| async move {
+        // The same server under a name its certificate does not list; hostaddr
+        // keeps the connection on 127.0.0.1 without a DNS lookup.
+        let Some(url) = renamed(db.url()) else {
+            eprintln!("SKIPPED: DATABASE_URL is not on 127.0.0.1 (name-mismatch test did not run)");
+            return;
+        };
+        let url = |mode: &str| {
+            with_param(
+                &with_param(&url, &format!("sslmode={mode}")),
+                &format!("sslrootcert={ca}"),
+            )
+        };
+        let err = tokio::time::timeout(Duration::from_secs(60), Store::open(&url("verify-full")))
+            .await
+            .expect("open gives up in time")
+            .expect_err("a certificate without this host name is refused");
+        let text = err.to_string();
+        eprintln!("refused as expected: {text}");
+        assert!(text.contains("not-in-the-cert.firsttoken.test"), "{text}");
+        assert!(text.contains("sslmode=verify-ca"), "{text}");
+
+        round_trip(&db, &url("verify-ca")).await;
+    })
+    .await;
+}
+
+/// `url` (on 127.0.0.1) addressed as `not-in-the-cert.firsttoken.test`
+/// with `hostaddr=127.0.0.1`.
+fn renamed(url: &str) -> Option<String> {
+    url.contains("@127.0.0.1:").then(|| {
+        with_param(
+            &url.replacen("@127.0.0.1:", "@not-in-the-cert.firsttoken.test:", 1),
+            "hostaddr=127.0.0.1",
+        )
+    })
+}
+
 #[tokio::test]
 async fn a_missing_ca_file_is_a_bad_url_naming_the_file() {
     let err = Store::open(
