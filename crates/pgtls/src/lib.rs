@@ -8,10 +8,14 @@
 //! | `sslmode`          | encrypted                   | server certificate checked                                    |
 //! |--------------------|-----------------------------|---------------------------------------------------------------|
 //! | `disable`          | no                          | –                                                             |
-//! | `prefer` (default) | when the server offers TLS  | no                                                            |
+//! | `prefer` (default) | when the server offers TLS  | no; with `sslrootcert=FILE` its chain (libpq's rule)          |
 //! | `require`          | yes                         | no; with `sslrootcert=FILE` its chain, as `verify-ca` (libpq) |
 //! | `verify-ca`        | yes                         | chain up to `sslrootcert=FILE` (required)                     |
 //! | `verify-full`      | yes                         | chain up to `sslrootcert=FILE`, else the system trust store, and the host name |
+//!
+//! Where libpq, under `prefer`, retries in plain text after a failed
+//! handshake, this fails: a connection is never silently left unencrypted
+//! once TLS was offered.
 //!
 //! `sslrootcert=system` selects the system trust store and, as in libpq,
 //! makes `verify-full` the default and refuses weaker modes. Unlike libpq,
@@ -254,8 +258,11 @@ impl PgTarget {
             (mode, Some(RootCert::System)) => {
                 return Err(PgTlsError::SystemNeedsVerifyFull { mode });
             }
-            (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, None) => Check::Nothing,
-            (SslMode::Require | SslMode::VerifyCa, Some(RootCert::File(_))) => Check::Chain,
+            (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => Check::Nothing,
+            // libpq checks the chain whenever it has a root certificate.
+            (SslMode::Prefer | SslMode::Require | SslMode::VerifyCa, Some(RootCert::File(_))) => {
+                Check::Chain
+            }
             (SslMode::VerifyCa, None) => return Err(PgTlsError::NeedsRootCert { mode }),
         };
         config.ssl_mode(match mode {

@@ -246,7 +246,16 @@ async fn verify_full_passes_with_the_right_ca_and_fails_with_a_hint_otherwise() 
     ))
     .await;
     assert!(!reached_login(&e), "{}", describe(&e));
-    // ... and without one checks nothing.
+    // ... so does prefer (the server offers TLS, so it is used) ...
+    let e = try_connect(&format!(
+        "postgres://u@127.0.0.1:{port}/db?sslrootcert={}",
+        wrong_file.path
+    ))
+    .await;
+    assert!(!reached_login(&e), "{}", describe(&e));
+    // ... and without one neither checks anything.
+    let e = try_connect(&format!("postgres://u@127.0.0.1:{port}/db")).await;
+    assert!(reached_login(&e), "{}", describe(&e));
     let e = try_connect(&format!("postgres://u@127.0.0.1:{port}/db?sslmode=require")).await;
     assert!(reached_login(&e), "{}", describe(&e));
 }
