@@ -11,7 +11,8 @@ pub enum Database {
     /// A SQLite file (created when missing).
     Sqlite(PathBuf),
     /// A PostgreSQL connection string (`postgres://user@host:port/db`); a
-    /// schema can be chosen with `?options=-c%20search_path%3Dmy_schema`.
+    /// schema can be chosen with `?options=-c%20search_path%3Dmy_schema`, TLS
+    /// with `sslmode=verify-full&sslrootcert=/path/to/ca.crt` (libpq's names).
     Postgres(String),
 }
 

@@ -1,6 +1,8 @@
 //! The app on PostgreSQL (`DATABASE_URL`), each test in its own schema
 //! `refapp_test_<random>` (chosen through the URL's `options=-c search_path=…`),
 //! dropped at the end. Without `DATABASE_URL` the tests say so loudly and pass.
+//! The TLS tests also need the server's CA in `FIRSTTOKEN_TEST_PG_CA`
+//! (`.ci/run` sets it); the others honour any `sslmode` in `DATABASE_URL`.
 //!
 //! "Database down" is simulated honestly: the app reaches PostgreSQL through
 //! a TCP relay that the test cuts mid-run, so the pool's connections break
@@ -29,6 +31,25 @@ fn database_url() -> Option<String> {
     }
 }
 
+/// The server's CA file, or `None` after saying the TLS test is skipped.
+fn test_ca() -> Option<String> {
+    match std::env::var("FIRSTTOKEN_TEST_PG_CA") {
+        Ok(ca) if !ca.trim().is_empty() => Some(ca),
+        _ => {
+            eprintln!("SKIPPED: FIRSTTOKEN_TEST_PG_CA not set (PostgreSQL TLS test did not run)");
+            None
+        }
+    }
+}
+
+/// One connection, with the URL's own TLS settings.
+async fn pg_client(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let target = firsttoken_pgtls::PgTarget::parse(url).expect("a usable PostgreSQL URL");
+    let (client, conn) = target.connect().await?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
 /// A throwaway schema, dropped on drop.
 struct Schema {
     base_url: String,
@@ -38,10 +59,7 @@ struct Schema {
 impl Schema {
     async fn create(base_url: &str) -> Schema {
         let name = common::unique("refapp_test_");
-        let (client, conn) = tokio_postgres::connect(base_url, tokio_postgres::NoTls)
-            .await
-            .expect("connect to DATABASE_URL");
-        tokio::spawn(conn);
+        let client = pg_client(base_url).await.expect("connect to DATABASE_URL");
         client
             .batch_execute(&format!("CREATE SCHEMA {name}"))
             .await
@@ -70,11 +88,7 @@ impl Schema {
     }
 
     async fn client(&self) -> tokio_postgres::Client {
-        let (client, conn) = tokio_postgres::connect(&self.url(None), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        client
+        pg_client(&self.url(None)).await.expect("connect")
     }
 }
 
@@ -88,8 +102,7 @@ impl Drop for Schema {
                 .build()
                 .expect("runtime");
             rt.block_on(async {
-                if let Ok((c, conn)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
-                    tokio::spawn(conn);
+                if let Ok(c) = pg_client(&url).await {
                     let _ = c
                         .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
                         .await;
@@ -275,6 +288,55 @@ async fn postgres_going_down_mid_run_is_503() {
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{v}");
     assert!(t.elapsed() < Duration::from_secs(10));
     app.stop().await;
+}
+
+#[tokio::test]
+async fn postgres_over_verify_full_tls_serves_with_every_connection_encrypted() {
+    let Some(url) = database_url() else { return };
+    let Some(ca) = test_ca() else { return };
+    let schema = Schema::create(&url).await;
+    let emu = Emulator::start(10, 1, 2).await;
+    let tag = common::unique("refapp_tls_");
+    let tls_url = format!(
+        "{}&sslmode=verify-full&sslrootcert={ca}&application_name={tag}",
+        schema.url(None)
+    );
+    let app = App::start(options(tls_url, &emu)).await;
+    let (s, v) = app.get_json("/health", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, token) = app.user().await;
+    let r = app.ask("/api/chat", &token, json!({"message": "hi"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let c = schema.client().await;
+    let row = c
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE s.ssl) FROM pg_stat_activity a
+             JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = $1",
+            &[&tag],
+        )
+        .await
+        .unwrap();
+    let (all, encrypted): (i64, i64) = (row.get(0), row.get(1));
+    assert!(all > 0, "the app holds no connection");
+    assert_eq!(encrypted, all, "an app connection is not encrypted");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn postgres_with_an_unreadable_ca_file_is_a_startup_error_naming_it() {
+    let config = Config::new(Options {
+        database_url: "postgres://postgres:hunter2@127.0.0.1:1/test?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt".into(),
+        db_timeout: Duration::from_secs(1),
+        ..Options::default()
+    })
+    .unwrap();
+    let r = tokio::time::timeout(WAIT, AppState::new(config))
+        .await
+        .unwrap();
+    let e = r.err().expect("startup error").to_string();
+    assert!(e.contains("/nonexistent/ca.crt"), "{e}");
+    assert!(!e.contains("hunter2"), "{e}");
 }
 
 /// The host:port of a postgres:// URL.

@@ -1,5 +1,6 @@
 //! SQL against the app's own database for test-account cleanup: PostgreSQL
-//! for `postgres://` URLs, SQLite for a file path.
+//! for `postgres://` URLs (TLS as libpq: `sslmode`, `sslrootcert`; see
+//! [`firsttoken_pgtls`]), SQLite for a file path.
 
 use crate::SessionError;
 
@@ -11,17 +12,32 @@ fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
+/// One connection to the app's PostgreSQL and the task driving it.
+async fn pg_connect(
+    url: &str,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), SessionError> {
+    let target = firsttoken_pgtls::PgTarget::parse(url)
+        .map_err(|e| db_error("the app database URL cannot be used for cleanup", e))?;
+    let (client, conn) = target.connect().await.map_err(|e| {
+        db_error(
+            "cannot connect to the app database for cleanup",
+            firsttoken_pgtls::describe(&e),
+        )
+    })?;
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok((client, task))
+}
+
 /// Run a statement; returns the rows it changed.
 pub async fn execute(url: &str, sql: &str) -> Result<u64, SessionError> {
     if is_postgres(url) {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .map_err(|e| db_error("cannot connect to the app database for cleanup", e))?;
-        let task = tokio::spawn(conn);
+        let (client, task) = pg_connect(url).await?;
         let n = client
             .execute(sql, &[])
             .await
-            .map_err(|e| db_error("the cleanup delete failed", e))?;
+            .map_err(|e| db_error("the cleanup delete failed", firsttoken_pgtls::describe(&e)))?;
         drop(client);
         let _ = task.await;
         Ok(n)
@@ -45,14 +61,13 @@ pub async fn execute(url: &str, sql: &str) -> Result<u64, SessionError> {
 /// Run a query returning one integer (the residual count).
 pub async fn count(url: &str, sql: &str) -> Result<i64, SessionError> {
     if is_postgres(url) {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .map_err(|e| db_error("cannot connect to the app database for cleanup", e))?;
-        let task = tokio::spawn(conn);
-        let row = client
-            .query_one(sql, &[])
-            .await
-            .map_err(|e| db_error("the cleanup count query failed", e))?;
+        let (client, task) = pg_connect(url).await?;
+        let row = client.query_one(sql, &[]).await.map_err(|e| {
+            db_error(
+                "the cleanup count query failed",
+                firsttoken_pgtls::describe(&e),
+            )
+        })?;
         drop(client);
         let _ = task.await;
         row.try_get::<_, i64>(0)
@@ -68,4 +83,81 @@ pub async fn count(url: &str, sql: &str) -> Result<i64, SessionError> {
         .await
         .map_err(|e| db_error("the cleanup task stopped", e))?
     }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The cleanup connection over TLS. Needs `DATABASE_URL` and the server's
+    //! CA in `FIRSTTOKEN_TEST_PG_CA` (`.ci/run` sets both); without them the
+    //! tests say so loudly and pass.
+
+    use super::*;
+
+    fn tls_env() -> Option<(String, String)> {
+        match (
+            std::env::var("DATABASE_URL"),
+            std::env::var("FIRSTTOKEN_TEST_PG_CA"),
+        ) {
+            (Ok(url), Ok(ca)) if !url.trim().is_empty() && !ca.trim().is_empty() => Some((url, ca)),
+            _ => {
+                eprintln!(
+                    "SKIPPED: DATABASE_URL or FIRSTTOKEN_TEST_PG_CA not set (cleanup-over-TLS tests did not run)"
+                );
+                None
+            }
+        }
+    }
+
+    fn with_tls(url: &str, params: &str) -> String {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}{params}")
+    }
+
+    #[tokio::test]
+    async fn cleanup_runs_over_verify_full_tls() {
+        let Some((url, ca)) = tls_env() else { return };
+        let url = with_tls(&url, &format!("sslmode=verify-full&sslrootcert={ca}"));
+        let encrypted = count(
+            &url,
+            "SELECT count(*) FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl",
+        )
+        .await
+        .expect("count over TLS");
+        assert_eq!(encrypted, 1, "the cleanup connection is not encrypted");
+        assert_eq!(
+            execute(&url, "SET application_name = 'firsttoken-cleanup-test'")
+                .await
+                .expect("execute over TLS"),
+            0
+        );
+    }
+
+    #[tokio::test]
+    async fn another_ca_is_refused_with_what_to_do() {
+        let Some((url, _ca)) = tls_env() else { return };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let wrong = dir.path().join("other-ca.crt");
+        std::fs::write(&wrong, OTHER_CA).expect("write CA");
+        let url = with_tls(
+            &url,
+            &format!("sslmode=verify-full&sslrootcert={}", wrong.display()),
+        );
+        let text = execute(&url, "SELECT 1").await.unwrap_err().to_string();
+        assert!(text.contains("UnknownIssuer"), "{text}");
+        assert!(text.contains("sslrootcert=/path/to/ca.crt"), "{text}");
+    }
+
+    /// A self-signed P-256 CA that signed nothing (public certificate only).
+    const OTHER_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBqTCCAU+gAwIBAgIUTe/3K3qUAkLWHaWGeGrdTHOB8MgwCgYIKoZIzj0EAwIw
+KTEnMCUGA1UEAwweZmlyc3R0b2tlbiB0ZXN0OiBzb21lIG90aGVyIENBMCAXDTI2
+MTIwMTA1MzIyNloYDzIxMjYxMTA3MDUzMjI2WjApMScwJQYDVQQDDB5maXJzdHRv
+a2VuIHRlc3Q6IHNvbWUgb3RoZXIgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC
+AASrI2d+Uhct4IfCZzr2ekJ/E3vY2WoiwYNXBunMxU20/6X6sNXgM9rVbHeSplf0
+De29e6T0IP69ERSdCNZZITiOo1MwUTAdBgNVHQ4EFgQU7MM1NDic7xkl3xvcLpG4
+emTsbjEwHwYDVR0jBBgwFoAU7MM1NDic7xkl3xvcLpG4emTsbjEwDwYDVR0TAQH/
+BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEAppm+cSogvPJnSR/ITyHRNuyC9RFT
+DtEB3mK+6h0iaGMCIFqmGBRFbLWTHry6x7GiTBa49kHd1QZrx+ttZaO0Z+zy
+-----END CERTIFICATE-----
+";
 }

@@ -49,14 +49,14 @@ pub enum StoreError {
         /// What to check.
         hint: Option<String>,
     },
-    /// The PostgreSQL URL could not be understood.
+    /// The PostgreSQL URL, or its TLS settings (`sslmode`, `sslrootcert`), cannot be used.
     #[error("invalid PostgreSQL URL {url}: {}", chain(.source))]
     BadUrl {
         /// The URL, password masked.
         url: String,
-        /// What the parser said.
+        /// What is wrong with it.
         #[source]
-        source: tokio_postgres::Error,
+        source: firsttoken_pgtls::PgTlsError,
     },
     /// A value cannot be stored (e.g. a non-finite time) or a stored value cannot be read back.
     #[error("{op} on {store}: {message}")]
@@ -319,6 +319,10 @@ pub(crate) fn pool(
 }
 
 fn pg_hint(e: &tokio_postgres::Error, server: &str) -> Option<String> {
+    // Before the I/O check below: a failed TLS handshake is an io::Error too.
+    if let Some(tls) = firsttoken_pgtls::hint(e) {
+        return Some(tls);
+    }
     if let Some(code) = e.code() {
         let hint = match code.code() {
             "28P01" | "28000" => "check the user and password in the URL (and pg_hba.conf)",
@@ -338,10 +342,6 @@ fn pg_hint(e: &tokio_postgres::Error, server: &str) -> Option<String> {
             Some(format!("is PostgreSQL running on {server}?"))
         }
         Some(_) => Some(format!("is {server} reachable?")),
-        None if e.to_string().contains("TLS") => Some(
-            "TLS to PostgreSQL is not supported yet: use sslmode=disable over a trusted network or tunnel"
-                .to_owned(),
-        ),
         None => None,
     }
 }

@@ -14,8 +14,10 @@
 //! checks whether the first attempt committed after all, so a sample is
 //! never stored twice.
 //!
-//! TLS is not supported yet (`NoTls`): use `sslmode=disable` over a trusted
-//! network, a Unix socket, or a tunnel. Prefix lookup needs PostgreSQL ≥ 11.
+//! TLS follows libpq: `sslmode` (`disable`, `prefer` (the default),
+//! `require`, `verify-ca`, `verify-full`) and `sslrootcert=/path/to/ca.crt`
+//! in the URL's query (see [`firsttoken_pgtls`]). Prefix lookup needs
+//! PostgreSQL ≥ 11.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +25,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::error::{self, StoreError, is_pg_connection_error, is_pool_connection_error, mask_url};
@@ -160,10 +161,12 @@ impl PgStore {
     /// keep the tables in a schema of their own.
     pub async fn open(url: &str) -> Result<PgStore, StoreError> {
         let masked = mask_url(url);
-        let mut cfg: tokio_postgres::Config = url.parse().map_err(|source| StoreError::BadUrl {
-            url: masked.clone(),
-            source,
-        })?;
+        let target =
+            firsttoken_pgtls::PgTarget::parse(url).map_err(|source| StoreError::BadUrl {
+                url: masked.clone(),
+                source,
+            })?;
+        let (mut cfg, tls) = target.into_parts();
         if cfg.get_application_name().is_none() {
             cfg.application_name("firsttoken");
         }
@@ -173,7 +176,7 @@ impl PgStore {
         let server = describe_server(&cfg);
         let mgr = Manager::from_config(
             cfg,
-            NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },

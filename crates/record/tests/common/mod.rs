@@ -61,14 +61,14 @@ pub fn random_hex() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// One connection, honouring the URL's `sslmode` and `sslrootcert` (CI runs
+/// these tests again with `sslmode=verify-full`).
 pub async fn pg_connect(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio::time::timeout(
-        Duration::from_secs(15),
-        tokio_postgres::connect(url, tokio_postgres::NoTls),
-    )
-    .await
-    .expect("connect to PostgreSQL in time")
-    .expect("connect to PostgreSQL");
+    let target = firsttoken_pgtls::PgTarget::parse(url).expect("a usable DATABASE_URL");
+    let (client, conn) = tokio::time::timeout(Duration::from_secs(15), target.connect())
+        .await
+        .expect("connect to PostgreSQL in time")
+        .expect("connect to PostgreSQL");
     tokio::spawn(async move {
         let _ = conn.await;
     });

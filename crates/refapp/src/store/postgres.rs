@@ -1,11 +1,9 @@
 //! The PostgreSQL store: tokio-postgres behind a deadpool pool, with
-//! per-connection prepared-statement caches. Plain TCP (no TLS): the app is
-//! meant to sit next to its database.
-
-use std::str::FromStr;
+//! per-connection prepared-statement caches. TLS as libpq does it, from the
+//! URL's `sslmode` and `sslrootcert` (see [`firsttoken_pgtls`]): hosted
+//! PostgreSQL (Neon, RDS, Supabase) requires it.
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 use super::{
@@ -61,19 +59,10 @@ pub struct PgStore {
     pool: Pool,
 }
 
-/// The error and its causes ("error connecting to server: Connection refused").
+/// The error and its causes ("error connecting to server: Connection
+/// refused"), and what to change when a TLS handshake failed.
 fn message(e: &tokio_postgres::Error) -> String {
-    let mut m = e.to_string();
-    let mut cur = std::error::Error::source(e);
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !m.contains(&s) {
-            m.push_str(": ");
-            m.push_str(&s);
-        }
-        cur = c.source();
-    }
-    m
+    firsttoken_pgtls::describe(e)
 }
 
 fn classify(e: tokio_postgres::Error) -> StoreError {
@@ -114,8 +103,9 @@ fn classify_pool(e: PoolError) -> StoreError {
 impl PgStore {
     /// Build the pool, connect once and run the migrations.
     pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
-        let mut pg = tokio_postgres::Config::from_str(url)
+        let target = firsttoken_pgtls::PgTarget::parse(url)
             .map_err(|e| StoreError::Other(format!("bad PostgreSQL URL: {e}")))?;
+        let (mut pg, tls) = target.into_parts();
         if pg.get_connect_timeout().is_none() {
             pg.connect_timeout(options.timeout);
         }
@@ -124,7 +114,7 @@ impl PgStore {
         }
         let manager = Manager::from_config(
             pg,
-            NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
