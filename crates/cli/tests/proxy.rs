@@ -165,7 +165,11 @@ fn http_goes_to_the_proxy_in_absolute_form() {
     // tinyproxy closes each client connection after one answer; a warm
     // probe finds its kept-alive connection closed and sends again on a
     // new one (a stale keep-alive retry), instead of failing as `connect`.
-    let out = probe(&emu.url(), &["-n", "3"], &[("http_proxy", &proxy.url(None))]);
+    let out = probe(
+        &emu.url(),
+        &["-n", "3"],
+        &[("http_proxy", &proxy.url(None))],
+    );
     assert_code(&out, 0);
     for s in samples(&out) {
         assert!(s["error"].is_null(), "{s}");

@@ -116,6 +116,15 @@ pub struct SessionSection {
     /// gzip, deflate, br, zstd`) and decode them, like `probe --compressed`.
     #[serde(default)]
     pub compressed: bool,
+    /// A returning visitor: new connections resume an earlier TLS session
+    /// (like `probe --tls-resume`). Off: every new connection is a first
+    /// visit with a full handshake.
+    #[serde(default)]
+    pub tls_resume: bool,
+    /// Largest stream event or line accepted, in bytes (like `probe
+    /// --max-event-bytes`); default 1 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_event_bytes: Option<usize>,
     /// Stop before the session's estimated cost would exceed this (USD).
     #[serde(default)]
     pub budget_usd: Option<f64>,
@@ -404,6 +413,25 @@ impl Config {
             source,
         };
         crate::Target::parse(&self.app.base_url).map_err(plan)?;
+        if let Some(p) = &self.session.proxy {
+            crate::proxy::choose(
+                &crate::Target::parse(&self.app.base_url).map_err(plan)?,
+                Some(p),
+                |_| None,
+            )
+            .map_err(plan)?;
+        }
+        if let Some(n) = self.session.max_event_bytes
+            && n < crate::MIN_MAX_EVENT_BYTES
+        {
+            return Err(invalid(
+                "session.max_event_bytes",
+                format!(
+                    "{n} is below the smallest allowed, {}",
+                    crate::MIN_MAX_EVENT_BYTES
+                ),
+            ));
+        }
         if self.app.paths.is_empty() {
             return Err(invalid(
                 "app.paths",

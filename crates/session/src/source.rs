@@ -59,8 +59,9 @@ fn base_spec(
     timeout: Option<std::time::Duration>,
     compressed: bool,
     body: bool,
-    proxy: Option<&str>,
+    session: &firsttoken_plan::config::SessionSection,
 ) -> Result<ProbeSpec, SessionError> {
+    let proxy = session.proxy.as_deref();
     let target = Target::parse(url)?;
     let proxy = firsttoken_plan::proxy::choose(&target, proxy, |n| std::env::var(n).ok())?;
     let request = RequestTemplate::new(target, None, body.then(Bytes::new))?;
@@ -68,6 +69,10 @@ fn base_spec(
     spec.proxy = proxy;
     spec.format = format;
     spec.compressed = compressed;
+    spec.tls.resume = session.tls_resume;
+    if let Some(n) = session.max_event_bytes {
+        spec.max_event_bytes = n;
+    }
     if let Some(t) = timeout {
         spec.timeouts.request = t;
     }
@@ -96,7 +101,6 @@ impl Source {
             ));
         }
         let timeout = cfg.session.timeout;
-        let proxy = cfg.session.proxy.as_deref();
         let compressed = cfg.session.compressed;
         let base = cfg.app.base_url.trim_end_matches('/');
         let mut app = Vec::new();
@@ -107,7 +111,7 @@ impl Source {
                 timeout,
                 compressed,
                 true,
-                proxy,
+                &cfg.session,
             )?;
             for (k, v) in &cfg.app.headers {
                 spec.request
@@ -149,7 +153,7 @@ impl Source {
                     timeout,
                     compressed,
                     true,
-                    proxy,
+                    &cfg.session,
                 )?;
                 if let Some(k) = &key {
                     spec.request
@@ -166,7 +170,7 @@ impl Source {
                 timeout,
                 compressed,
                 false,
-                proxy,
+                &cfg.session,
             )?),
             None => None,
         };
@@ -292,5 +296,49 @@ mod tests {
         assert!(src.app.iter().all(|s| s.compressed));
         assert!(src.direct.iter().all(|(s, _)| s.compressed));
         assert!(src.ping.iter().all(|s| s.compressed));
+    }
+
+    /// `tls_resume`, `proxy` and `max_event_bytes` under `[session]` reach
+    /// every destination's spec (issue 9, parts 1, 3 and 6).
+    #[test]
+    fn connection_keys_reach_every_spec() {
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let src = Source::new(&Config::parse(base, "f.toml").unwrap()).unwrap();
+        let specs = || {
+            src.app
+                .iter()
+                .chain(src.direct.iter().map(|(s, _)| s))
+                .chain(src.ping.iter())
+                .collect::<Vec<_>>()
+        };
+        assert!(specs().iter().all(|s| !s.tls.resume));
+        let text = base
+            .replace("# tls_resume = true", "tls_resume = true")
+            .replace("# max_event_bytes = 1048576", "max_event_bytes = 4096")
+            .replace(
+                "# proxy = \"http://user:password@proxy.internal:3128\"",
+                "proxy = \"http://u:pw@127.0.0.1:3128\"",
+            );
+        let src = Source::new(&Config::parse(&text, "f.toml").unwrap()).unwrap();
+        let specs: Vec<_> = src
+            .app
+            .iter()
+            .chain(src.direct.iter().map(|(s, _)| s))
+            .chain(src.ping.iter())
+            .collect();
+        assert!(specs.len() >= 3);
+        for s in specs {
+            assert!(s.tls.resume);
+            assert_eq!(s.max_event_bytes, 4096);
+            let p = s.proxy.as_ref().expect("the proxy");
+            assert_eq!((p.host.as_str(), p.port), ("127.0.0.1", 3128));
+        }
+        // A bad value is refused by the config check, naming the key.
+        let bad = base.replace("# max_event_bytes = 1048576", "max_event_bytes = 10");
+        let e = Config::parse(&bad, "f.toml")
+            .and_then(|c| c.validate("f.toml").map(|_| c))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("session.max_event_bytes"), "{e}");
     }
 }
