@@ -65,6 +65,27 @@ pub struct RunSummary {
     pub content_chunks: u64,
     /// Sum of reported output tokens, `None` if no request reported usage.
     pub output_tokens: Option<u64>,
+    /// TLS handshakes of counted requests by kind (`full`, `resumed`), in
+    /// first-seen order; empty without TLS or on reused connections only.
+    pub handshakes: Vec<(String, usize)>,
+    /// Counted requests whose reused connection was found closed and that
+    /// went again on a new one (stale keep-alive).
+    pub retried_stale: usize,
+    /// Counted responses by `Content-Encoding`, in first-seen order;
+    /// identity responses are not listed.
+    pub encodings: Vec<(String, usize)>,
+}
+
+/// `(name, count)` pairs in first-seen order.
+fn tally<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for k in names {
+        match out.iter_mut().find(|(name, _)| name == k) {
+            Some((_, n)) => *n += 1,
+            None => out.push((k.to_string(), 1)),
+        }
+    }
+    out
 }
 
 impl RunSummary {
@@ -72,14 +93,12 @@ impl RunSummary {
     pub fn of(samples: &[Sample]) -> RunSummary {
         let counted: Vec<&Sample> = samples.iter().filter(|s| !s.warmup).collect();
         let ok: Vec<&Sample> = counted.iter().copied().filter(|s| s.is_ok()).collect();
-        let mut errors: Vec<(String, usize)> = Vec::new();
-        for e in counted.iter().filter_map(|s| s.error.as_ref()) {
-            let k = e.kind.as_str();
-            match errors.iter_mut().find(|(name, _)| name == k) {
-                Some((_, n)) => *n += 1,
-                None => errors.push((k.to_string(), 1)),
-            }
-        }
+        let errors = tally(
+            counted
+                .iter()
+                .filter_map(|s| s.error.as_ref())
+                .map(|e| e.kind.as_str()),
+        );
         let phases = Phase::ALL
             .iter()
             .map(|&p| {
@@ -102,6 +121,14 @@ impl RunSummary {
             } else {
                 Some(reported.iter().sum())
             },
+            handshakes: tally(
+                counted
+                    .iter()
+                    .filter_map(|s| s.tls.as_ref()?.handshake)
+                    .map(|h| h.as_str()),
+            ),
+            retried_stale: counted.iter().filter(|s| s.retried_stale).count(),
+            encodings: tally(counted.iter().filter_map(|s| s.content_encoding.as_deref())),
         }
     }
 }

@@ -293,6 +293,8 @@ pub enum Phase {
     Dns,
     /// TCP connect.
     Connect,
+    /// Proxy tunnel open (`CONNECT` answered).
+    Proxy,
     /// TLS handshake.
     Tls,
     /// Request written.
@@ -319,9 +321,10 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase in the order a request passes them.
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 14] = [
         Phase::Dns,
         Phase::Connect,
+        Phase::Proxy,
         Phase::Tls,
         Phase::Sent,
         Phase::Ttfb,
@@ -340,6 +343,7 @@ impl Phase {
         match self {
             Phase::Dns => "dns",
             Phase::Connect => "connect",
+            Phase::Proxy => "proxy",
             Phase::Tls => "tls",
             Phase::Sent => "sent",
             Phase::Ttfb => "ttfb",
@@ -359,6 +363,7 @@ impl Phase {
         match self {
             Phase::Dns => s.dns_ms,
             Phase::Connect => s.connect_ms,
+            Phase::Proxy => s.proxy_ms,
             Phase::Tls => s.tls_ms,
             Phase::Sent => s.sent_ms,
             Phase::Ttfb => s.ttfb_ms,

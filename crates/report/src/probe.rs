@@ -28,6 +28,7 @@ pub fn sample_line(s: &Sample) -> String {
     for (name, v) in [
         ("dns", s.dns_ms),
         ("connect", s.connect_ms),
+        ("proxy", s.proxy_ms),
         ("tls", s.tls_ms),
         ("sent", s.sent_ms),
         ("ttfb", s.ttfb_ms),
@@ -40,6 +41,15 @@ pub fn sample_line(s: &Sample) -> String {
         if let Some(v) = v {
             out.push_str(&format!("{name}={} ", ms(v)));
         }
+    }
+    if let Some(h) = s.tls.as_ref().and_then(|t| t.handshake) {
+        out.push_str(&format!("handshake={} ", h.as_str()));
+    }
+    if let Some(e) = &s.content_encoding {
+        out.push_str(&format!("encoding={e} "));
+    }
+    if s.retried_stale {
+        out.push_str("retried-stale ");
     }
     out.push_str(&format!("chunks={}", s.content_chunks));
     if let Some(n) = s.output_tokens {
@@ -100,9 +110,26 @@ pub fn summary_table(r: &RunSummary) -> String {
             .map(|n| n.to_string())
             .unwrap_or_else(|| "not reported".into())
     ));
+    let list = |v: &[(String, usize)]| {
+        v.iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !r.handshakes.is_empty() {
+        out.push_str(&format!("\nTLS handshakes: {}", list(&r.handshakes)));
+    }
+    if r.retried_stale > 0 {
+        out.push_str(&format!(
+            "\nstale keep-alive: {} of {} requests found their reused connection closed and went again on a new one",
+            r.retried_stale, r.requests
+        ));
+    }
+    if !r.encodings.is_empty() {
+        out.push_str(&format!("\ncontent encoding: {}", list(&r.encodings)));
+    }
     if !r.errors.is_empty() {
-        let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-        out.push_str(&format!("\nerrors: {}", list.join(", ")));
+        out.push_str(&format!("\nerrors: {}", list(&r.errors)));
     }
     out
 }
@@ -141,5 +168,46 @@ mod tests {
         let l = sample_line(&s);
         assert!(l.contains("#4") && l.contains("connect=0.3 ms") && !l.contains("dns="));
         assert!(l.contains("ERROR http_status: HTTP 503"));
+    }
+
+    #[test]
+    fn handshakes_stale_retries_and_encodings_are_counted() {
+        use firsttoken_record::{HandshakeKind, TlsInfo};
+        let tls = |h| TlsInfo {
+            version: "TLSv1_3".into(),
+            cipher: "TLS13_AES_128_GCM_SHA256".into(),
+            kx_group: None,
+            handshake: Some(h),
+        };
+        let mut v = Vec::new();
+        for (i, h) in [
+            HandshakeKind::Full,
+            HandshakeKind::Resumed,
+            HandshakeKind::Resumed,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut s = Sample::empty(i as u64, 0, Connection::Fresh);
+            s.proxy_ms = Some(0.5);
+            s.tls = Some(tls(h));
+            s.ttft_ms = Some(10.0);
+            s.content_encoding = Some("gzip".into());
+            s.retried_stale = i == 2;
+            v.push(s);
+        }
+        let line = sample_line(&v[2]);
+        assert!(
+            line.contains("proxy=0.5 ms")
+                && line.contains("handshake=resumed")
+                && line.contains("encoding=gzip")
+                && line.contains("retried-stale"),
+            "{line}"
+        );
+        let out = summary_table(&RunSummary::of(&v));
+        assert!(out.contains("TLS handshakes: full ×1, resumed ×2"), "{out}");
+        assert!(out.contains("stale keep-alive: 1 of 3 requests"), "{out}");
+        assert!(out.contains("content encoding: gzip ×3"), "{out}");
+        assert!(out.contains("proxy"), "{out}");
     }
 }
