@@ -195,3 +195,30 @@ async fn a_ping_with_an_empty_or_plain_body_is_fine() {
         assert!(s.ttfb_ms.is_some(), "{s:#?}");
     }
 }
+
+#[tokio::test]
+async fn an_ndjson_error_line_is_a_stream_error() {
+    // vLLM and Ollama-style servers stream NDJSON; an error object as a line
+    // is the server's refusal, not an answer without content.
+    for line in [
+        &b"{\"object\":\"error\",\"message\":\"The engine is overloaded\",\"type\":\"ServiceUnavailable\",\"code\":503}\n"[..],
+        &b"{\"error\":\"model 'x' not found\"}\n"[..],
+    ] {
+        let (url, _) = raw_server(Some("application/x-ndjson"), fixed(line)).await;
+        let s = probe_one(&url, "auto").await;
+        let m = assert_failed(&s, "stream_error");
+        assert!(m.contains("overloaded") || m.contains("not found"), "{m}");
+        assert!(s.ttft_ms.is_none(), "{s:#?}");
+    }
+}
+
+#[tokio::test]
+async fn a_json_error_body_with_200_is_a_stream_error() {
+    // A gateway that answers a streaming request with one JSON error body
+    // and status 200: the user saw no answer.
+    let body = br#"{"error":{"message":"Invalid API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+    let (url, _) = raw_server(Some("application/json"), fixed(body)).await;
+    let s = probe_one(&url, "auto").await;
+    let m = assert_failed(&s, "stream_error");
+    assert!(m.contains("Invalid API key"), "{m}");
+}

@@ -336,6 +336,13 @@ pub(crate) fn ollama(line: &[u8], offset: u64, facts: &mut StreamFacts, cf: &mut
         return;
     }
     cf.events += 1;
+    // vLLM's `{"object": "error", …}` as a line: the server's refusal.
+    if let Ok(text) = std::str::from_utf8(line)
+        && text.contains("\"object\"")
+        && let Some(m) = error_shape("message", text)
+    {
+        return facts.fail(ErrorKind::StreamError, m);
+    }
     let l: OllamaLine<'_> = match serde_json::from_slice(line) {
         Ok(l) => l,
         Err(e) => return decode_error(facts, offset, "JSON line", &e),

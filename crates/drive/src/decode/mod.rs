@@ -105,6 +105,10 @@ enum Framing {
     Text {
         check: Utf8Check,
         any_byte: bool,
+        /// An `application/json` body that opens with `{`: kept (up to the
+        /// event bound) so its end can tell an error object (`{"error":
+        /// …}`) from an answer. `None` for other text, or once too long.
+        json: Option<Vec<u8>>,
     },
     /// `auto` with a Content-Type that does not say (none, JSON, octet-stream):
     /// the first non-whitespace bytes decide. Leading whitespace is counted
@@ -147,6 +151,7 @@ fn sniff(first: &[u8], json_type: bool, skipped: u64, max: usize) -> Framing {
         Framing::Text {
             check,
             any_byte: false,
+            json: (json_type && t.starts_with(b"{")).then(Vec::new),
         }
     }
 }
@@ -194,6 +199,7 @@ impl Decoder {
         let text = |any_byte| Framing::Text {
             check: Utf8Check::default(),
             any_byte,
+            json: None,
         };
         let framing = match format {
             StreamFormat::OpenAiChat | StreamFormat::OpenAiCompletions => {
@@ -240,7 +246,7 @@ impl Decoder {
         match &self.framing {
             Framing::Sse(p, _) => p.buffered(),
             Framing::Lines(l) => l.buffered(),
-            Framing::Text { .. } => 0,
+            Framing::Text { json, .. } => json.as_ref().map_or(0, Vec::len),
             Framing::Sniff { pending, .. } => pending.len(),
         }
     }
@@ -362,7 +368,18 @@ impl Decoder {
                 }
             }
             Framing::Sniff { .. } => {}
-            Framing::Text { check, any_byte } => {
+            Framing::Text {
+                check,
+                any_byte,
+                json,
+            } => {
+                if let Some(doc) = json {
+                    if doc.len() + bytes.len() <= self.max {
+                        doc.extend_from_slice(bytes);
+                    } else {
+                        *json = None;
+                    }
+                }
                 if let Err(offset) = check.feed(bytes) {
                     facts.fail(
                         ErrorKind::Decode,
@@ -431,12 +448,23 @@ impl Decoder {
             ))
         };
         match &mut self.framing {
-            Framing::Text { check, .. } => check.finish().map_err(|o| {
-                (
-                    ErrorKind::Decode,
-                    format!("incomplete UTF-8 sequence at byte offset {o}"),
-                )
-            }),
+            Framing::Text { check, json, .. } => {
+                check.finish().map_err(|o| {
+                    (
+                        ErrorKind::Decode,
+                        format!("incomplete UTF-8 sequence at byte offset {o}"),
+                    )
+                })?;
+                // A whole JSON body that is an error object: no answer.
+                match json
+                    .as_deref()
+                    .and_then(|d| std::str::from_utf8(d).ok())
+                    .and_then(|d| formats::error_shape("message", d))
+                {
+                    Some(m) => Err((ErrorKind::StreamError, m)),
+                    None => Ok(()),
+                }
+            }
             Framing::Lines(split) => {
                 if let Some((rest, offset)) = split.rest() {
                     // A last line without its newline still counts.
