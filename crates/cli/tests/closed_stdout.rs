@@ -25,6 +25,11 @@ fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
 fn a_closed_stdout_is_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db").display().to_string();
+    // `sessions` reads an existing store (it never creates one).
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(firsttoken_record::Store::open(&store))
+        .unwrap();
     let cfg = dir.path().join("ft.toml").display().to_string();
     for args in [
         vec!["sessions", "--store", store.as_str()],
