@@ -10,7 +10,7 @@
 
 use firsttoken_analyze::diagnose::{
     ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Limit, Limits, Overhead,
-    ProviderStats, Providers, Routes, WallVerdict,
+    PathScope, ProviderStats, Providers, Routes, WallVerdict,
 };
 use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
 use firsttoken_record::session::Provenance;
@@ -40,13 +40,42 @@ pub fn scoped(scope: &str, sentence: String) -> String {
     }
 }
 
+/// The name of the app paths a diagnostic describes: `path chat`, or
+/// `all paths pooled (chat, docs), summary only` for the pooled figure;
+/// empty when the app has no named paths.
+pub fn paths_label(paths: &PathScope) -> String {
+    match paths {
+        PathScope::One { path: Some(p) } => format!("path {p}"),
+        PathScope::Pooled { paths } if !paths.is_empty() => {
+            format!("all paths pooled ({}), summary only", paths.join(", "))
+        }
+        _ => String::new(),
+    }
+}
+
 /// A diagnostic's entry: it describes one provenance kind and, when a
-/// report covers several setups, one scope (`code_version=v2`).
+/// report covers several setups, one scope (`code_version=v2`), and, for
+/// the per-path diagnostics, one app path or the labelled pooled summary.
 pub trait Entry {
     /// The provenance kind of every row behind it.
     fn provenance(&self) -> Provenance;
     /// Its scope, empty when the report covers one setup.
     fn scope(&self) -> &str;
+    /// The app paths it describes; `None` for diagnostics that are not per
+    /// path (providers use direct requests; routes list every path).
+    fn paths(&self) -> Option<&PathScope> {
+        None
+    }
+    /// Its full label: scope and path (`code_version=v2 · path chat`),
+    /// empty when there is nothing to tell apart.
+    fn label(&self) -> String {
+        let paths = self.paths().map(paths_label).unwrap_or_default();
+        match (self.scope(), paths.as_str()) {
+            ("", p) => p.to_string(),
+            (s, "") => s.to_string(),
+            (s, p) => format!("{s} · {p}"),
+        }
+    }
 }
 
 macro_rules! entries {
@@ -62,15 +91,24 @@ macro_rules! entries {
     )*};
 }
 
-entries!(
-    Overhead,
-    ConnectionCost,
-    ConcurrencyWall,
-    ColdStart,
-    Providers,
-    Routes,
-    Drift
-);
+macro_rules! path_entries {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            fn provenance(&self) -> Provenance {
+                self.provenance
+            }
+            fn scope(&self) -> &str {
+                &self.scope
+            }
+            fn paths(&self) -> Option<&PathScope> {
+                Some(&self.paths)
+            }
+        }
+    )*};
+}
+
+path_entries!(Overhead, ConnectionCost, ConcurrencyWall, ColdStart, Drift);
+entries!(Providers, Routes);
 
 /// App overhead: app TTFT − direct TTFT.
 pub fn overhead(o: &Overhead) -> String {

@@ -186,3 +186,78 @@ fn defect_7_one_value_reads_the_same_in_every_format() {
     let bare = format!("{:.0} [", analysis.groups[0].pooled.p50.point().unwrap());
     assert!(!out.markdown.contains(&bare), "bare number {bare}");
 }
+
+/// Issue 10: a slow serial chat path and a fast parallel docs path are
+/// worded apart in every diagnostic; a path with too few samples says so
+/// for itself; the pooled figure only ever appears labelled as a summary.
+#[test]
+fn two_paths_of_very_different_speed_are_never_pooled_in_words() {
+    use firsttoken_analyze::{Frame, GroupKey, Settings, analyze};
+    let id = "two";
+    let sessions = vec![common::meta(id, "v1")];
+    let mut rows = Vec::new();
+    let mut push = |phase: &str, path: &str, t: f64| {
+        let r = common::row(id, rows.len() as u64, phase, path, t);
+        rows.push(r);
+        rows.len() - 1
+    };
+    for (path, warm) in [("chat", 2000.0), ("docs", 600.0)] {
+        for t in common::spread(warm, 20.0, 40) {
+            push("warm", path, t);
+        }
+    }
+    for t in common::spread(500.0, 20.0, 40) {
+        push("direct", "direct", t);
+    }
+    // chat: one request at a time, 20 per level; docs: one per level only.
+    let mut levels = Vec::new();
+    for k in [1u32, 3, 5] {
+        for (j, t) in common::spread(2000.0, 20.0, 20).into_iter().enumerate() {
+            let wave = (j % k as usize) as f64;
+            levels.push((push("concurrency", "chat", t * (1.0 + wave)), k));
+        }
+        levels.push((push("concurrency", "docs", 600.0), k));
+    }
+    for (i, k) in levels {
+        rows[i].concurrency = Some(k);
+    }
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[GroupKey::Path], &Settings::new(3));
+    let input = ReportInput::new(&sessions, &a, &[]);
+    let text = flat(&render(Format::Terminal, &input).unwrap());
+    let section = |from: &str, to: &str| {
+        let s = text.find(from).unwrap();
+        text[s..s + text[s..].find(to).unwrap()].to_string()
+    };
+    let overhead = section("== App overhead", "== Connection");
+    assert!(
+        overhead.contains("path chat: the app adds 1.50 s"),
+        "{overhead}"
+    );
+    assert!(
+        overhead.contains("path docs: the app adds 100 ms"),
+        "{overhead}"
+    );
+    assert!(
+        overhead.contains("all paths pooled (chat, docs), summary only: the app adds"),
+        "{overhead}"
+    );
+    assert_eq!(overhead.matches(": the app adds").count(), 3, "{overhead}");
+    let wall = section("== Concurrency wall", "== Cold start");
+    assert!(
+        wall.contains("path chat: behaves like a one-at-a-time server"),
+        "{wall}"
+    );
+    assert!(
+        wall.contains("path docs: too few samples to judge concurrency"),
+        "{wall}"
+    );
+    // chat's own c=5 ratio, not diluted by docs' fast requests.
+    let chat = a
+        .concurrency
+        .iter()
+        .find(|w| words::paths_label(&w.paths) == "path chat")
+        .unwrap();
+    let r5 = chat.levels[2].ratio.estimate.point().unwrap();
+    assert!((r5 - 3.0).abs() < 0.2, "{r5}");
+}
