@@ -364,6 +364,11 @@ pub fn providers(p: &Providers) -> String {
 }
 
 /// A path's funnel: `of 20 requests sent to docs, 2 reached it (16 went to chat)`.
+///
+/// Against the intended route (`expect_route`, else the path's name); where
+/// samples name their prompts, the questions that went astray are listed by
+/// number (1-based: the line of a prompts file) and hash, at most
+/// [`ASTRAY_LISTED`] per route.
 pub fn funnel(path: &str, f: &Funnel) -> String {
     if f.reported == 0 {
         return format!(
@@ -371,24 +376,60 @@ pub fn funnel(path: &str, f: &Funnel) -> String {
             f.sent
         );
     }
+    let target = if f.expected == path {
+        "it".to_string()
+    } else {
+        f.expected.clone()
+    };
     let mut notes: Vec<String> = f
         .routes
         .iter()
-        .filter(|r| r.name != path && r.name != "unreported")
+        .filter(|r| r.name != f.expected && r.name != "unreported")
         .map(|r| format!("{} went to {}", r.count, r.name))
         .collect();
     if f.reported < f.sent {
         notes.push(format!("{} unreported", f.sent - f.reported));
     }
     let mut s = format!(
-        "of {} requests sent to {path}, {} reached it",
+        "of {} requests sent to {path}, {} reached {target}",
         f.sent, f.reached
     );
     if !notes.is_empty() {
         s.push_str(&format!(" ({})", notes.join(", ")));
     }
+    if f.questions > 0 && !f.astray.is_empty() {
+        s.push_str(&format!(
+            "; of {} questions, {} reached {}",
+            f.questions, f.questions_reached, f.expected
+        ));
+        for a in &f.astray {
+            let listed: Vec<String> = a
+                .prompts
+                .iter()
+                .take(ASTRAY_LISTED)
+                .map(|p| format!("#{} ({})", u64::from(p.index) + 1, p.hash))
+                .collect();
+            let more = a.prompts.len().saturating_sub(ASTRAY_LISTED);
+            let whither = if a.route == "unreported" {
+                "reported no route".to_string()
+            } else {
+                format!("went to {}", a.route)
+            };
+            s.push_str(&format!(
+                "; these {} {whither}: {}",
+                a.prompts.len(),
+                listed.join(", ")
+            ));
+            if more > 0 {
+                s.push_str(&format!(" and {more} more"));
+            }
+        }
+    }
     s
 }
+
+/// Most astray questions a funnel sentence lists per route.
+pub const ASTRAY_LISTED: usize = 24;
 
 /// Paths against the fastest one, and the funnels that leak.
 pub fn routes(r: &Routes) -> String {

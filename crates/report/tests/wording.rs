@@ -261,3 +261,56 @@ fn two_paths_of_very_different_speed_are_never_pooled_in_words() {
     let r5 = chat.levels[2].ratio.estimate.point().unwrap();
     assert!((r5 - 3.0).abs() < 0.2, "{r5}");
 }
+
+/// Issue 10: the funnel counts against `expect_route` and names the
+/// questions that went astray by number and hash.
+#[test]
+fn the_funnel_names_the_questions_that_went_astray() {
+    use firsttoken_analyze::diagnose::{Astray, Funnel, PromptId, Share};
+    let prompts = |v: &[u32]| -> Vec<PromptId> {
+        v.iter()
+            .map(|&i| PromptId {
+                index: i,
+                hash: format!("{i:012x}"),
+                requests: 1,
+            })
+            .collect()
+    };
+    let f = Funnel {
+        sent: 20,
+        failed: 0,
+        reported: 20,
+        reached: 2,
+        routes: vec![
+            Share {
+                name: "chat".into(),
+                count: 18,
+            },
+            Share {
+                name: "docs".into(),
+                count: 2,
+            },
+        ],
+        expected: "docs".into(),
+        questions: 20,
+        questions_reached: 2,
+        astray: vec![Astray {
+            route: "chat".into(),
+            prompts: prompts(&[0, 2, 17]),
+        }],
+    };
+    let s = words::funnel("router", &f);
+    assert_eq!(
+        s,
+        "of 20 requests sent to router, 2 reached docs (18 went to chat); of 20 questions, \
+         2 reached docs; these 3 went to chat: #1 (000000000000), #3 (000000000002), \
+         #18 (000000000011)"
+    );
+    let mine = Funnel {
+        expected: "router".into(),
+        ..f
+    };
+    assert!(words::funnel("router", &mine).starts_with(
+        "of 20 requests sent to router, 2 reached it (18 went to chat, 2 went to docs)"
+    ));
+}

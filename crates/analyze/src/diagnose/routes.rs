@@ -6,10 +6,12 @@
 //! fastest ([`mod@crate::compare`]). The funnel uses every app request (cold,
 //! warm, fresh, concurrency, rate; warm-ups excluded): sent to a path, the
 //! route the app reported (`X-Route`), and how many reached the intended
-//! path (reported route equal to the path name): "of 20 requests sent to
-//! docs, 2 reached it". A path is flagged when some of its reported routes
-//! differ from it. Per reported route, warm TTFT shows what each route
-//! really costs.
+//! route (the path's `expect_route` in the session's stored config, else
+//! its name): "of 20 requests sent to docs, 2 reached it". Where samples
+//! name their prompt (index and hash), the funnel counts questions too and
+//! lists which went astray, per route they took. A path is flagged when
+//! some of its reported routes differ from the intended one. Per reported
+//! route, warm TTFT shows what each route really costs.
 
 use std::collections::HashMap;
 
@@ -40,10 +42,40 @@ pub struct Funnel {
     pub failed: usize,
     /// Of which reported a route.
     pub reported: usize,
-    /// Of which reported the intended path as their route.
+    /// Of which reported the intended route.
     pub reached: usize,
     /// Reported routes (`unreported` when none), most first.
     pub routes: Vec<Share>,
+    /// The route the path's requests should report: its `expect_route`,
+    /// else its name.
+    pub expected: String,
+    /// Distinct prompts sent (requests that name their prompt).
+    pub questions: usize,
+    /// Of which at least one request reached the intended route.
+    pub questions_reached: usize,
+    /// Per other route taken (`unreported` when none), the prompts that
+    /// took it; routes by most prompts first.
+    pub astray: Vec<Astray>,
+}
+
+/// Prompts that took a route other than the intended one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Astray {
+    /// The route they took (`unreported` when none).
+    pub route: String,
+    /// The prompts, by index.
+    pub prompts: Vec<PromptId>,
+}
+
+/// A prompt by its identity (never its text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptId {
+    /// Index in its list.
+    pub index: u32,
+    /// First 12 hex digits of the SHA-256 of its text.
+    pub hash: String,
+    /// Requests with it that took this route.
+    pub requests: usize,
 }
 
 /// One app path.
@@ -179,6 +211,11 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
 fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
     let (mut sent, mut failed, mut reported, mut reached) = (0usize, 0usize, 0usize, 0usize);
     let mut counts: HashMap<u32, usize, FxBuild> = HashMap::default();
+    let mut expected: Option<u32> = None;
+    // (prompt hash, index) → reached at least once; per astray route, the
+    // prompts and their request counts.
+    let mut questions: HashMap<(u32, u32), bool, FxBuild> = HashMap::default();
+    let mut astray: HashMap<u32, HashMap<(u32, u32), usize, FxBuild>, FxBuild> = HashMap::default();
     for &i in rows {
         let o = frame.obs(i);
         if !o.counted() {
@@ -187,20 +224,52 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
         sent += 1;
         failed += usize::from(o.error.is_some());
         *counts.entry(o.route).or_default() += 1;
+        let want = frame.expected_route(o);
+        expected.get_or_insert(want);
+        let hit = o.route != NONE
+            && (o.route == want || (want == pid && frame.str(o.route) == Some(name)));
         if o.route != NONE {
             reported += 1;
-            reached += usize::from(o.route == pid || frame.str(o.route) == Some(name));
+            reached += usize::from(hit);
+        }
+        // A failed request took no route: it is no question gone astray.
+        if o.prompt != NONE && (o.error.is_none() || hit) {
+            let q = (o.prompt, o.prompt_index);
+            *questions.entry(q).or_default() |= hit;
+            if !hit {
+                *astray.entry(o.route).or_default().entry(q).or_default() += 1;
+            }
         }
     }
+    let questions_reached = questions.values().filter(|&&r| r).count();
+    let mut astray: Vec<Astray> = astray
+        .into_iter()
+        .map(|(r, prompts)| {
+            let mut prompts: Vec<PromptId> = prompts
+                .into_iter()
+                .map(|((h, index), requests)| PromptId {
+                    index,
+                    hash: frame.str(h).unwrap_or("-").to_string(),
+                    requests,
+                })
+                .collect();
+            prompts.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.hash.cmp(&b.hash)));
+            Astray {
+                route: route_name(frame, r).to_string(),
+                prompts,
+            }
+        })
+        .collect();
+    astray.sort_by(|a, b| {
+        b.prompts
+            .len()
+            .cmp(&a.prompts.len())
+            .then_with(|| a.route.cmp(&b.route))
+    });
     let mut routes: Vec<Share> = counts
         .into_iter()
         .map(|(r, count)| Share {
-            name: if r == NONE {
-                "unreported"
-            } else {
-                frame.str(r).unwrap_or("-")
-            }
-            .to_string(),
+            name: route_name(frame, r).to_string(),
             count,
         })
         .collect();
@@ -211,6 +280,22 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
         reported,
         reached,
         routes,
+        expected: expected
+            .and_then(|e| frame.str(e))
+            .unwrap_or(name)
+            .to_string(),
+        questions: questions.len(),
+        questions_reached,
+        astray,
+    }
+}
+
+/// A reported route's name; `unreported` for none.
+fn route_name(frame: &Frame, r: u32) -> &str {
+    if r == NONE {
+        "unreported"
+    } else {
+        frame.str(r).unwrap_or("-")
     }
 }
 
@@ -218,7 +303,65 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
 mod tests {
     use super::*;
     use crate::Direction;
-    use crate::testutil::{failed, frame, row, spread};
+    use crate::testutil::{failed, frame, meta, row, spread};
+    use firsttoken_record::session::PromptRef;
+
+    /// Issue 10: the router is meant to send document questions to docs
+    /// (`expect_route = "docs"`); the funnel counts against that, names the
+    /// questions that went astray, and keeps the fast and slow paths apart.
+    #[test]
+    fn funnel_against_expect_route_names_the_questions_gone_astray() {
+        let mut m = meta("s", Provenance::Measured);
+        m.spec = serde_json::json!({"config": {"app": {"paths": [
+            {"name": "chat"}, {"name": "docs"}, {"name": "router", "expect_route": "docs"}
+        ]}}});
+        let mut rows = Vec::new();
+        for (path, center) in [("chat", 2000.0), ("docs", 100.0)] {
+            for t in spread(center, center / 20.0, 30) {
+                let mut r = row("s", "warm", Some(path), Some(t));
+                r.sample.route = Some(path.into());
+                rows.push(r);
+            }
+        }
+        // 20 document questions to the router: #4 and #9 reach docs.
+        for i in 0..20u32 {
+            let reached = i == 4 || i == 9;
+            let mut r = row(
+                "s",
+                "warm",
+                Some("router"),
+                Some(if reached { 100.0 } else { 2000.0 }),
+            );
+            r.sample.route = Some(if reached { "docs" } else { "chat" }.into());
+            r.prompt = Some(PromptRef {
+                index: i,
+                hash: format!("{i:012x}"),
+            });
+            rows.push(r);
+        }
+        let f = Frame::from_rows(&rows, &[m]).unwrap();
+        let r = &routes(&f, &Settings::new(8))[0];
+        let router = r.paths.iter().find(|p| p.path == "router").unwrap();
+        let fu = &router.funnel;
+        assert_eq!(fu.expected, "docs");
+        assert_eq!((fu.sent, fu.reached), (20, 2));
+        assert_eq!((fu.questions, fu.questions_reached), (20, 2));
+        assert_eq!(fu.astray.len(), 1);
+        assert_eq!(fu.astray[0].route, "chat");
+        let idx: Vec<u32> = fu.astray[0].prompts.iter().map(|p| p.index).collect();
+        let want: Vec<u32> = (0..20).filter(|i| *i != 4 && *i != 9).collect();
+        assert_eq!(idx, want);
+        assert_eq!(fu.astray[0].prompts[0].hash, "000000000000");
+        // chat and docs reach themselves; their warm TTFT is their own.
+        let docs = r.paths.iter().find(|p| p.path == "docs").unwrap();
+        assert_eq!(
+            (docs.funnel.expected.as_str(), docs.funnel.reached),
+            ("docs", 30)
+        );
+        assert!((docs.ttft.p50.point().unwrap() - 100.0).abs() < 10.0);
+        assert_eq!(docs.ttft.n, 30);
+        assert_eq!(r.fastest_path.as_deref(), Some("docs"));
+    }
 
     #[test]
     fn funnel_counts_and_path_comparison() {
