@@ -321,19 +321,27 @@ pub fn providers(p: &Providers) -> String {
     let Some(fast) = find(&p.fastest_first_token) else {
         return "too few direct requests to compare strategies or providers".to_string();
     };
+    let unnamed = match p.provider_not_reported {
+        0 => String::new(),
+        n => format!("; provider not reported by the upstream ({n} requests)"),
+    };
     if p.strategies.len() == 1 {
         let mix: Vec<String> = fast
             .mix
             .iter()
             .map(|m| format!("{} ×{}", m.name, m.count))
             .collect();
+        let served = if mix.is_empty() {
+            String::new()
+        } else {
+            format!("; served by {}", mix.join(", "))
+        };
         return format!(
-            "{}: first token {}, {}, done in {} (medians); served by {}",
+            "{}: first token {}, {}, done in {} (medians){served}{unnamed}",
             fast.name,
             pms(&fast.ttft.p50),
             tps(&fast.tokens_per_s),
             pms(&fast.e2e),
-            mix.join(", ")
         );
     }
     let mut s = format!(
@@ -360,6 +368,7 @@ pub fn providers(p: &Providers) -> String {
             pms(&d.e2e)
         ));
     }
+    s.push_str(&unnamed);
     s
 }
 
