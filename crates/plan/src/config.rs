@@ -671,6 +671,32 @@ mod tests {
         assert_eq!(c.app.paths.len(), 2);
         assert_eq!(c.phases.warm, 120.into());
         assert!(c.direct.as_ref().unwrap().strategies.len() >= 3);
+        // The commented per-path settings parse once uncommented.
+        let aimed = DEFAULT_CONFIG
+            .lines()
+            .find_map(|l| l.strip_prefix("#   concurrency = "))
+            .unwrap();
+        let text: String = DEFAULT_CONFIG
+            .lines()
+            .map(|l| {
+                for key in ["# prompts", "# prompts_file", "# expect_route"] {
+                    if let Some(rest) = l.strip_prefix(key) {
+                        return format!("{}{rest}\n", &key[2..]);
+                    }
+                }
+                if l.starts_with("concurrency = ") {
+                    format!("concurrency = {aimed}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let c = Config::parse(&text, "firsttoken.toml").unwrap();
+        let docs = &c.app.paths[1];
+        assert_eq!(docs.expected_route(), "docs");
+        assert!(docs.prompts.is_some() && docs.prompts_file.is_some());
+        let cc = c.phases.concurrency.unwrap();
+        assert_eq!(cc.paths, Some(vec!["chat".to_string()]));
     }
 
     #[test]
