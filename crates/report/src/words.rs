@@ -738,11 +738,14 @@ pub fn limit(l: &Limit) -> String {
         ),
         Limit::HighErrorRate {
             phase,
+            path,
             failed,
             requests,
         } => format!(
-            "{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
+            "{}{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
             phase.as_str(),
+            path.as_ref()
+                .map_or(String::new(), |p| format!(" on path {p}")),
             format::percent(Some(*failed as f64 / (*requests).max(1) as f64))
         ),
     }
