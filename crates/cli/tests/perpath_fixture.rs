@@ -26,9 +26,14 @@ struct Fixture {
 
 impl Fixture {
     fn start() -> Fixture {
+        Fixture::with_chat_block_ms(100)
+    }
+
+    fn with_chat_block_ms(ms: u32) -> Fixture {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/perpath_app.py");
         let mut child = Command::new("python3")
             .arg(script)
+            .env("PERPATH_CHAT_BLOCK_MS", ms.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -326,4 +331,82 @@ fn a_session_against_the_fixture_app_reports_each_path_on_its_own() {
             .any(|l| l.starts_with("path chat: behaves like a one-at-a-time server")),
         "{lines:#?}"
     );
+}
+
+/// Issue 10: `compare` judges each path on its own. Version b's chat path
+/// blocks 250 ms instead of 100 ms; docs is unchanged. compare prints a
+/// verdict per path, says chat is slower and exits 1; docs shows no
+/// detectable difference; the pooled figure is labelled as such.
+#[test]
+fn compare_judges_each_path_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    let mut ids = Vec::new();
+    for (version, block) in [("a", 100), ("b", 250)] {
+        let app = Fixture::with_chat_block_ms(block);
+        let cfg = dir.path().join(format!("{version}.toml"));
+        let text_cfg = format!(
+            r#"
+[session]
+seed = 5
+timeout = "20s"
+
+[app]
+base_url = "{}"
+
+[[app.paths]]
+name = "chat"
+path = "/api/chat"
+body = '{{"message": "{{prompt}}"}}'
+format = "openai-chat"
+
+[[app.paths]]
+name = "docs"
+path = "/api/docs"
+body = '{{"message": "{{prompt}}"}}'
+format = "openai-chat"
+
+[prompts]
+list = ["one", "two", "three"]
+
+[phases]
+warm = 24
+"#,
+            app.base
+        );
+        std::fs::write(&cfg, text_cfg).unwrap();
+        let out = firsttoken(
+            &[
+                "run",
+                "-c",
+                cfg.to_str().unwrap(),
+                "--store",
+                &store,
+                "--code-version",
+                version,
+                "-q",
+            ],
+            &[],
+        );
+        assert_code(&out, 0);
+        ids.push(common::session_ids(&store).remove(0));
+    }
+    let out = firsttoken(&["compare", "--store", &store, &ids[1], &ids[0]], &[]);
+    assert_code(&out, 1);
+    let t = text(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        t.contains(&format!("{} · path chat is slower", ids[1])),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "no detectable difference between {} · path docs",
+            ids[1]
+        )),
+        "{t}"
+    );
+    assert!(t.contains("all paths pooled"), "{t}");
 }
