@@ -145,6 +145,10 @@ pub(crate) struct Obs {
     pub strategy: u32,
     pub provider: u32,
     pub route: u32,
+    /// Time of the last content token, ms (NaN when none).
+    pub last_token: f64,
+    /// Content chunks received.
+    pub content_chunks: u32,
     /// Interned hash of the prompt sent (`NONE` when not stored).
     pub prompt: u32,
     /// Index of the prompt in its list (0 when not stored).
@@ -436,6 +440,8 @@ impl FrameBuilder {
             strategy: self.intern_opt(row.dest.strategy()),
             provider: self.intern_opt(s.provider.as_deref()),
             route: self.intern_opt(s.route.as_deref()),
+            last_token: val("last_token_ms", s.last_token_ms)?,
+            content_chunks: u32::try_from(s.content_chunks).unwrap_or(u32::MAX),
             prompt: self.intern_opt(row.prompt.as_ref().map(|p| p.hash.as_str())),
             prompt_index: row.prompt.as_ref().map_or(0, |p| p.index),
             concurrency,

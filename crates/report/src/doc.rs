@@ -280,6 +280,9 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
                 .iter()
                 .map(|p| words::scoped(&r.scope, words::funnel(&p.path, &p.funnel))),
         );
+        routes.lines.extend(r.paths.iter().filter_map(|p| {
+            words::buffering(&p.path, &p.buffering).map(|s| words::scoped(&r.scope, s))
+        }));
     }
     doc.sections.push(routes);
 

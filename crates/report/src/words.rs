@@ -437,6 +437,17 @@ pub fn funnel(path: &str, f: &Funnel) -> String {
     s
 }
 
+/// A path that buffers its answers, or `None` when it streams (or too
+/// few requests show either).
+pub fn buffering(path: &str, b: &firsttoken_analyze::diagnose::Buffering) -> Option<String> {
+    b.likely().then(|| {
+        format!(
+            "{path} buffers its answers: {} of {} requests got the whole answer in one piece at the end of the stream, so their first token is their last and TTFT is the full answer time",
+            b.buffered, b.requests
+        )
+    })
+}
+
 /// Most astray questions a funnel sentence lists per route.
 pub const ASTRAY_LISTED: usize = 24;
 

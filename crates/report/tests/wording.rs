@@ -314,3 +314,29 @@ fn the_funnel_names_the_questions_that_went_astray() {
         "of 20 requests sent to router, 2 reached it (18 went to chat, 2 went to docs)"
     ));
 }
+
+/// Issue 10 (also seen): a buffering path is named; a streaming one, or
+/// too few requests to tell, is not.
+#[test]
+fn a_buffering_path_is_named() {
+    use firsttoken_analyze::diagnose::Buffering;
+    let s = words::buffering(
+        "docs",
+        &Buffering {
+            requests: 20,
+            buffered: 20,
+        },
+    )
+    .unwrap();
+    assert!(
+        s.starts_with("docs buffers its answers: 20 of 20 requests"),
+        "{s}"
+    );
+    for b in [(20, 3), (4, 4)] {
+        let b = Buffering {
+            requests: b.0,
+            buffered: b.1,
+        };
+        assert!(words::buffering("docs", &b).is_none(), "{b:?}");
+    }
+}

@@ -47,7 +47,9 @@ pub use drift::{DayChange, DayStats, Drift, drift};
 pub use limits::{Limit, LimitKind, Limits, limits};
 pub use overhead::{Overhead, ServerTimingBreakdown, TimingPart, overhead};
 pub use providers::{ProviderStats, Providers, Share, providers};
-pub use routes::{Astray, Funnel, PathStats, PromptId, RouteStats, Routes, routes};
+pub use routes::{
+    Astray, BUFFERED_SPREAD_MS, Buffering, Funnel, PathStats, PromptId, RouteStats, Routes, routes,
+};
 
 /// Which app paths a diagnostic's figures describe.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

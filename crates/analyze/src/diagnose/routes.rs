@@ -87,6 +87,51 @@ pub struct PathStats {
     pub ttft: MetricSummary,
     /// Its funnel.
     pub funnel: Funnel,
+    /// Whether it streams or buffers its answers.
+    pub buffering: Buffering,
+}
+
+/// Buffered answers: the whole answer arrived in one piece at the end of
+/// the stream (one content chunk, or the last content token within
+/// [`BUFFERED_SPREAD_MS`] of the first), so the first token is the last and
+/// TTFT is the full answer time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Buffering {
+    /// Successful counted requests with content.
+    pub requests: usize,
+    /// Of which arrived in one piece.
+    pub buffered: usize,
+}
+
+/// Content chunks closer together than this arrived in one piece.
+pub const BUFFERED_SPREAD_MS: f64 = 1.0;
+
+impl Buffering {
+    /// The path buffers: at least 5 requests with content, 90 % or more of
+    /// them in one piece.
+    pub fn likely(&self) -> bool {
+        self.requests >= 5 && self.buffered * 10 >= self.requests * 9
+    }
+}
+
+fn buffering(frame: &Frame, rows: &[u32]) -> Buffering {
+    let mut b = Buffering {
+        requests: 0,
+        buffered: 0,
+    };
+    for &i in rows {
+        let o = frame.obs(i);
+        if !o.timed() || o.ttft.is_nan() {
+            continue;
+        }
+        b.requests += 1;
+        let spread = o.last_token - o.ttft;
+        // 0 chunks with a first token: rows stored without a chunk count;
+        // only the spread can tell.
+        let one_piece = o.content_chunks == 1 || (!spread.is_nan() && spread <= BUFFERED_SPREAD_MS);
+        b.buffered += usize::from(one_piece);
+    }
+    b
 }
 
 /// Warm TTFT of requests by the route the app reported.
@@ -162,6 +207,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
             PathStats {
                 ttft: MetricSummary::new(Metric::Ttft, s, *c, settings),
                 funnel: funnel(frame, &name, *pid, rows),
+                buffering: buffering(frame, rows),
                 path: name,
             }
         })
@@ -361,6 +407,35 @@ mod tests {
         assert!((docs.ttft.p50.point().unwrap() - 100.0).abs() < 10.0);
         assert_eq!(docs.ttft.n, 30);
         assert_eq!(r.fastest_path.as_deref(), Some("docs"));
+    }
+
+    /// Issue 10 (also seen): a buffering path (TTFT equal to the total
+    /// time, one chunk) is named; a streaming one is not.
+    #[test]
+    fn a_path_that_buffers_is_named() {
+        let mut rows = Vec::new();
+        for t in spread(900.0, 50.0, 20) {
+            let mut r = row("s", "warm", Some("chat"), Some(t));
+            r.sample.content_chunks = 12;
+            r.sample.last_token_ms = Some(t + 400.0);
+            rows.push(r);
+            let mut r = row("s", "warm", Some("docs"), Some(t + 400.0));
+            r.sample.content_chunks = 1;
+            r.sample.last_token_ms = Some(t + 400.0);
+            rows.push(r);
+        }
+        let r = &routes(&frame(&rows), &Settings::new(8))[0];
+        let (chat, docs) = (&r.paths[0], &r.paths[1]);
+        assert_eq!(
+            docs.buffering,
+            Buffering {
+                requests: 20,
+                buffered: 20
+            }
+        );
+        assert!(docs.buffering.likely());
+        assert_eq!(chat.buffering.buffered, 0);
+        assert!(!chat.buffering.likely());
     }
 
     #[test]
