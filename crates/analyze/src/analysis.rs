@@ -231,14 +231,14 @@ mod tests {
             vec![GroupKey::Phase, GroupKey::Path, GroupKey::Provenance]
         );
         assert_eq!(a.rows, 323);
+        assert_eq!(a.overhead.len(), 3, "chat, docs and the pooled summary");
+        assert_eq!(a.drift.len(), 3, "warm requests on chat and docs");
         for d in [
-            &a.overhead.len(),
             &a.connection.len(),
             &a.concurrency.len(),
             &a.cold.len(),
             &a.providers.len(),
             &a.routes.len(),
-            &a.drift.len(),
         ] {
             assert_eq!(*d, 1);
         }

@@ -164,8 +164,85 @@ pub fn compare_groups(
     ))
 }
 
+/// Compare session `a` against session `b` on `metric`, per path: one
+/// comparison for each path (stored `path` column) both sessions have rows
+/// on, labelled `a · path chat`, then — when there are several — the
+/// comparison of all their rows, labelled `… · all paths pooled` (a
+/// summary: a change on one path can vanish in it). Over the rows of
+/// `phase` (all phases when `None`).
+pub fn compare_sessions_per_path(
+    frame: &Frame,
+    a: &str,
+    b: &str,
+    phase: Option<PhaseKind>,
+    metric: Metric,
+    settings: &Settings,
+) -> Result<Vec<PathComparison>, AnalyzeError> {
+    let pooled = compare_sessions(frame, a, b, phase, metric, settings)?;
+    let paths_of = |id: &str| -> Vec<u32> {
+        let mut v: Vec<u32> = (0..frame.len() as u32)
+            .map(|i| frame.obs(i))
+            .filter(|o| frame.session_id(o) == id && phase.is_none_or(|p| o.phase == p))
+            .map(|o| o.path)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let (pa, pb) = (paths_of(a), paths_of(b));
+    let mut common: Vec<u32> = pa.into_iter().filter(|p| pb.contains(p)).collect();
+    common.sort_by(|x, y| frame.str(*x).cmp(&frame.str(*y)));
+    let mut out = Vec::new();
+    for &p in &common {
+        let rows = |id: &str| -> Vec<u32> {
+            (0..frame.len() as u32)
+                .filter(|&i| {
+                    let o = frame.obs(i);
+                    frame.session_id(o) == id && o.path == p && phase.is_none_or(|ph| o.phase == ph)
+                })
+                .collect()
+        };
+        let name = frame.str(p).unwrap_or("-");
+        let sa = Samples::of_rows(frame, &rows(a), metric);
+        let sb = Samples::of_rows(frame, &rows(b), metric);
+        out.push(PathComparison {
+            path: frame.str(p).map(str::to_string),
+            comparison: compare(
+                &sa,
+                &sb,
+                (&format!("{a} · path {name}"), &format!("{b} · path {name}")),
+                metric,
+                settings,
+            ),
+        });
+    }
+    if common.len() != 1 {
+        let mut c = pooled;
+        if common.len() > 1 {
+            c.a = format!("{a} · all paths pooled");
+            c.b = format!("{b} · all paths pooled");
+        }
+        out.push(PathComparison {
+            path: None,
+            comparison: c,
+        });
+    }
+    Ok(out)
+}
+
+/// One comparison of [`compare_sessions_per_path`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathComparison {
+    /// The path compared; `None` for the pooled summary (or when the
+    /// sessions share no path).
+    pub path: Option<String>,
+    /// The comparison.
+    pub comparison: Comparison,
+}
+
 /// Compare session `a` against session `b` on `metric`, over the rows of
 /// `phase` (all phases when `None`; mixing phases rarely makes sense).
+/// Pools the sessions' paths: [`compare_sessions_per_path`] does not.
 pub fn compare_sessions(
     frame: &Frame,
     a: &str,
@@ -241,6 +318,48 @@ mod tests {
         let c = compare(&slow, &fast, ("a", "b"), Metric::TokensPerS, &s);
         assert_eq!(c.direction, Direction::Increase);
         assert!(c.better());
+    }
+
+    /// Issue 10: +990 ms on chat read as "no significant change" because
+    /// the two versions' paths were pooled with a busy, unchanged docs path.
+    #[test]
+    fn sessions_are_compared_per_path() {
+        let mut rows = Vec::new();
+        for (id, chat) in [("v1", 1000.0), ("v2", 1990.0)] {
+            for (i, t) in spread(chat, 12).sorted().iter().enumerate() {
+                let mut r = row(id, "warm", Some("chat"), Some(*t));
+                r.sample.seq = i as u64;
+                rows.push(r);
+            }
+            for t in spread(300.0, 200).sorted() {
+                rows.push(row(id, "warm", Some("docs"), Some(*t)));
+            }
+        }
+        let sessions = [
+            meta("v1", Provenance::Measured),
+            meta("v2", Provenance::Measured),
+        ];
+        let f = Frame::from_rows(&rows, &sessions).unwrap();
+        let s = Settings::new(3);
+        let pooled =
+            compare_sessions(&f, "v2", "v1", Some(PhaseKind::Warm), Metric::Ttft, &s).unwrap();
+        assert!(
+            !pooled.worse(),
+            "pooled, the chat change vanishes: {pooled:?}"
+        );
+        let per =
+            compare_sessions_per_path(&f, "v2", "v1", Some(PhaseKind::Warm), Metric::Ttft, &s)
+                .unwrap();
+        assert_eq!(per.len(), 3);
+        assert_eq!(per[0].path.as_deref(), Some("chat"));
+        assert!(per[0].comparison.worse(), "{:?}", per[0]);
+        assert_eq!(per[0].comparison.a, "v2 · path chat");
+        assert_eq!(
+            per[1].comparison.direction,
+            Direction::NoDetectableDifference
+        );
+        assert_eq!(per[2].path, None);
+        assert_eq!(per[2].comparison.a, "v2 · all paths pooled");
     }
 
     #[test]

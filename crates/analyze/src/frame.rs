@@ -145,6 +145,14 @@ pub(crate) struct Obs {
     pub strategy: u32,
     pub provider: u32,
     pub route: u32,
+    /// Time of the last content token, ms (NaN when none).
+    pub last_token: f64,
+    /// Content chunks received.
+    pub content_chunks: u32,
+    /// Interned hash of the prompt sent (`NONE` when not stored).
+    pub prompt: u32,
+    /// Index of the prompt in its list (0 when not stored).
+    pub prompt_index: u32,
     /// 0 when the row has no concurrency level.
     pub concurrency: u32,
     pub timing_start: u32,
@@ -175,6 +183,9 @@ pub(crate) struct FrameSession {
     pub id: String,
     /// Interned network, code_version, vantage; `None` without metadata.
     pub labels: Option<[u32; 3]>,
+    /// (path, expected route), interned, for the paths whose config sets
+    /// an `expect_route` other than their name.
+    pub expect: Vec<(u32, u32)>,
 }
 
 /// Validated rows, ready for analysis. Build with [`Frame::from_rows`] or a
@@ -270,6 +281,16 @@ impl Frame {
             .map_or(NONE, |l| l[which])
     }
 
+    /// The interned route a row's app request should report: its path's
+    /// `expect_route` in its session's config, else its path.
+    pub(crate) fn expected_route(&self, o: &Obs) -> u32 {
+        self.sessions[o.session as usize]
+            .expect
+            .iter()
+            .find(|(p, _)| *p == o.path)
+            .map_or(o.path, |(_, r)| *r)
+    }
+
     pub(crate) fn server_timing(&self, o: &Obs) -> &[(u32, f64)] {
         let s = o.timing_start as usize;
         &self.timings[s..s + usize::from(o.timing_len)]
@@ -308,9 +329,14 @@ impl FrameBuilder {
                 b.intern(&s.labels.vantage),
             ];
             let ix = b.frame.sessions.len() as u32;
+            let expect = expectations(&s.spec)
+                .into_iter()
+                .map(|(p, r)| (b.intern(&p), b.intern(&r)))
+                .collect();
             b.frame.sessions.push(FrameSession {
                 id: s.id.clone(),
                 labels: Some(labels),
+                expect,
             });
             b.session_ix.insert(s.id.clone(), ix);
         }
@@ -350,6 +376,7 @@ impl FrameBuilder {
                 self.frame.sessions.push(FrameSession {
                     id: id.to_string(),
                     labels: None,
+                    expect: Vec::new(),
                 });
                 self.session_ix.insert(id.to_string(), ix);
                 ix
@@ -413,6 +440,10 @@ impl FrameBuilder {
             strategy: self.intern_opt(row.dest.strategy()),
             provider: self.intern_opt(s.provider.as_deref()),
             route: self.intern_opt(s.route.as_deref()),
+            last_token: val("last_token_ms", s.last_token_ms)?,
+            content_chunks: u32::try_from(s.content_chunks).unwrap_or(u32::MAX),
+            prompt: self.intern_opt(row.prompt.as_ref().map(|p| p.hash.as_str())),
+            prompt_index: row.prompt.as_ref().map_or(0, |p| p.index),
             concurrency,
             timing_start,
             day: row.started_at.day().days_since_epoch(),
@@ -432,6 +463,24 @@ impl FrameBuilder {
     pub fn finish(self) -> Frame {
         self.frame
     }
+}
+
+/// (path, expected route) of every app path whose stored config sets an
+/// `expect_route` other than its name (`spec.config.app.paths`).
+fn expectations(spec: &serde_json::Value) -> Vec<(String, String)> {
+    spec.pointer("/config/app/paths")
+        .and_then(|v| v.as_array())
+        .map(|paths| {
+            paths
+                .iter()
+                .filter_map(|p| {
+                    let name = p.get("name")?.as_str()?;
+                    let route = p.get("expect_route")?.as_str()?;
+                    (route != name).then(|| (name.to_string(), route.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `YYYY-MM-DD` of a day count since the epoch (record's [`UtcDay`]).

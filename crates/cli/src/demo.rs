@@ -73,13 +73,16 @@ fn phases(full: bool) -> PhasesSection {
             cold: Some(ColdSection {
                 count: 2,
                 idle_gap: Duration::from_secs(3),
+                paths: None,
             }),
-            warm: 24,
-            fresh: 8,
+            warm: 24.into(),
+            fresh: 8.into(),
             direct: 9,
             concurrency: Some(ConcurrencySection {
                 levels: vec![1, 3, 5],
                 requests: 10,
+                paths: None,
+                mixed: false,
             }),
             rate: None,
         }
@@ -103,12 +106,7 @@ fn strategy(name: &str, ignore: &[&str]) -> StrategySection {
 }
 
 fn path(name: &str, path: &str) -> PathSection {
-    PathSection {
-        name: name.into(),
-        path: path.into(),
-        body: r#"{"message": "{prompt}"}"#.into(),
-        format: "auto".into(),
-    }
+    PathSection::new(name, path, r#"{"message": "{prompt}"}"#, "auto")
 }
 
 /// The session config of one demo app, built in memory.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
-use firsttoken_analyze::compare::compare_sessions;
+use firsttoken_analyze::compare::{PathComparison, compare_sessions, compare_sessions_per_path};
 use firsttoken_analyze::{
     Analysis, Comparison, Frame, FrameBuilder, GroupKey, Metric, Percentile, PhaseKind, Samples,
     Settings, analyze,
@@ -173,6 +173,34 @@ pub fn compare_pair(
     )?)
 }
 
+/// Session `a` against `b` on TTFT, per path (then the labelled pooled
+/// summary when there are several paths).
+pub fn compare_per_path(
+    frame: &Frame,
+    a: &str,
+    b: &str,
+    phase: Option<PhaseKind>,
+    settings: &Settings,
+) -> anyhow::Result<Vec<PathComparison>> {
+    Ok(compare_sessions_per_path(
+        frame,
+        a,
+        b,
+        phase,
+        Metric::Ttft,
+        settings,
+    )?)
+}
+
+/// Slower on some path: judged per path, never on the pooled summary
+/// (which only decides when the sessions share no path).
+fn slower_somewhere(cs: &[PathComparison]) -> bool {
+    let per_path = cs.iter().any(|c| c.path.is_some());
+    cs.iter()
+        .filter(|c| c.path.is_some() || !per_path)
+        .any(|c| c.comparison.worse())
+}
+
 /// `firsttoken compare`.
 #[derive(Debug, Args)]
 #[command(after_help = "Sessions: firsttoken compare NEW_ID OLD_ID
@@ -219,15 +247,16 @@ pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&store, &[a.a.clone(), a.b.clone()], false).await?;
     let (ida, idb) = (loaded.sessions[0].id.clone(), loaded.sessions[1].id.clone());
     let settings = Settings::from_sessions(&loaded.sessions);
-    let c = compare_pair(&loaded.frame, &ida, &idb, phase, &settings)?;
+    let cs = compare_per_path(&loaded.frame, &ida, &idb, phase, &settings)?;
     let analysis = analyze(
         &loaded.frame,
         &loaded.sessions,
         &GroupKey::parse_list("code_version")?,
         &settings,
     );
-    let slower = c.worse();
-    let text = render(a.format, &loaded, &analysis, std::slice::from_ref(&c))?;
+    let slower = slower_somewhere(&cs);
+    let comparisons: Vec<Comparison> = cs.into_iter().map(|c| c.comparison).collect();
+    let text = render(a.format, &loaded, &analysis, &comparisons)?;
     write_out(None, &text)?;
     Ok(if slower {
         ExitCode::from(EXIT_FAILED_REQUESTS)
@@ -452,21 +481,28 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(base) = &a.against {
         let loaded = load(&store, &[meta.id.clone(), base.clone()], false).await?;
-        let c = compare_pair(
+        let cs = compare_per_path(
             &loaded.frame,
             &loaded.sessions[0].id,
             &loaded.sessions[1].id,
             Some(PhaseKind::Warm),
             &Settings::from_sessions(&loaded.sessions),
         )?;
-        let slower = c.worse();
-        failed |= slower;
-        outln!(
-            "  {} against {}: {}",
-            if slower { "FAIL" } else { "PASS" },
-            loaded.sessions[1].id,
-            words::comparison(&c)
-        );
+        failed |= slower_somewhere(&cs);
+        for c in &cs {
+            let slower = c.comparison.worse();
+            let verdict = match (&c.path, slower) {
+                (Some(_), true) => "FAIL",
+                (None, _) if cs.len() > 1 => "NOTE",
+                (_, true) => "FAIL",
+                _ => "PASS",
+            };
+            outln!(
+                "  {verdict} against {}: {}",
+                loaded.sessions[1].id,
+                words::comparison(&c.comparison)
+            );
+        }
     }
     Ok(if failed {
         ExitCode::from(EXIT_FAILED_REQUESTS)

@@ -184,6 +184,37 @@ pub struct PathSection {
     /// Stream format (see `firsttoken probe --format`).
     #[serde(default = "default_format")]
     pub format: String,
+    /// This path's own prompts, rotated over its requests (with
+    /// `prompts_file`, the list comes first); unset: the session's `[prompts]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<String>>,
+    /// A file with this path's prompts, one per line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_file: Option<String>,
+    /// The route the app should report for this path's requests (the
+    /// funnel compares the reported route with it); unset: the path's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_route: Option<String>,
+}
+
+impl PathSection {
+    /// A path with the session's prompts, whose expected route is its name.
+    pub fn new(name: &str, path: &str, body: &str, format: &str) -> PathSection {
+        PathSection {
+            name: name.into(),
+            path: path.into(),
+            body: body.into(),
+            format: format.into(),
+            prompts: None,
+            prompts_file: None,
+            expect_route: None,
+        }
+    }
+
+    /// The route this path's requests should report.
+    pub fn expected_route(&self) -> &str {
+        self.expect_route.as_deref().unwrap_or(&self.name)
+    }
 }
 
 fn default_format() -> String {
@@ -290,12 +321,12 @@ pub struct PhasesSection {
     /// Cold-start probes.
     #[serde(default)]
     pub cold: Option<ColdSection>,
-    /// Requests on reused connections.
+    /// Requests on reused connections: a count, or `{ count, paths }`.
     #[serde(default)]
-    pub warm: u32,
-    /// Requests on new connections.
+    pub warm: PhaseCount,
+    /// Requests on new connections: a count, or `{ count, paths }`.
     #[serde(default)]
-    pub fresh: u32,
+    pub fresh: PhaseCount,
     /// Direct-to-provider requests, split evenly across strategies.
     #[serde(default)]
     pub direct: u32,
@@ -307,15 +338,77 @@ pub struct PhasesSection {
     pub rate: Option<RateSection>,
 }
 
+/// The app paths a phase is aimed at, by name; `None`: every app path.
+pub type PhasePaths = Option<Vec<String>>;
+
+/// `phases.warm` / `phases.fresh`: `120`, or `{ count = 120, paths = ["chat"] }`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(from = "CountRepr", into = "CountRepr")]
+pub struct PhaseCount {
+    /// Requests.
+    pub count: u32,
+    /// The app paths they go to, round-robin; `None`: every app path.
+    pub paths: PhasePaths,
+}
+
+impl From<u32> for PhaseCount {
+    fn from(count: u32) -> PhaseCount {
+        PhaseCount { count, paths: None }
+    }
+}
+
+/// How a [`PhaseCount`] is written: a bare count or a table.
+#[derive(Deserialize, Serialize)]
+#[serde(untagged)]
+enum CountRepr {
+    Count(u32),
+    Table(CountTable),
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct CountTable {
+    count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    paths: PhasePaths,
+}
+
+impl From<CountRepr> for PhaseCount {
+    fn from(r: CountRepr) -> PhaseCount {
+        match r {
+            CountRepr::Count(count) => PhaseCount { count, paths: None },
+            CountRepr::Table(t) => PhaseCount {
+                count: t.count,
+                paths: t.paths,
+            },
+        }
+    }
+}
+
+impl From<PhaseCount> for CountRepr {
+    fn from(c: PhaseCount) -> CountRepr {
+        match c.paths {
+            None => CountRepr::Count(c.count),
+            paths => CountRepr::Table(CountTable {
+                count: c.count,
+                paths,
+            }),
+        }
+    }
+}
+
 /// `phases.cold`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ColdSection {
-    /// Probes.
+    /// Probes, split equally over the phase's paths.
     pub count: u32,
     /// Idle time before each.
     #[serde(with = "humantime_serde")]
     pub idle_gap: Duration,
+    /// The app paths probed; `None`: every app path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: PhasePaths,
 }
 
 /// `phases.concurrency`.
@@ -324,8 +417,15 @@ pub struct ColdSection {
 pub struct ConcurrencySection {
     /// Levels, e.g. `[1, 3, 5]`.
     pub levels: Vec<u32>,
-    /// Requests per level.
+    /// Requests per level, split equally over the phase's paths.
     pub requests: u32,
+    /// The app paths; `None`: every app path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: PhasePaths,
+    /// True: a burst may hold requests to several paths (round-robin);
+    /// false (the default): each burst goes to one path.
+    #[serde(default)]
+    pub mixed: bool,
 }
 
 /// `phases.rate`: open-loop arrivals.
@@ -339,6 +439,9 @@ pub struct RateSection {
     /// `constant` or `poisson` gaps.
     #[serde(default)]
     pub arrival: Arrival,
+    /// The app paths, round-robin; `None`: every app path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: PhasePaths,
 }
 
 /// Arrival process of the rate phase.
@@ -446,6 +549,18 @@ impl Config {
                 ));
             }
             p.format.parse::<crate::StreamFormat>().map_err(plan)?;
+            if p.prompts.as_ref().is_some_and(Vec::is_empty) && p.prompts_file.is_none() {
+                return Err(invalid(
+                    &format!("app.paths[{i}].prompts"),
+                    "an empty list: give prompts, or leave it out for the session's".into(),
+                ));
+            }
+            if p.expect_route.as_deref().is_some_and(str::is_empty) {
+                return Err(invalid(
+                    &format!("app.paths[{i}].expect_route"),
+                    "must name a route".into(),
+                ));
+            }
         }
         if let Some(d) = &self.direct {
             crate::Target::parse(&d.url).map_err(plan)?;
@@ -461,6 +576,51 @@ impl Config {
         }
         if self.phases.ping > 0 && self.ping.is_none() {
             return Err(invalid("phases.ping", "pings need a [ping] section".into()));
+        }
+        let names: Vec<&str> = self.app.paths.iter().map(|p| p.name.as_str()).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(invalid(
+                    &format!("app.paths[{i}].name"),
+                    format!("{n:?} names two paths"),
+                ));
+            }
+        }
+        let ph = &self.phases;
+        for (key, paths) in [
+            ("phases.warm.paths", &ph.warm.paths),
+            ("phases.fresh.paths", &ph.fresh.paths),
+            (
+                "phases.cold.paths",
+                &ph.cold.as_ref().and_then(|c| c.paths.clone()),
+            ),
+            (
+                "phases.concurrency.paths",
+                &ph.concurrency.as_ref().and_then(|c| c.paths.clone()),
+            ),
+            (
+                "phases.rate.paths",
+                &ph.rate.as_ref().and_then(|r| r.paths.clone()),
+            ),
+        ] {
+            let Some(paths) = paths else { continue };
+            if paths.is_empty() {
+                return Err(invalid(
+                    key,
+                    "name at least one app path, or leave it out for all".into(),
+                ));
+            }
+            for (i, p) in paths.iter().enumerate() {
+                if !names.contains(&p.as_str()) {
+                    return Err(invalid(
+                        key,
+                        format!("{p:?} is not an app path (paths: {})", names.join(", ")),
+                    ));
+                }
+                if paths[..i].contains(p) {
+                    return Err(invalid(key, format!("{p:?} is named twice")));
+                }
+            }
         }
         if let Some(c) = &self.phases.concurrency
             && (c.levels.is_empty() || c.levels.contains(&0))
@@ -546,8 +706,34 @@ mod tests {
     fn the_shipped_example_parses() {
         let c = Config::parse(DEFAULT_CONFIG, "firsttoken.toml").unwrap();
         assert_eq!(c.app.paths.len(), 2);
-        assert_eq!(c.phases.warm, 120);
+        assert_eq!(c.phases.warm, 120.into());
         assert!(c.direct.as_ref().unwrap().strategies.len() >= 3);
+        // The commented per-path settings parse once uncommented.
+        let aimed = DEFAULT_CONFIG
+            .lines()
+            .find_map(|l| l.strip_prefix("#   concurrency = "))
+            .unwrap();
+        let text: String = DEFAULT_CONFIG
+            .lines()
+            .map(|l| {
+                for key in ["# prompts", "# prompts_file", "# expect_route"] {
+                    if let Some(rest) = l.strip_prefix(key) {
+                        return format!("{}{rest}\n", &key[2..]);
+                    }
+                }
+                if l.starts_with("concurrency = ") {
+                    format!("concurrency = {aimed}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let c = Config::parse(&text, "firsttoken.toml").unwrap();
+        let docs = &c.app.paths[1];
+        assert_eq!(docs.expected_route(), "docs");
+        assert!(docs.prompts.is_some() && docs.prompts_file.is_some());
+        let cc = c.phases.concurrency.unwrap();
+        assert_eq!(cc.paths, Some(vec!["chat".to_string()]));
     }
 
     #[test]
@@ -566,6 +752,48 @@ mod tests {
         let text = DEFAULT_CONFIG.replace("levels = [1, 3, 5]", "levels = [0]");
         let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
         assert!(e.contains("phases.concurrency.levels"), "{e}");
+    }
+
+    /// Issue 10: phases aimed at named paths; per-path prompts and intent.
+    #[test]
+    fn phase_paths_name_app_paths() {
+        let with = |warm: &str| {
+            let text = DEFAULT_CONFIG.replace("warm = 120", warm);
+            Config::parse(&text, "f.toml")
+        };
+        let c = with(r#"warm = { count = 6, paths = ["docs"] }"#).unwrap();
+        assert_eq!(c.phases.warm.count, 6);
+        assert_eq!(c.phases.warm.paths, Some(vec!["docs".to_string()]));
+        let e = with(r#"warm = { count = 6, paths = ["nope"] }"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("phases.warm.paths") && e.contains("\"nope\""),
+            "{e}"
+        );
+        assert!(with(r#"warm = { count = 6, paths = [] }"#).is_err());
+        assert!(
+            with(r#"warm = { count = 6, path = ["docs"] }"#).is_err(),
+            "unknown key"
+        );
+        let text = DEFAULT_CONFIG.replace(
+            "concurrency = { levels = [1, 3, 5], requests = 20 }",
+            r#"concurrency = { levels = [1, 3, 5], requests = 20, paths = ["chat"], mixed = true }"#,
+        );
+        let c = Config::parse(&text, "f.toml").unwrap();
+        let cc = c.phases.concurrency.unwrap();
+        assert!(cc.mixed && cc.paths == Some(vec!["chat".to_string()]));
+        let text = DEFAULT_CONFIG.replace(
+            "name = \"docs\"",
+            "name = \"docs\"\nexpect_route = \"retrieval\"\nprompts = [\"q1\", \"q2\"]",
+        );
+        let c = Config::parse(&text, "f.toml").unwrap();
+        assert_eq!(c.app.paths[1].expected_route(), "retrieval");
+        assert_eq!(c.app.paths[0].expected_route(), "chat");
+        assert_eq!(c.app.paths[1].prompts.as_ref().unwrap().len(), 2);
+        // A resolved config stores and reads back the same.
+        let back: Config = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back.phases, c.phases);
     }
 
     /// Regression (issue 8, defect 4): `rate = { per_second = 1e-300 }` and a

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+use crate::config::PhaseCount;
 use crate::config::{Arrival, ColdSection, ConcurrencySection, Order, PhasesSection};
 
 /// Protocol phase of a request: the stored vocabulary, owned by record
@@ -19,7 +21,7 @@ pub use firsttoken_record::vocab::PhaseKind;
 
 /// Where a request goes, by index into the config's paths and strategies.
 /// Stored as the names it resolves to ([`firsttoken_record::vocab::Destination`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Dest {
     /// The app, path by index into `app.paths`.
     App(usize),
@@ -129,13 +131,16 @@ pub fn preset(name: &str) -> Option<PhasesSection> {
             cold: Some(ColdSection {
                 count: 3,
                 idle_gap: Duration::from_secs(30),
+                paths: None,
             }),
-            warm: 120,
-            fresh: 40,
+            warm: 120.into(),
+            fresh: 40.into(),
             direct: 90,
             concurrency: Some(ConcurrencySection {
                 levels: vec![1, 3, 5],
                 requests: 20,
+                paths: None,
+                mixed: false,
             }),
             rate: None,
         }),
@@ -183,31 +188,104 @@ pub struct Protocol {
     pub steps: Vec<Step>,
 }
 
-impl Protocol {
-    /// Expand phases for `paths` app paths, `strategies` direct strategies and
-    /// `prompts` prompts, ordered by `order` with `seed`.
-    pub fn expand(
-        phases: &PhasesSection,
-        paths: usize,
-        strategies: usize,
-        prompts: usize,
-        order: Order,
-        seed: u64,
-    ) -> Protocol {
-        let mut rng = SplitMix::new(seed);
-        let prompts = prompts.max(1);
-        let mut next_prompt = rng.below(prompts);
-        let mut prompt = move || {
-            let p = next_prompt;
-            next_prompt = (next_prompt + 1) % prompts;
-            p
+/// What a protocol is expanded over: the app's paths (names, in index
+/// order, each with the size of its own prompt list), the direct
+/// strategies and the shared prompt list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layout {
+    /// App path names, in index order (at least one is assumed).
+    pub paths: Vec<String>,
+    /// Per app path, the length of its own prompt list; 0: it uses the
+    /// shared list.
+    pub path_prompts: Vec<usize>,
+    /// Direct strategies (0 when none are configured).
+    pub strategies: usize,
+    /// Prompts of the shared list.
+    pub prompts: usize,
+}
+
+impl Layout {
+    /// `paths` unnamed app paths (`path0`, …) with the shared prompts: the
+    /// shape of a config without per-path settings.
+    pub fn simple(paths: usize, strategies: usize, prompts: usize) -> Layout {
+        Layout {
+            paths: (0..paths.max(1)).map(|i| format!("path{i}")).collect(),
+            path_prompts: vec![0; paths.max(1)],
+            strategies,
+            prompts,
+        }
+    }
+
+    /// Indices of `names` (a phase's `paths`), or every path for `None`.
+    /// Names are checked by config validation; an unknown one is skipped.
+    fn indices(&self, names: &Option<Vec<String>>) -> Vec<usize> {
+        let all = || (0..self.paths.len().max(1)).collect();
+        match names {
+            None => all(),
+            Some(v) => {
+                let idx: Vec<usize> = v
+                    .iter()
+                    .filter_map(|n| self.paths.iter().position(|p| p == n))
+                    .collect();
+                if idx.is_empty() { all() } else { idx }
+            }
+        }
+    }
+}
+
+/// Prompt rotation: one counter for the shared list and one for each path
+/// with its own list, each starting at a seeded offset.
+struct Prompts {
+    shared: (usize, usize),
+    own: Vec<Option<(usize, usize)>>,
+}
+
+impl Prompts {
+    fn new(layout: &Layout, rng: &mut SplitMix) -> Prompts {
+        let shared_n = layout.prompts.max(1);
+        let shared = (rng.below(shared_n), shared_n);
+        let own = layout
+            .path_prompts
+            .iter()
+            .map(|&n| (n > 0).then(|| (rng.below(n), n)))
+            .collect();
+        Prompts { shared, own }
+    }
+
+    /// The next prompt index for `dest`, in the list it uses.
+    fn next(&mut self, dest: Dest) -> usize {
+        let slot = match dest {
+            Dest::App(i) => match self.own.get_mut(i) {
+                Some(Some(s)) => s,
+                _ => &mut self.shared,
+            },
+            _ => &mut self.shared,
         };
-        let paths = paths.max(1);
-        let mut app_turn = 0usize;
-        let mut next_path = move || {
-            let p = app_turn % paths;
-            app_turn += 1;
-            p
+        let p = slot.0;
+        slot.0 = (slot.0 + 1) % slot.1;
+        p
+    }
+}
+
+/// `n` requests over `paths`, round-robin.
+fn round_robin(paths: &[usize], n: usize) -> impl Iterator<Item = usize> + '_ {
+    (0..n).map(move |i| paths[i % paths.len()])
+}
+
+impl Protocol {
+    /// Expand phases over `layout`, ordered by `order` with `seed`. Each
+    /// app phase goes to its `paths` (all app paths by default),
+    /// round-robin; cold probes and concurrency requests are split equally
+    /// over them, each burst to one path unless `mixed`.
+    pub fn expand(phases: &PhasesSection, layout: &Layout, order: Order, seed: u64) -> Protocol {
+        let mut rng = SplitMix::new(seed);
+        let mut prompts = Prompts::new(layout, &mut rng);
+        let mut planned = |phase, dest, fresh, concurrency| Planned {
+            phase,
+            dest,
+            fresh,
+            concurrency,
+            prompt: prompts.next(dest),
         };
         let mut cold = Vec::new();
         let mut rest: Vec<Step> = Vec::new();
@@ -221,80 +299,83 @@ impl Protocol {
             }));
         }
         if let Some(c) = &phases.cold {
-            for _ in 0..c.count {
-                let p = Planned {
-                    phase: PhaseKind::Cold,
-                    dest: Dest::App(next_path()),
-                    fresh: true,
-                    concurrency: None,
-                    prompt: prompt(),
-                };
+            let paths = layout.indices(&c.paths);
+            for p in round_robin(&paths, c.count as usize) {
+                let p = planned(PhaseKind::Cold, Dest::App(p), true, None);
                 cold.push(Step::AfterIdle(c.idle_gap, p));
             }
         }
-        for _ in 0..phases.warm {
-            rest.push(Step::One(Planned {
-                phase: PhaseKind::Warm,
-                dest: Dest::App(next_path()),
-                fresh: false,
-                concurrency: None,
-                prompt: prompt(),
-            }));
+        for (phase, count, fresh) in [
+            (PhaseKind::Warm, &phases.warm, false),
+            (PhaseKind::Fresh, &phases.fresh, true),
+        ] {
+            let paths = layout.indices(&count.paths);
+            for p in round_robin(&paths, count.count as usize) {
+                rest.push(Step::One(planned(phase, Dest::App(p), fresh, None)));
+            }
         }
-        for _ in 0..phases.fresh {
-            rest.push(Step::One(Planned {
-                phase: PhaseKind::Fresh,
-                dest: Dest::App(next_path()),
-                fresh: true,
-                concurrency: None,
-                prompt: prompt(),
-            }));
-        }
-        let strategies = strategies.max(1);
+        let strategies = layout.strategies.max(1);
         for i in 0..phases.direct as usize {
             // Evenly split: strategy i*S/N keeps counts within one of each other.
             let s = i * strategies / phases.direct.max(1) as usize;
-            rest.push(Step::One(Planned {
-                phase: PhaseKind::Direct,
-                dest: Dest::Direct(s),
-                fresh: false,
-                concurrency: None,
-                prompt: prompt(),
-            }));
+            rest.push(Step::One(planned(
+                PhaseKind::Direct,
+                Dest::Direct(s),
+                false,
+                None,
+            )));
         }
         if let Some(c) = &phases.concurrency {
+            let paths = layout.indices(&c.paths);
             for &level in &c.levels {
-                let mut left = c.requests;
-                while left > 0 {
-                    let k = left.min(level);
-                    let burst = (0..k)
-                        .map(|_| Planned {
-                            phase: PhaseKind::Concurrency,
-                            dest: Dest::App(next_path()),
-                            fresh: false,
-                            concurrency: Some(level),
-                            prompt: prompt(),
-                        })
+                let mut burst = |dests: Vec<usize>| {
+                    let v = dests
+                        .into_iter()
+                        .map(|p| planned(PhaseKind::Concurrency, Dest::App(p), false, Some(level)))
                         .collect();
-                    rest.push(Step::Burst(burst));
-                    left -= k;
+                    rest.push(Step::Burst(v));
+                };
+                if c.mixed || paths.len() == 1 {
+                    let mut left = c.requests;
+                    let mut turn = 0usize;
+                    while left > 0 {
+                        let k = left.min(level);
+                        burst(
+                            (0..k as usize)
+                                .map(|i| paths[(turn + i) % paths.len()])
+                                .collect(),
+                        );
+                        turn += k as usize;
+                        left -= k;
+                    }
+                } else {
+                    // Each path's equal share, in bursts of one path each,
+                    // the paths taking turns so drift hits them alike.
+                    let n = paths.len() as u32;
+                    let mut left: Vec<u32> = (0..n)
+                        .map(|i| c.requests / n + u32::from(i < c.requests % n))
+                        .collect();
+                    while left.iter().any(|&l| l > 0) {
+                        for (i, &p) in paths.iter().enumerate() {
+                            let k = left[i].min(level);
+                            if k > 0 {
+                                burst(vec![p; k as usize]);
+                                left[i] -= k;
+                            }
+                        }
+                    }
                 }
             }
         }
         let mut arrivals = None;
         if let Some(r) = &phases.rate {
+            let paths = layout.indices(&r.paths);
             let mut at = 0.0f64;
             let mut v = Vec::new();
-            for _ in 0..r.requests {
+            for p in round_robin(&paths, r.requests as usize) {
                 v.push((
                     Duration::from_secs_f64(at),
-                    Planned {
-                        phase: PhaseKind::Rate,
-                        dest: Dest::App(next_path()),
-                        fresh: false,
-                        concurrency: None,
-                        prompt: prompt(),
-                    },
+                    planned(PhaseKind::Rate, Dest::App(p), false, None),
                 ));
                 at += match r.arrival {
                     Arrival::Constant => 1.0 / r.per_second,
@@ -384,7 +465,7 @@ mod tests {
     #[test]
     fn article_preset_is_the_story_session() {
         let phases = preset("article").unwrap();
-        let p = Protocol::expand(&phases, 2, 3, 4, Order::Blocks, 7);
+        let p = Protocol::expand(&phases, &Layout::simple(2, 3, 4), Order::Blocks, 7);
         assert_eq!(p.requests(), 323);
         let counts = p.counts();
         let get = |k| {
@@ -436,9 +517,9 @@ mod tests {
     #[test]
     fn interleaving_is_seeded_and_keeps_cold_first() {
         let phases = preset("article").unwrap();
-        let a = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 1);
-        let b = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 1);
-        let c = Protocol::expand(&phases, 2, 3, 4, Order::Interleaved, 2);
+        let a = Protocol::expand(&phases, &Layout::simple(2, 3, 4), Order::Interleaved, 1);
+        let b = Protocol::expand(&phases, &Layout::simple(2, 3, 4), Order::Interleaved, 1);
+        let c = Protocol::expand(&phases, &Layout::simple(2, 3, 4), Order::Interleaved, 2);
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(a.requests(), 323);
@@ -447,7 +528,7 @@ mod tests {
                 .iter()
                 .all(|s| matches!(s, Step::AfterIdle(..)))
         );
-        let blocks = Protocol::expand(&phases, 2, 3, 4, Order::Blocks, 1);
+        let blocks = Protocol::expand(&phases, &Layout::simple(2, 3, 4), Order::Blocks, 1);
         assert_ne!(a, blocks);
     }
 
@@ -508,6 +589,123 @@ mod tests {
         );
     }
 
+    fn layout() -> Layout {
+        Layout {
+            paths: vec!["chat".into(), "docs".into(), "router".into()],
+            path_prompts: vec![0, 5, 0],
+            strategies: 0,
+            prompts: 3,
+        }
+    }
+
+    fn names(v: &[&str]) -> Option<Vec<String>> {
+        Some(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// Issue 10: phases aimed at paths; cold probes and bursts per path in
+    /// equal numbers, one path per burst unless `mixed`.
+    #[test]
+    fn phases_aimed_at_paths_split_equally_and_never_mix_a_burst() {
+        let mut phases = PhasesSection {
+            cold: Some(ColdSection {
+                count: 4,
+                idle_gap: Duration::from_secs(1),
+                paths: names(&["chat", "docs"]),
+            }),
+            warm: PhaseCount {
+                count: 6,
+                paths: names(&["docs"]),
+            },
+            fresh: 3.into(),
+            concurrency: Some(ConcurrencySection {
+                levels: vec![1, 3, 5],
+                requests: 20,
+                paths: names(&["chat", "docs"]),
+                mixed: false,
+            }),
+            ..PhasesSection::default()
+        };
+        let p = Protocol::expand(&phases, &layout(), Order::Interleaved, 5);
+        let mut cold = [0; 3];
+        let mut warm = [0; 3];
+        let mut fresh = [0; 3];
+        let mut burst = std::collections::BTreeMap::new();
+        for s in &p.steps {
+            match s {
+                Step::AfterIdle(_, q) if q.dest == Dest::App(0) => cold[0] += 1,
+                Step::AfterIdle(_, q) if q.dest == Dest::App(1) => cold[1] += 1,
+                Step::AfterIdle(..) => cold[2] += 1,
+                Step::One(q) => {
+                    let Dest::App(i) = q.dest else { continue };
+                    match q.phase {
+                        PhaseKind::Warm => warm[i] += 1,
+                        _ => fresh[i] += 1,
+                    }
+                }
+                Step::Burst(v) => {
+                    assert!(
+                        v.iter().all(|q| q.dest == v[0].dest),
+                        "a mixed burst: {v:?}"
+                    );
+                    *burst
+                        .entry((v[0].concurrency.unwrap(), v[0].dest))
+                        .or_insert(0) += v.len();
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(cold, [2, 2, 0]);
+        assert_eq!(warm, [0, 6, 0]);
+        assert_eq!(fresh, [1, 1, 1], "no paths given: every app path");
+        for k in [1, 3, 5] {
+            assert_eq!(burst[&(k, Dest::App(0))], 10);
+            assert_eq!(burst[&(k, Dest::App(1))], 10);
+            assert!(!burst.contains_key(&(k, Dest::App(2))));
+        }
+        // `mixed = true`: bursts may hold several paths.
+        if let Some(c) = phases.concurrency.as_mut() {
+            c.mixed = true;
+        }
+        let p = Protocol::expand(&phases, &layout(), Order::Blocks, 5);
+        assert!(p.steps.iter().any(|s| matches!(s,
+            Step::Burst(v) if v.iter().any(|q| q.dest != v[0].dest))));
+    }
+
+    /// A path with its own prompts rotates over its own list; the others
+    /// over the shared list.
+    #[test]
+    fn each_path_rotates_over_its_own_prompts() {
+        let phases = PhasesSection {
+            warm: 30.into(),
+            ..PhasesSection::default()
+        };
+        let p = Protocol::expand(&phases, &layout(), Order::Blocks, 9);
+        let mut seen: [Vec<usize>; 3] = Default::default();
+        for s in &p.steps {
+            if let Step::One(q) = s
+                && let Dest::App(i) = q.dest
+            {
+                seen[i].push(q.prompt);
+            }
+        }
+        let mut docs = seen[1].clone();
+        docs.sort_unstable();
+        assert_eq!(
+            docs,
+            [0, 0, 1, 1, 2, 2, 3, 3, 4, 4],
+            "docs: its 5 prompts, twice"
+        );
+        assert!(seen[0].iter().chain(&seen[2]).all(|&i| i < 3));
+        let mut shared: Vec<usize> = seen[0].iter().chain(&seen[2]).copied().collect();
+        shared.sort_unstable();
+        shared.dedup();
+        assert_eq!(
+            shared,
+            [0, 1, 2],
+            "the shared list rotates over chat and router"
+        );
+    }
+
     #[test]
     fn poisson_arrivals_have_the_right_mean_rate() {
         let phases = PhasesSection {
@@ -515,10 +713,11 @@ mod tests {
                 per_second: 10.0,
                 requests: 2000,
                 arrival: Arrival::Poisson,
+                paths: None,
             }),
             ..PhasesSection::default()
         };
-        let p = Protocol::expand(&phases, 1, 1, 1, Order::Blocks, 3);
+        let p = Protocol::expand(&phases, &Layout::simple(1, 1, 1), Order::Blocks, 3);
         let Step::Arrivals(v) = &p.steps[0] else {
             panic!("arrivals")
         };

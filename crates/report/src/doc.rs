@@ -58,8 +58,8 @@ fn summary_row(label: String, m: &MetricSummary) -> Vec<String> {
 /// A diagnostic's sentence, labelled with its scope and, when a section
 /// holds several provenance kinds, its provenance: kinds and code versions
 /// are never read as one pooled figure.
-fn labelled(prov: Provenance, scope: &str, many: bool, sentence: String) -> String {
-    let s = words::scoped(scope, sentence);
+fn labelled(prov: Provenance, label: &str, many: bool, sentence: String) -> String {
+    let s = words::scoped(label, sentence);
     if many {
         format!("[{}] {s}", prov.as_str())
     } else {
@@ -73,7 +73,7 @@ fn lines<T: Entry>(items: &[T], say: impl Fn(&T) -> String) -> Vec<String> {
     let many = items.iter().any(|i| Some(i.provenance()) != first);
     items
         .iter()
-        .map(|i| labelled(i.provenance(), i.scope(), many, say(i)))
+        .map(|i| labelled(i.provenance(), &i.label(), many, say(i)))
         .collect()
 }
 
@@ -193,27 +193,46 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
         "Concurrency wall",
         lines(&analysis.concurrency, words::concurrency),
     );
+    // One table per wall, each led by the wall's label when there are
+    // several (paths, code versions), so no row reads as another's.
+    let several = analysis.concurrency.len() > 1;
     for w in &analysis.concurrency {
+        let label = match w.label() {
+            l if l.is_empty() => w.provenance.as_str().to_string(),
+            l => l,
+        };
+        let lead = |head: &str, mut row: Vec<String>| {
+            if several {
+                row.insert(0, head.to_string());
+            }
+            row
+        };
         let mut t = TableData {
-            header: header(&[
-                "k",
-                "n",
-                "TTFT p50",
-                "÷ baseline [CI]",
-                "serial (k+1)/2",
-                "ideal",
-            ]),
+            header: lead(
+                "setup",
+                header(&[
+                    "k",
+                    "n",
+                    "TTFT p50",
+                    "÷ baseline [CI]",
+                    "serial (k+1)/2",
+                    "ideal",
+                ]),
+            ),
             rows: Vec::new(),
         };
         for l in &w.levels {
-            t.rows.push(vec![
-                l.concurrency.to_string(),
-                l.ttft.n.to_string(),
-                stat(Unit::Ms, &l.ttft.p50),
-                stat(Unit::Ratio, &l.ratio.estimate),
-                ratio(l.serial_model),
-                ratio(l.ideal),
-            ]);
+            t.rows.push(lead(
+                &label,
+                vec![
+                    l.concurrency.to_string(),
+                    l.ttft.n.to_string(),
+                    stat(Unit::Ms, &l.ttft.p50),
+                    stat(Unit::Ratio, &l.ratio.estimate),
+                    ratio(l.serial_model),
+                    ratio(l.ideal),
+                ],
+            ));
         }
         if !t.rows.is_empty() {
             wall.tables.push(t);
@@ -261,6 +280,9 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
                 .iter()
                 .map(|p| words::scoped(&r.scope, words::funnel(&p.path, &p.funnel))),
         );
+        routes.lines.extend(r.paths.iter().filter_map(|p| {
+            words::buffering(&p.path, &p.buffering).map(|s| words::scoped(&r.scope, s))
+        }));
     }
     doc.sections.push(routes);
 

@@ -10,7 +10,7 @@
 
 use firsttoken_analyze::diagnose::{
     ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Limit, Limits, Overhead,
-    ProviderStats, Providers, Routes, WallVerdict,
+    PathScope, ProviderStats, Providers, Routes, WallVerdict,
 };
 use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
 use firsttoken_record::session::Provenance;
@@ -40,13 +40,42 @@ pub fn scoped(scope: &str, sentence: String) -> String {
     }
 }
 
+/// The name of the app paths a diagnostic describes: `path chat`, or
+/// `all paths pooled (chat, docs), summary only` for the pooled figure;
+/// empty when the app has no named paths.
+pub fn paths_label(paths: &PathScope) -> String {
+    match paths {
+        PathScope::One { path: Some(p) } => format!("path {p}"),
+        PathScope::Pooled { paths } if !paths.is_empty() => {
+            format!("all paths pooled ({}), summary only", paths.join(", "))
+        }
+        _ => String::new(),
+    }
+}
+
 /// A diagnostic's entry: it describes one provenance kind and, when a
-/// report covers several setups, one scope (`code_version=v2`).
+/// report covers several setups, one scope (`code_version=v2`), and, for
+/// the per-path diagnostics, one app path or the labelled pooled summary.
 pub trait Entry {
     /// The provenance kind of every row behind it.
     fn provenance(&self) -> Provenance;
     /// Its scope, empty when the report covers one setup.
     fn scope(&self) -> &str;
+    /// The app paths it describes; `None` for diagnostics that are not per
+    /// path (providers use direct requests; routes list every path).
+    fn paths(&self) -> Option<&PathScope> {
+        None
+    }
+    /// Its full label: scope and path (`code_version=v2 · path chat`),
+    /// empty when there is nothing to tell apart.
+    fn label(&self) -> String {
+        let paths = self.paths().map(paths_label).unwrap_or_default();
+        match (self.scope(), paths.as_str()) {
+            ("", p) => p.to_string(),
+            (s, "") => s.to_string(),
+            (s, p) => format!("{s} · {p}"),
+        }
+    }
 }
 
 macro_rules! entries {
@@ -62,15 +91,24 @@ macro_rules! entries {
     )*};
 }
 
-entries!(
-    Overhead,
-    ConnectionCost,
-    ConcurrencyWall,
-    ColdStart,
-    Providers,
-    Routes,
-    Drift
-);
+macro_rules! path_entries {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            fn provenance(&self) -> Provenance {
+                self.provenance
+            }
+            fn scope(&self) -> &str {
+                &self.scope
+            }
+            fn paths(&self) -> Option<&PathScope> {
+                Some(&self.paths)
+            }
+        }
+    )*};
+}
+
+path_entries!(Overhead, ConnectionCost, ConcurrencyWall, ColdStart, Drift);
+entries!(Providers, Routes);
 
 /// App overhead: app TTFT − direct TTFT.
 pub fn overhead(o: &Overhead) -> String {
@@ -283,19 +321,27 @@ pub fn providers(p: &Providers) -> String {
     let Some(fast) = find(&p.fastest_first_token) else {
         return "too few direct requests to compare strategies or providers".to_string();
     };
+    let unnamed = match p.provider_not_reported {
+        0 => String::new(),
+        n => format!("; provider not reported by the upstream ({n} requests)"),
+    };
     if p.strategies.len() == 1 {
         let mix: Vec<String> = fast
             .mix
             .iter()
             .map(|m| format!("{} ×{}", m.name, m.count))
             .collect();
+        let served = if mix.is_empty() {
+            String::new()
+        } else {
+            format!("; served by {}", mix.join(", "))
+        };
         return format!(
-            "{}: first token {}, {}, done in {} (medians); served by {}",
+            "{}: first token {}, {}, done in {} (medians){served}{unnamed}",
             fast.name,
             pms(&fast.ttft.p50),
             tps(&fast.tokens_per_s),
             pms(&fast.e2e),
-            mix.join(", ")
         );
     }
     let mut s = format!(
@@ -322,10 +368,16 @@ pub fn providers(p: &Providers) -> String {
             pms(&d.e2e)
         ));
     }
+    s.push_str(&unnamed);
     s
 }
 
 /// A path's funnel: `of 20 requests sent to docs, 2 reached it (16 went to chat)`.
+///
+/// Against the intended route (`expect_route`, else the path's name); where
+/// samples name their prompts, the questions that went astray are listed by
+/// number (1-based: the line of a prompts file) and hash, at most
+/// [`ASTRAY_LISTED`] per route.
 pub fn funnel(path: &str, f: &Funnel) -> String {
     if f.reported == 0 {
         return format!(
@@ -333,24 +385,71 @@ pub fn funnel(path: &str, f: &Funnel) -> String {
             f.sent
         );
     }
+    let target = if f.expected == path {
+        "it".to_string()
+    } else {
+        f.expected.clone()
+    };
     let mut notes: Vec<String> = f
         .routes
         .iter()
-        .filter(|r| r.name != path && r.name != "unreported")
+        .filter(|r| r.name != f.expected && r.name != "unreported")
         .map(|r| format!("{} went to {}", r.count, r.name))
         .collect();
     if f.reported < f.sent {
         notes.push(format!("{} unreported", f.sent - f.reported));
     }
     let mut s = format!(
-        "of {} requests sent to {path}, {} reached it",
+        "of {} requests sent to {path}, {} reached {target}",
         f.sent, f.reached
     );
     if !notes.is_empty() {
         s.push_str(&format!(" ({})", notes.join(", ")));
     }
+    if f.questions > 0 && !f.astray.is_empty() {
+        s.push_str(&format!(
+            "; of {} questions, {} reached {}",
+            f.questions, f.questions_reached, f.expected
+        ));
+        for a in &f.astray {
+            let listed: Vec<String> = a
+                .prompts
+                .iter()
+                .take(ASTRAY_LISTED)
+                .map(|p| format!("#{} ({})", u64::from(p.index) + 1, p.hash))
+                .collect();
+            let more = a.prompts.len().saturating_sub(ASTRAY_LISTED);
+            let whither = if a.route == "unreported" {
+                "reported no route".to_string()
+            } else {
+                format!("went to {}", a.route)
+            };
+            s.push_str(&format!(
+                "; these {} {whither}: {}",
+                a.prompts.len(),
+                listed.join(", ")
+            ));
+            if more > 0 {
+                s.push_str(&format!(" and {more} more"));
+            }
+        }
+    }
     s
 }
+
+/// A path that buffers its answers, or `None` when it streams (or too
+/// few requests show either).
+pub fn buffering(path: &str, b: &firsttoken_analyze::diagnose::Buffering) -> Option<String> {
+    b.likely().then(|| {
+        format!(
+            "{path} buffers its answers: {} of {} requests got the whole answer in one piece at the end of the stream, so their first token is their last and TTFT is the full answer time",
+            b.buffered, b.requests
+        )
+    })
+}
+
+/// Most astray questions a funnel sentence lists per route.
+pub const ASTRAY_LISTED: usize = 24;
 
 /// Paths against the fastest one, and the funnels that leak.
 pub fn routes(r: &Routes) -> String {
@@ -650,11 +749,14 @@ pub fn limit(l: &Limit) -> String {
         ),
         Limit::HighErrorRate {
             phase,
+            path,
             failed,
             requests,
         } => format!(
-            "{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
+            "{}{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
             phase.as_str(),
+            path.as_ref()
+                .map_or(String::new(), |p| format!(" on path {p}")),
             format::percent(Some(*failed as f64 / (*requests).max(1) as f64))
         ),
     }

@@ -186,3 +186,157 @@ fn defect_7_one_value_reads_the_same_in_every_format() {
     let bare = format!("{:.0} [", analysis.groups[0].pooled.p50.point().unwrap());
     assert!(!out.markdown.contains(&bare), "bare number {bare}");
 }
+
+/// Issue 10: a slow serial chat path and a fast parallel docs path are
+/// worded apart in every diagnostic; a path with too few samples says so
+/// for itself; the pooled figure only ever appears labelled as a summary.
+#[test]
+fn two_paths_of_very_different_speed_are_never_pooled_in_words() {
+    use firsttoken_analyze::{Frame, GroupKey, Settings, analyze};
+    let id = "two";
+    let sessions = vec![common::meta(id, "v1")];
+    let mut rows = Vec::new();
+    let mut push = |phase: &str, path: &str, t: f64| {
+        let r = common::row(id, rows.len() as u64, phase, path, t);
+        rows.push(r);
+        rows.len() - 1
+    };
+    for (path, warm) in [("chat", 2000.0), ("docs", 600.0)] {
+        for t in common::spread(warm, 20.0, 40) {
+            push("warm", path, t);
+        }
+    }
+    for t in common::spread(500.0, 20.0, 40) {
+        push("direct", "direct", t);
+    }
+    // chat: one request at a time, 20 per level; docs: one per level only.
+    let mut levels = Vec::new();
+    for k in [1u32, 3, 5] {
+        for (j, t) in common::spread(2000.0, 20.0, 20).into_iter().enumerate() {
+            let wave = (j % k as usize) as f64;
+            levels.push((push("concurrency", "chat", t * (1.0 + wave)), k));
+        }
+        levels.push((push("concurrency", "docs", 600.0), k));
+    }
+    for (i, k) in levels {
+        rows[i].concurrency = Some(k);
+    }
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[GroupKey::Path], &Settings::new(3));
+    let input = ReportInput::new(&sessions, &a, &[]);
+    let text = flat(&render(Format::Terminal, &input).unwrap());
+    let section = |from: &str, to: &str| {
+        let s = text.find(from).unwrap();
+        text[s..s + text[s..].find(to).unwrap()].to_string()
+    };
+    let overhead = section("== App overhead", "== Connection");
+    assert!(
+        overhead.contains("path chat: the app adds 1.50 s"),
+        "{overhead}"
+    );
+    assert!(
+        overhead.contains("path docs: the app adds 100 ms"),
+        "{overhead}"
+    );
+    assert!(
+        overhead.contains("all paths pooled (chat, docs), summary only: the app adds"),
+        "{overhead}"
+    );
+    assert_eq!(overhead.matches(": the app adds").count(), 3, "{overhead}");
+    let wall = section("== Concurrency wall", "== Cold start");
+    assert!(
+        wall.contains("path chat: behaves like a one-at-a-time server"),
+        "{wall}"
+    );
+    assert!(
+        wall.contains("path docs: too few samples to judge concurrency"),
+        "{wall}"
+    );
+    // chat's own c=5 ratio, not diluted by docs' fast requests.
+    let chat = a
+        .concurrency
+        .iter()
+        .find(|w| words::paths_label(&w.paths) == "path chat")
+        .unwrap();
+    let r5 = chat.levels[2].ratio.estimate.point().unwrap();
+    assert!((r5 - 3.0).abs() < 0.2, "{r5}");
+}
+
+/// Issue 10: the funnel counts against `expect_route` and names the
+/// questions that went astray by number and hash.
+#[test]
+fn the_funnel_names_the_questions_that_went_astray() {
+    use firsttoken_analyze::diagnose::{Astray, Funnel, PromptId, Share};
+    let prompts = |v: &[u32]| -> Vec<PromptId> {
+        v.iter()
+            .map(|&i| PromptId {
+                index: i,
+                hash: format!("{i:012x}"),
+                requests: 1,
+            })
+            .collect()
+    };
+    let f = Funnel {
+        sent: 20,
+        failed: 0,
+        reported: 20,
+        reached: 2,
+        routes: vec![
+            Share {
+                name: "chat".into(),
+                count: 18,
+            },
+            Share {
+                name: "docs".into(),
+                count: 2,
+            },
+        ],
+        expected: "docs".into(),
+        questions: 20,
+        questions_reached: 2,
+        astray: vec![Astray {
+            route: "chat".into(),
+            prompts: prompts(&[0, 2, 17]),
+        }],
+    };
+    let s = words::funnel("router", &f);
+    assert_eq!(
+        s,
+        "of 20 requests sent to router, 2 reached docs (18 went to chat); of 20 questions, \
+         2 reached docs; these 3 went to chat: #1 (000000000000), #3 (000000000002), \
+         #18 (000000000011)"
+    );
+    let mine = Funnel {
+        expected: "router".into(),
+        ..f
+    };
+    assert!(words::funnel("router", &mine).starts_with(
+        "of 20 requests sent to router, 2 reached it (18 went to chat, 2 went to docs)"
+    ));
+}
+
+/// Issue 10 (also seen): a buffering path is named; a streaming one, or
+/// too few requests to tell, is not.
+#[test]
+fn a_buffering_path_is_named() {
+    use firsttoken_analyze::diagnose::Buffering;
+    let s = words::buffering(
+        "docs",
+        &Buffering {
+            requests: 20,
+            buffered: 20,
+        },
+    )
+    .unwrap();
+    assert!(
+        s.starts_with("docs buffers its answers: 20 of 20 requests"),
+        "{s}"
+    );
+    for b in [(20, 3), (4, 4)] {
+        let b = Buffering {
+            requests: b.0,
+            buffered: b.1,
+        };
+        assert!(words::buffering("docs", &b).is_none(), "{b:?}");
+    }
+}

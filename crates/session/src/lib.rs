@@ -39,5 +39,5 @@ pub use budget::{Budget, price};
 pub use error::SessionError;
 pub use observe::{Observer, Quiet};
 pub use run::{Outcome, run_session};
-pub use source::Source;
+pub use source::{Source, prompt_ref};
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};

@@ -13,7 +13,7 @@ use firsttoken_plan::protocol::Dest;
 use firsttoken_record::session::{Provenance, SampleRow};
 use firsttoken_record::{Destination, Store, UtcTime};
 
-use crate::{Budget, Observer, price};
+use crate::{Budget, Observer, Source, price};
 
 /// What the recorder kept and counted.
 #[derive(Debug, Default)]
@@ -39,6 +39,8 @@ pub(crate) struct Recorder<'a> {
     pub paths: &'a [String],
     pub strategies: &'a [String],
     pub budget: &'a Budget,
+    /// The session's requests, to name each sample's prompt.
+    pub source: &'a Source,
 }
 
 impl Recorder<'_> {
@@ -61,7 +63,7 @@ impl Recorder<'_> {
             actual_start_ms: ms(s.actual_start),
             started_at: UtcTime::from(s.started_at),
             provenance: self.provenance,
-            prompt: None,
+            prompt: self.source.prompt_of(&s.planned),
             sample: s.sample,
         }
     }

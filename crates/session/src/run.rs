@@ -114,6 +114,7 @@ pub async fn run_session(
         source.set_tokens(accounts.tokens.clone());
     }
     let app_spec = source.app_spec().clone();
+    let source = Arc::new(source);
     let budget = Arc::new(Budget::new(cfg.session.budget_usd));
     let (paths, strategies) = spec.names();
     let recorder = Recorder {
@@ -124,6 +125,7 @@ pub async fn run_session(
         paths: &paths,
         strategies: &strategies,
         budget: &budget,
+        source: &source,
     };
     let mut stop = Stop::Cancelled;
     let mut cancelled_in_flight = 0;
@@ -133,7 +135,7 @@ pub async fn run_session(
         let run_cancel = cancel.child_token();
         let runner = {
             let (protocol, source, run_cancel) =
-                (protocol.clone(), Arc::new(source), run_cancel.clone());
+                (protocol.clone(), source.clone(), run_cancel.clone());
             let gate: Arc<dyn firsttoken_drive::Gate> = budget.clone();
             tokio::spawn(async move { execute(&protocol, source, gate, tx, run_cancel).await })
         };

@@ -9,6 +9,7 @@ use firsttoken_plan::config::Config;
 use firsttoken_plan::env::expand_env;
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
+use firsttoken_record::session::PromptRef;
 
 use crate::SessionError;
 
@@ -20,6 +21,8 @@ pub struct Source {
     ping: Option<ProbeSpec>,
     direct_model: Option<String>,
     prompts: Vec<String>,
+    /// Per app path, its own prompts (empty: it uses `prompts`).
+    path_prompts: Vec<Vec<String>>,
     /// Bearer tokens of the session's test accounts, rotated over requests.
     tokens: Vec<String>,
 }
@@ -79,26 +82,61 @@ fn base_spec(
     Ok(spec)
 }
 
+/// A prompt list: `list`, then the lines of `file` (blank lines skipped).
+fn read_prompts(list: &[String], file: Option<&str>) -> Result<Vec<String>, SessionError> {
+    let mut prompts = list.to_vec();
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file).map_err(|source| SessionError::Read {
+            path: format!("the prompts file {file}"),
+            source,
+        })?;
+        prompts.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        );
+    }
+    Ok(prompts)
+}
+
+/// The identity of a prompt: its index in its list and the first 12 hex
+/// digits of the SHA-256 of its text (never the text itself).
+pub fn prompt_ref(index: usize, text: &str) -> PromptRef {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hash: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    PromptRef {
+        index: u32::try_from(index).unwrap_or(u32::MAX),
+        hash,
+    }
+}
+
 impl Source {
-    /// Build from a validated config; reads prompts from their file and the API key from its env var.
+    /// Build from a validated config; reads prompts from their files and the API key from its env var.
     pub fn new(cfg: &Config) -> Result<Source, SessionError> {
-        let mut prompts = cfg.prompts.list.clone();
-        if let Some(file) = &cfg.prompts.file {
-            let text = std::fs::read_to_string(file).map_err(|source| SessionError::Read {
-                path: format!("the prompts file {file}"),
-                source,
-            })?;
-            prompts.extend(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string),
-            );
-        }
+        let prompts = read_prompts(&cfg.prompts.list, cfg.prompts.file.as_deref())?;
         if prompts.is_empty() {
             return Err(SessionError::Invalid(
                 "no prompts: prompts.list is empty and prompts.file has no lines".into(),
             ));
+        }
+        let mut path_prompts = Vec::new();
+        for p in &cfg.app.paths {
+            let own = match (&p.prompts, &p.prompts_file) {
+                (None, None) => Vec::new(),
+                (list, file) => {
+                    let v = read_prompts(list.as_deref().unwrap_or(&[]), file.as_deref())?;
+                    if v.is_empty() {
+                        return Err(SessionError::Invalid(format!(
+                            "no prompts for path {:?}: its prompts list is empty and its prompts_file has no lines",
+                            p.name
+                        )));
+                    }
+                    v
+                }
+            };
+            path_prompts.push(own);
         }
         let timeout = cfg.session.timeout;
         let compressed = cfg.session.compressed;
@@ -180,8 +218,42 @@ impl Source {
             ping,
             direct_model: cfg.direct.as_ref().map(|d| d.model.clone()),
             prompts,
+            path_prompts,
             tokens: Vec::new(),
         })
+    }
+
+    /// Per app path, the length of its own prompt list (0: the session's).
+    pub fn path_prompts(&self) -> Vec<usize> {
+        self.path_prompts.iter().map(Vec::len).collect()
+    }
+
+    /// The list a planned request takes its prompt from.
+    fn prompt_list(&self, dest: Dest) -> &[String] {
+        match dest {
+            Dest::App(i) => match self.path_prompts.get(i) {
+                Some(own) if !own.is_empty() => own,
+                _ => &self.prompts,
+            },
+            _ => &self.prompts,
+        }
+    }
+
+    /// The prompt text of a planned request (`None` for a ping).
+    fn prompt_text(&self, planned: &Planned) -> (usize, &str) {
+        let list = self.prompt_list(planned.dest);
+        let i = planned.prompt % list.len().max(1);
+        (i, list.get(i).map_or("", String::as_str))
+    }
+
+    /// The identity of a planned request's prompt; `None` for a ping,
+    /// which carries none.
+    pub fn prompt_of(&self, planned: &Planned) -> Option<PromptRef> {
+        if planned.dest == Dest::Ping {
+            return None;
+        }
+        let (i, text) = self.prompt_text(planned);
+        Some(prompt_ref(i, text))
     }
 
     /// Use these bearer tokens on app requests.
@@ -234,7 +306,7 @@ impl RequestSource for Source {
     }
 
     fn request(&self, planned: &Planned) -> RequestTemplate {
-        let prompt = &self.prompts[planned.prompt % self.prompts.len()];
+        let (_, prompt) = self.prompt_text(planned);
         match planned.dest {
             Dest::App(_) => {
                 let mut r = self.spec(planned.dest).request.clone();
@@ -266,6 +338,14 @@ impl RequestSource for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_is_known_by_index_and_hash() {
+        // printf 'hello' | sha256sum → 2cf24dba5fb0a30e26e83b2ac5b9e29e…
+        let r = prompt_ref(3, "hello");
+        assert_eq!(r.index, 3);
+        assert_eq!(r.hash, "2cf24dba5fb0");
+    }
 
     #[test]
     fn fill_escapes_and_merge_is_deep() {

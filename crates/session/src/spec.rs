@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use firsttoken_plan::config::Config;
-use firsttoken_plan::protocol::{PRESETS, Protocol, preset};
+use firsttoken_plan::protocol::{Layout, PRESETS, Protocol, preset};
 use firsttoken_record::session::Provenance;
 
 use crate::{SessionError, Source};
@@ -97,14 +97,13 @@ impl SessionSpec {
             .map_err(SessionError::Config)?;
         let source = Source::new(&config)?;
         let strategies = config.direct.as_ref().map_or(0, |d| d.strategies.len());
-        let protocol = Protocol::expand(
-            &config.phases,
-            config.app.paths.len(),
+        let layout = Layout {
+            paths: config.app.paths.iter().map(|p| p.name.clone()).collect(),
+            path_prompts: source.path_prompts(),
             strategies,
-            source.prompts(),
-            config.session.order,
-            seed,
-        );
+            prompts: source.prompts(),
+        };
+        let protocol = Protocol::expand(&config.phases, &layout, config.session.order, seed);
         let provenance = if o.emulated || config.session.emulated {
             Provenance::Emulated
         } else {

@@ -244,3 +244,86 @@ warm = 6
         "every line is sent: {seen:?}"
     );
 }
+
+/// Issue 10: a path with its own prompts file rotates over it, the other
+/// path over the session's list; every stored sample names its prompt by
+/// index and hash (never its text), as sent; a phase aimed at one path
+/// sends nothing to the other.
+#[tokio::test]
+async fn per_path_prompts_rotate_and_each_sample_names_its_prompt() {
+    let bodies = Bodies::default();
+    let base = server_logging(bodies.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("docs.txt");
+    std::fs::write(&file, "doc one\ndoc two\ndoc three\n").unwrap();
+    let text = format!(
+        r#"
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "chat"
+path = "/api/echo"
+body = '{{"message": "{{prompt}}"}}'
+
+[[app.paths]]
+name = "docs"
+path = "/api/echo"
+body = '{{"message": "{{prompt}}"}}'
+prompts_file = "{}"
+
+[prompts]
+list = ["chat one", "chat two"]
+
+[phases]
+warm = 8
+fresh = {{ count = 3, paths = ["docs"] }}
+"#,
+        file.display()
+    );
+    let spec = SessionSpec::new(
+        Config::parse(&text, "t.toml").unwrap(),
+        Overrides::default(),
+    )
+    .unwrap();
+    let store = store(&dir).await;
+    let out = run_session(&spec, &store, &mut Quiet, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.done, 11);
+    let rows = store.samples(&out.meta.id).await.unwrap();
+    let counted: Vec<_> = rows.iter().filter(|r| !r.sample.warmup).collect();
+    assert_eq!(counted.len(), 11);
+    let sent: Vec<String> = bodies.lock().unwrap().clone();
+    let mut docs_prompts = std::collections::BTreeSet::new();
+    for r in &counted {
+        let path = r.dest.path_column().unwrap();
+        let p = r
+            .prompt
+            .as_ref()
+            .expect("every app sample names its prompt");
+        let list: &[&str] = if path == "docs" {
+            &["doc one", "doc two", "doc three"]
+        } else {
+            &["chat one", "chat two"]
+        };
+        let text = list[p.index as usize];
+        assert_eq!(p, &firsttoken_session::prompt_ref(p.index as usize, text));
+        assert_eq!(p.hash.len(), 12);
+        if path == "docs" {
+            docs_prompts.insert(p.index);
+        }
+        if r.phase == firsttoken_record::PhaseKind::Fresh {
+            assert_eq!(path, "docs", "fresh is aimed at docs only");
+        }
+    }
+    assert_eq!(docs_prompts.len(), 3, "docs rotates over its own file");
+    let texts: std::collections::BTreeSet<&str> =
+        sent.iter().filter_map(|b| b.split('"').nth(3)).collect();
+    for t in ["doc one", "doc two", "doc three", "chat one", "chat two"] {
+        assert!(texts.contains(t), "{t} never sent: {sent:?}");
+    }
+    // No stored column holds a prompt's text.
+    let json = serde_json::to_string(&rows).unwrap();
+    assert!(!json.contains("doc one") && !json.contains("chat one"));
+}

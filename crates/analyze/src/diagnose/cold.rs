@@ -11,7 +11,7 @@
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
-use super::{provenances_with, rows_of, session_set, within};
+use super::{PathScope, Scope, path_scopes, provenances_with, scoped_rows, session_set, within};
 use crate::Settings;
 use crate::estimate::{Ci, Estimate, Percentile, Stat};
 use crate::finding::Finding;
@@ -51,6 +51,9 @@ pub struct ColdStart {
     /// (e.g. `code_version=before`); empty when there is one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The app path it describes (its probes against its own warm
+    /// requests), or the labelled pooled summary.
+    pub paths: PathScope,
     /// Warm TTFT median of the probes' sessions.
     pub warm_median: Stat,
     /// Warm TTFT p95 of the probes' sessions.
@@ -63,22 +66,27 @@ pub struct ColdStart {
     pub median_ratio: Option<f64>,
 }
 
-/// Cold probes per provenance kind that has them.
+/// Cold probes per provenance kind that has them and per app path of the
+/// probes (then a pooled summary when there are several): each path's
+/// probes against the warm requests of the same path.
 pub fn cold_start(frame: &Frame, settings: &Settings) -> Vec<ColdStart> {
-    provenances_with(frame, &[PhaseKind::Cold])
-        .into_iter()
-        .map(|p| one(frame, p, settings))
-        .collect()
+    let mut out = Vec::new();
+    for p in provenances_with(frame, &[PhaseKind::Cold]) {
+        for scope in path_scopes(frame, p, &[PhaseKind::Cold]) {
+            out.push(one(frame, p, &scope, settings));
+        }
+    }
+    out
 }
 
-fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ColdStart {
-    let cold: Vec<u32> = rows_of(frame, prov, &[PhaseKind::Cold])
+fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> ColdStart {
+    let cold: Vec<u32> = scoped_rows(frame, prov, &[PhaseKind::Cold], scope)
         .into_iter()
         .filter(|&i| frame.obs(i).counted())
         .collect();
     let warm = within(
         frame,
-        &rows_of(frame, prov, &[PhaseKind::Warm]),
+        &scoped_rows(frame, prov, &[PhaseKind::Warm], scope),
         &session_set(frame, &cold),
     );
     let ws = Samples::of_rows(frame, &warm, Metric::Ttft);
@@ -127,6 +135,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ColdStart {
     ColdStart {
         provenance: prov,
         scope: String::new(),
+        paths: scope.paths.clone(),
         warm_median,
         warm_p95,
         warm_n: ws.len(),
@@ -141,6 +150,59 @@ mod tests {
     use crate::Direction;
     use crate::testutil::{failed, frame, row, spread};
     use firsttoken_record::session::SampleRow;
+
+    #[test]
+    fn each_path_probes_against_its_own_warm_median() {
+        // chat is slow when warm (2000 ms), docs fast (100 ms); a probe of
+        // 4000 ms on chat is 2×, one of 300 ms on docs is 3×. Against a
+        // pooled warm median the docs probe would look fast.
+        let mut rows = Vec::new();
+        for (path, center) in [("chat", 2000.0), ("docs", 100.0)] {
+            for t in spread(center, center / 20.0, 60) {
+                rows.push(row("s", "warm", Some(path), Some(t)));
+            }
+        }
+        rows.push(row("s", "cold", Some("chat"), Some(4000.0)));
+        rows.push(row("s", "cold", Some("docs"), Some(300.0)));
+        let c = cold_start(&frame(&rows), &Settings::new(2));
+        assert_eq!(c.len(), 3);
+        let ratio = |i: usize| c[i].probes[0].ratio.unwrap();
+        assert_eq!(c[0].probes.len(), 1);
+        assert_eq!(c[0].probes[0].path.as_deref(), Some("chat"));
+        assert_eq!((c[0].warm_n, c[1].warm_n), (60, 60));
+        assert!((ratio(0) - 2.0).abs() < 0.05, "{}", ratio(0));
+        assert!((ratio(1) - 3.0).abs() < 0.1, "{}", ratio(1));
+        assert_eq!(c[1].probes[0].beyond_warm, Some(true));
+        for path in &c[..2] {
+            let f = path.probes[0].excess.unwrap();
+            assert_eq!(f.direction, Direction::Increase);
+        }
+        assert!(c[2].paths.is_pooled());
+        assert_eq!((c[2].probes.len(), c[2].warm_n), (2, 120));
+    }
+
+    #[test]
+    fn a_path_without_warm_requests_says_so_itself() {
+        let mut rows: Vec<SampleRow> = spread(100.0, 5.0, 60)
+            .into_iter()
+            .map(|t| row("s", "warm", Some("docs"), Some(t)))
+            .collect();
+        rows.push(row("s", "cold", Some("router"), Some(900.0)));
+        rows.push(row("s", "cold", Some("docs"), Some(300.0)));
+        let c = cold_start(&frame(&rows), &Settings::new(2));
+        let router = c
+            .iter()
+            .find(|c| {
+                c.paths
+                    == PathScope::One {
+                        path: Some("router".into()),
+                    }
+            })
+            .unwrap();
+        assert_eq!(router.warm_n, 0, "docs' warm requests are not borrowed");
+        assert!(router.warm_median.point().is_none());
+        assert!(router.probes[0].excess.unwrap().direction == Direction::TooFewSamples);
+    }
 
     #[test]
     fn each_probe_against_the_warm_median() {

@@ -21,7 +21,7 @@
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
-use super::{provenances_with, rows_of};
+use super::{PathScope, Scope, path_scopes, provenances_with, scoped_rows};
 use crate::Settings;
 use crate::bootstrap::ratio_stat;
 use crate::estimate::{Percentile, Stat};
@@ -68,6 +68,8 @@ pub struct ConcurrencyWall {
     /// (e.g. `code_version=before`); empty when there is one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The app path it describes, or the labelled pooled summary.
+    pub paths: PathScope,
     /// Where the baseline comes from: `c=1`, `warm`, or `none`.
     pub baseline: &'static str,
     /// Baseline median TTFT.
@@ -81,16 +83,21 @@ pub struct ConcurrencyWall {
     pub verdict: WallVerdict,
 }
 
-/// The concurrency wall per provenance kind with concurrency rows.
+/// The concurrency wall per provenance kind with concurrency rows and per
+/// app path of those rows (then a pooled summary when there are several):
+/// each path's levels against its own baseline.
 pub fn concurrency_wall(frame: &Frame, settings: &Settings) -> Vec<ConcurrencyWall> {
-    provenances_with(frame, &[PhaseKind::Concurrency])
-        .into_iter()
-        .map(|p| one(frame, p, settings))
-        .collect()
+    let mut out = Vec::new();
+    for p in provenances_with(frame, &[PhaseKind::Concurrency]) {
+        for scope in path_scopes(frame, p, &[PhaseKind::Concurrency]) {
+            out.push(one(frame, p, &scope, settings));
+        }
+    }
+    out
 }
 
-fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall {
-    let rows = rows_of(frame, prov, &[PhaseKind::Concurrency]);
+fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> ConcurrencyWall {
+    let rows = scoped_rows(frame, prov, &[PhaseKind::Concurrency], scope);
     let mut parts = partition(&rows, |i| u64::from(frame.obs(i).concurrency));
     parts.retain(|(k, _)| *k > 0);
     parts.sort_unstable_by_key(|(k, _)| *k);
@@ -102,7 +109,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
     let (baseline, base) = match c1 {
         Some(r) => ("c=1", Samples::of_rows(frame, r, Metric::Ttft)),
         None => {
-            let warm = rows_of(frame, prov, &[PhaseKind::Warm]);
+            let warm = scoped_rows(frame, prov, &[PhaseKind::Warm], scope);
             let s = Samples::of_rows(frame, &warm, Metric::Ttft);
             (if s.is_empty() { "none" } else { "warm" }, s)
         }
@@ -112,7 +119,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
         .iter()
         .map(|&(k, r)| {
             let (s, c) = gather(frame, r, Metric::Ttft);
-            let label = format!("concurrency/{}/c{k}", prov.as_str());
+            let label = format!("concurrency/{}/{}/c{k}", prov.as_str(), scope.key());
             ConcurrencyLevel {
                 concurrency: k,
                 ttft: MetricSummary::new(Metric::Ttft, &s, c, settings),
@@ -153,6 +160,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConcurrencyWall 
     ConcurrencyWall {
         provenance: prov,
         scope: String::new(),
+        paths: scope.paths.clone(),
         baseline,
         baseline_median,
         levels,
@@ -193,6 +201,16 @@ mod tests {
     /// service time of ~800 ms: the i-th request of a burst gets its first
     /// token after ⌊i/slots⌋ + 1 service times.
     fn server(slots: usize, levels: &[u32], per_level: usize) -> Vec<SampleRow> {
+        server_on("chat", slots, 800.0, levels, per_level)
+    }
+
+    fn server_on(
+        path: &str,
+        slots: usize,
+        service: f64,
+        levels: &[u32],
+        per_level: usize,
+    ) -> Vec<SampleRow> {
         let mut rows = Vec::new();
         let jitter = spread(0.0, 40.0, 1000);
         let mut j = 0;
@@ -204,8 +222,8 @@ mod tests {
                     let mut r = row(
                         "s",
                         "concurrency",
-                        Some("chat"),
-                        Some(800.0 * waves + jitter[j % 1000]),
+                        Some(path),
+                        Some(service * waves + jitter[j % 1000] * service / 800.0),
                     );
                     r.concurrency = Some(k);
                     rows.push(r);
@@ -230,6 +248,36 @@ mod tests {
         assert!((p - 1.0).abs() < 0.1, "{p}");
         assert_eq!(w.verdict, WallVerdict::OneAtATime);
         assert_eq!(w.levels[2].ratio.direction, Direction::Increase);
+    }
+
+    #[test]
+    fn two_paths_each_get_their_own_wall() {
+        // chat: one slot, 800 ms; docs: eight slots, 100 ms. Pooled, the
+        // c=1 baseline mixes both and the ratios describe neither.
+        let mut rows = server_on("chat", 1, 800.0, &[1, 3, 5], 60);
+        rows.extend(server_on("docs", 8, 100.0, &[1, 3, 5], 60));
+        let walls = concurrency_wall(&frame(&rows), &Settings::new(4));
+        assert_eq!(walls.len(), 3, "{walls:?}");
+        let one = |p: &str| PathScope::One {
+            path: Some(p.into()),
+        };
+        let (chat, docs, pooled) = (&walls[0], &walls[1], &walls[2]);
+        assert_eq!((&chat.paths, &docs.paths), (&one("chat"), &one("docs")));
+        assert_eq!(
+            pooled.paths,
+            PathScope::Pooled {
+                paths: vec!["chat".into(), "docs".into()]
+            }
+        );
+        assert_eq!(chat.verdict, WallVerdict::OneAtATime);
+        assert_eq!(docs.verdict, WallVerdict::Scales, "{docs:?}");
+        let r = |w: &ConcurrencyWall, i: usize| w.levels[i].ratio.estimate.point().unwrap();
+        assert!((r(chat, 1) - 2.0).abs() < 0.15 && (r(chat, 2) - 3.0).abs() < 0.15);
+        assert!((r(docs, 2) - 1.0).abs() < 0.1);
+        assert_eq!(chat.levels[0].ttft.n, 60, "no docs row in chat's wall");
+        assert!((chat.baseline_median.point().unwrap() - 800.0).abs() < 40.0);
+        assert!((docs.baseline_median.point().unwrap() - 100.0).abs() < 10.0);
+        assert_eq!(pooled.levels[0].ttft.n, 120);
     }
 
     #[test]

@@ -11,7 +11,9 @@
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
-use super::{both, provenances_with, rows_of, session_set, within};
+use super::{
+    PathScope, Scope, both, path_scopes, provenances_with, scoped_rows, session_set, within,
+};
 use crate::Settings;
 use crate::bootstrap::difference_stat;
 use crate::estimate::{Percentile, Stat};
@@ -28,6 +30,9 @@ pub struct ConnectionCost {
     /// (e.g. `code_version=before`); empty when there is one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The app path it describes (fresh and warm rows of that path), or the
+    /// labelled pooled summary.
+    pub paths: PathScope,
     /// Sessions with both fresh and warm requests.
     pub sessions: usize,
     /// TTFT on fresh connections.
@@ -48,17 +53,22 @@ pub struct ConnectionCost {
     pub other_ms: Option<f64>,
 }
 
-/// Connection cost per provenance kind that has fresh requests.
+/// Connection cost per provenance kind that has fresh requests and per
+/// app path of those requests (then a pooled summary when there are
+/// several): each path's fresh requests against its own warm ones.
 pub fn connection_cost(frame: &Frame, settings: &Settings) -> Vec<ConnectionCost> {
-    provenances_with(frame, &[PhaseKind::Fresh])
-        .into_iter()
-        .map(|p| one(frame, p, settings))
-        .collect()
+    let mut out = Vec::new();
+    for p in provenances_with(frame, &[PhaseKind::Fresh]) {
+        for scope in path_scopes(frame, p, &[PhaseKind::Fresh]) {
+            out.push(one(frame, p, &scope, settings));
+        }
+    }
+    out
 }
 
-fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
-    let fresh_all = rows_of(frame, prov, &[PhaseKind::Fresh]);
-    let warm_all = rows_of(frame, prov, &[PhaseKind::Warm]);
+fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> ConnectionCost {
+    let fresh_all = scoped_rows(frame, prov, &[PhaseKind::Fresh], scope);
+    let warm_all = scoped_rows(frame, prov, &[PhaseKind::Warm], scope);
     let set = both(
         &session_set(frame, &fresh_all),
         &session_set(frame, &warm_all),
@@ -68,7 +78,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
     let warm_rows = within(frame, &warm_all, &set);
     let (fs, fc) = gather(frame, &fresh_rows, Metric::Ttft);
     let (ws, wc) = gather(frame, &warm_rows, Metric::Ttft);
-    let label = format!("connection/{}", prov.as_str());
+    let label = format!("connection/{}/{}", prov.as_str(), scope.key());
     let cost_median = Finding::difference(
         difference_stat(&fs, &ws, Percentile::P50, settings, &format!("{label}/p50")),
         fs.len(),
@@ -91,6 +101,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> ConnectionCost {
     ConnectionCost {
         provenance: prov,
         scope: String::new(),
+        paths: scope.paths.clone(),
         sessions,
         fresh,
         warm,
@@ -108,6 +119,42 @@ mod tests {
     use super::*;
     use crate::Direction;
     use crate::testutil::{frame, row, spread};
+
+    #[test]
+    fn each_path_pays_its_own_connection_cost() {
+        // chat: warm 2000, fresh +300; docs: warm 100, fresh +40.
+        let mut rows = Vec::new();
+        for (path, warm, cost) in [("chat", 2000.0, 300.0), ("docs", 100.0, 40.0)] {
+            for t in spread(warm, warm / 50.0, 80) {
+                rows.push(row("s", "warm", Some(path), Some(t)));
+            }
+            for t in spread(warm + cost, warm / 50.0, 40) {
+                let mut r = row("s", "fresh", Some(path), Some(t));
+                r.sample.dns_ms = Some(5.0);
+                r.sample.connect_ms = Some(10.0);
+                r.sample.tls_ms = Some(20.0);
+                rows.push(r);
+            }
+        }
+        let c = connection_cost(&frame(&rows), &Settings::new(9));
+        assert_eq!(c.len(), 3);
+        let cost = |i: usize| c[i].cost_median.estimate.estimate().copied().unwrap();
+        assert_eq!(
+            c[1].paths,
+            PathScope::One {
+                path: Some("docs".into())
+            }
+        );
+        assert!((cost(0).point - 300.0).abs() < 40.0, "{:?}", cost(0));
+        assert!((cost(1).point - 40.0).abs() < 5.0, "{:?}", cost(1));
+        assert!(cost(1).ci.upper < 60.0, "no chat value in docs' interval");
+        assert_eq!((c[0].fresh.n, c[0].warm.n), (40, 80));
+        assert!(c[2].paths.is_pooled());
+        assert_eq!(c[2].fresh.n, 80);
+        for path in &c[..2] {
+            assert_eq!(path.cost_median.direction, Direction::Increase);
+        }
+    }
 
     #[test]
     fn connection_cost_is_split_into_dns_connect_tls() {

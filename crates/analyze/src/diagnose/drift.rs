@@ -12,7 +12,7 @@
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
-use super::{provenances_with, rows_of};
+use super::{PathScope, Scope, path_scopes, provenances_with, scoped_rows};
 use crate::Settings;
 use crate::bootstrap::difference_stat;
 use crate::compare::{Comparison, compare};
@@ -59,18 +59,25 @@ pub struct Drift {
     /// (e.g. `code_version=before`); empty when there is one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The app path whose warm requests it follows, or the labelled pooled
+    /// summary (a day with another mix of paths would look like drift).
+    pub paths: PathScope,
     /// Days in order.
     pub days: Vec<DayStats>,
     /// Consecutive days with app data.
     pub changes: Vec<DayChange>,
 }
 
-/// Drift per provenance kind with warm requests.
+/// Drift per provenance kind with warm requests and per app path of those
+/// requests (then a pooled summary when there are several).
 pub fn drift(frame: &Frame, settings: &Settings) -> Vec<Drift> {
-    provenances_with(frame, &[PhaseKind::Warm])
-        .into_iter()
-        .map(|p| one(frame, p, settings))
-        .collect()
+    let mut out = Vec::new();
+    for p in provenances_with(frame, &[PhaseKind::Warm]) {
+        for scope in path_scopes(frame, p, &[PhaseKind::Warm]) {
+            out.push(one(frame, p, &scope, settings));
+        }
+    }
+    out
 }
 
 /// Rows per UTC day, in day order.
@@ -83,9 +90,9 @@ fn by_day(frame: &Frame, rows: &[u32]) -> Vec<(i32, Vec<u32>)> {
         .collect()
 }
 
-fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
-    let warm = by_day(frame, &rows_of(frame, prov, &[PhaseKind::Warm]));
-    let ping = by_day(frame, &rows_of(frame, prov, &[PhaseKind::Ping]));
+fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> Drift {
+    let warm = by_day(frame, &scoped_rows(frame, prov, &[PhaseKind::Warm], scope));
+    let ping = by_day(frame, &scoped_rows(frame, prov, &[PhaseKind::Ping], scope));
     // Each day's values, sorted once.
     let (app, app_counts): (Vec<Samples>, Vec<Counts>) = warm
         .iter()
@@ -116,7 +123,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
             }
         })
         .collect();
-    let label = format!("drift/{}", prov.as_str());
+    let label = format!("drift/{}/{}", prov.as_str(), scope.key());
     let none = Samples::default();
     let changes: Vec<DayChange> = (1..warm.len())
         .map(|k| {
@@ -161,6 +168,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Drift {
     Drift {
         provenance: prov,
         scope: String::new(),
+        paths: scope.paths.clone(),
         days,
         changes,
     }
@@ -174,8 +182,12 @@ mod tests {
     use firsttoken_record::session::SampleRow;
 
     fn day(rows: &mut Vec<SampleRow>, date: &str, app: f64, ping: f64) {
+        day_on(rows, "chat", date, app, ping);
+    }
+
+    fn day_on(rows: &mut Vec<SampleRow>, path: &str, date: &str, app: f64, ping: f64) {
         for t in spread(app, app * 0.05, 60) {
-            let mut r = row("s", "warm", Some("chat"), Some(t));
+            let mut r = row("s", "warm", Some(path), Some(t));
             r.started_at = crate::testutil::utc(&format!("{date}T12:00:00Z"));
             rows.push(r);
         }
@@ -185,6 +197,30 @@ mod tests {
             r.started_at = crate::testutil::utc(&format!("{date}T12:00:00Z"));
             rows.push(r);
         }
+    }
+
+    #[test]
+    fn a_different_mix_of_paths_is_not_drift() {
+        // Day 1: only fast docs requests; day 2: fast docs and slow chat.
+        // Pooled, day 2 looks far slower; per path nothing changed.
+        let mut rows = Vec::new();
+        day_on(&mut rows, "docs", "2026-11-29", 100.0, 40.0);
+        day_on(&mut rows, "docs", "2026-11-30", 100.0, 40.0);
+        day_on(&mut rows, "chat", "2026-11-30", 3000.0, 40.0);
+        day_on(&mut rows, "chat", "2026-12-01", 3000.0, 40.0);
+        let d = drift(&frame(&rows), &Settings::new(6));
+        assert_eq!(d.len(), 3);
+        for p in &d[..2] {
+            assert_eq!(p.days.len(), 2, "{:?}", p.paths);
+            assert_eq!(p.days[0].app.n, 60);
+            assert_eq!(
+                p.changes[0].app.direction,
+                Direction::NoDetectableDifference
+            );
+        }
+        assert_eq!(d[0].days[0].day, "2026-11-30", "chat's own days");
+        assert!(d[2].paths.is_pooled());
+        assert_eq!(d[2].changes[0].app.direction, Direction::Increase);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use firsttoken_record::session::{Provenance, SessionMeta, SessionStatus};
 use serde::Serialize;
 
 use crate::estimate::Percentile;
-use crate::frame::{Frame, Metric, PhaseKind};
+use crate::frame::{Frame, Metric, PhaseKind, partition};
 use crate::group::{GroupKey, group};
 use crate::samples::Counts;
 
@@ -135,10 +135,14 @@ pub enum Limit {
         /// Session ids of those rows.
         sessions: Vec<String>,
     },
-    /// A phase with many failures.
+    /// A phase with many failures, on one app path (a path that fails
+    /// is never hidden among paths that do not).
     HighErrorRate {
         /// The phase.
         phase: PhaseKind,
+        /// The app path; `None` for direct requests, pings, or an app
+        /// without named paths.
+        path: Option<String>,
         /// Failed requests.
         failed: usize,
         /// Counted requests.
@@ -356,13 +360,26 @@ pub fn limits(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
             .into_iter()
             .flat_map(|p| frame.rows(p, phase).iter().copied())
             .collect();
-        let c = Counts::of_rows(frame, &rows);
-        if c.error_rate().is_some_and(|r| r > HIGH_ERROR_RATE) {
-            items.push(Limit::HighErrorRate {
-                phase,
-                failed: c.failed,
-                requests: c.requests,
-            });
+        let app = !matches!(phase, PhaseKind::Direct | PhaseKind::Ping);
+        let mut parts = partition(
+            &rows,
+            |i| {
+                if app { u64::from(frame.obs(i).path) } else { 0 }
+            },
+        );
+        parts.sort_by(|a, b| frame.str(a.0 as u32).cmp(&frame.str(b.0 as u32)));
+        for (pid, rows) in parts {
+            let c = Counts::of_rows(frame, &rows);
+            if c.error_rate().is_some_and(|r| r > HIGH_ERROR_RATE) {
+                items.push(Limit::HighErrorRate {
+                    phase,
+                    path: app
+                        .then(|| frame.str(pid as u32).map(str::to_string))
+                        .flatten(),
+                    failed: c.failed,
+                    requests: c.requests,
+                });
+            }
         }
     }
     Limits { items }
@@ -450,6 +467,32 @@ mod tests {
         }));
         let json = serde_json::to_value(&l).unwrap();
         assert_eq!(json["items"][0]["kind"], "one_vantage");
+    }
+
+    /// Issue 10: a path that mostly fails is named, not averaged away
+    /// among a healthy path's requests (pooled: 10 of 50, 20 %).
+    #[test]
+    fn a_failing_path_is_not_hidden_among_healthy_ones() {
+        let mut rows: Vec<SampleRow> = (0..40)
+            .map(|_| row("a", "warm", Some("chat"), Some(100.0)))
+            .collect();
+        rows.extend((0..10).map(|_| failed(row("a", "warm", Some("router"), None))));
+        let m = [meta("a", Provenance::Measured)];
+        let l = limits(&Frame::from_rows(&rows, &m).unwrap(), &m);
+        let high: Vec<&Limit> = l
+            .items
+            .iter()
+            .filter(|i| i.kind() == LimitKind::HighErrorRate)
+            .collect();
+        assert_eq!(
+            high,
+            [&Limit::HighErrorRate {
+                phase: PhaseKind::Warm,
+                path: Some("router".into()),
+                failed: 10,
+                requests: 10
+            }]
+        );
     }
 
     #[test]

@@ -23,12 +23,15 @@ use std::collections::HashMap;
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
-use super::{both, provenances_with, rows_of, session_set, within};
+use super::{
+    PathScope, Scope, both, path_scopes, provenances_with, rows_of, scoped_rows, session_set,
+    within,
+};
 use crate::Settings;
 use crate::bootstrap::difference_stat;
 use crate::estimate::{Percentile, Stat};
 use crate::finding::Finding;
-use crate::frame::{Frame, FxBuild, Metric, NONE, PhaseKind, partition};
+use crate::frame::{Frame, FxBuild, Metric, PhaseKind};
 use crate::samples::{MetricSummary, Samples, gather};
 
 /// Server-Timing names that describe the model call, a total, or work done
@@ -55,6 +58,9 @@ pub struct Overhead {
     /// (e.g. `code_version=before`); empty when there is one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The app path it describes (its warm requests against the same direct
+    /// requests), or the labelled pooled summary.
+    pub paths: PathScope,
     /// Sessions with both app and direct requests.
     pub sessions: usize,
     /// App TTFT (warm phase).
@@ -69,21 +75,8 @@ pub struct Overhead {
     pub overhead_p95: Stat,
     /// Overhead median ÷ direct median.
     pub relative_overhead: Option<f64>,
-    /// Overhead median per app path.
-    pub per_path: Vec<PathOverhead>,
     /// The app's own Server-Timing breakdown, where it sends one.
     pub server_timing: Option<ServerTimingBreakdown>,
-}
-
-/// Overhead of one app path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PathOverhead {
-    /// Path name.
-    pub path: String,
-    /// App TTFT values on it.
-    pub n: usize,
-    /// Its median − direct median, judged against 0.
-    pub overhead_median: Finding,
 }
 
 /// The app's Server-Timing phases over its successful warm requests.
@@ -114,16 +107,26 @@ pub struct TimingPart {
     pub median: Stat,
 }
 
-/// App overhead per provenance kind that has app or direct requests.
+/// App overhead per provenance kind that has app or direct requests, and
+/// per app path of the warm requests (then a pooled summary when there
+/// are several); with direct requests only, one entry for the app's
+/// missing side.
 pub fn overhead(frame: &Frame, settings: &Settings) -> Vec<Overhead> {
-    provenances_with(frame, &[PhaseKind::Warm, PhaseKind::Direct])
-        .into_iter()
-        .map(|p| one(frame, p, settings))
-        .collect()
+    let mut out = Vec::new();
+    for p in provenances_with(frame, &[PhaseKind::Warm, PhaseKind::Direct]) {
+        let mut scopes = path_scopes(frame, p, &[PhaseKind::Warm]);
+        if scopes.is_empty() {
+            scopes.push(Scope::everything());
+        }
+        for scope in scopes {
+            out.push(one(frame, p, &scope, settings));
+        }
+    }
+    out
 }
 
-fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
-    let warm_all = rows_of(frame, prov, &[PhaseKind::Warm]);
+fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> Overhead {
+    let warm_all = scoped_rows(frame, prov, &[PhaseKind::Warm], scope);
     let mut direct_all = rows_of(frame, prov, &[PhaseKind::Direct]);
     // The app calls its provider with the default routing, so the bare model
     // is the direct requests of the `default` strategy when there are some;
@@ -143,7 +146,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
 
     let (app_s, app_c) = gather(frame, &app_rows, Metric::Ttft);
     let (direct_s, direct_c) = gather(frame, &direct_rows, Metric::Ttft);
-    let label = format!("overhead/{}", prov.as_str());
+    let label = format!("overhead/{}/{}", prov.as_str(), scope.key());
     let overhead_median = Finding::difference(
         difference_stat(
             &app_s,
@@ -171,37 +174,11 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
         _ => None,
     };
 
-    // Per path: app rows by path id, in name order.
-    let mut by_path = partition(&app_rows, |i| u64::from(frame.obs(i).path));
-    by_path.retain(|(p, _)| *p != u64::from(NONE));
-    by_path.sort_by(|a, b| frame.str(a.0 as u32).cmp(&frame.str(b.0 as u32)));
-    let per_path = by_path
-        .iter()
-        .map(|(pid, rows)| {
-            let path = frame.str(*pid as u32).unwrap_or("-").to_string();
-            let s = Samples::of_rows(frame, rows, Metric::Ttft);
-            PathOverhead {
-                overhead_median: Finding::difference(
-                    difference_stat(
-                        &s,
-                        &direct_s,
-                        Percentile::P50,
-                        settings,
-                        &format!("{label}/{path}/p50"),
-                    ),
-                    s.len(),
-                    direct_s.len(),
-                ),
-                n: s.len(),
-                path,
-            }
-        })
-        .collect();
-
     let server_timing = breakdown(frame, &app_rows, &overhead_median.estimate, settings);
     Overhead {
         provenance: prov,
         scope: String::new(),
+        paths: scope.paths.clone(),
         sessions,
         app,
         direct,
@@ -209,7 +186,6 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Overhead {
         overhead_median,
         overhead_p95,
         relative_overhead,
-        per_path,
         server_timing,
     }
 }
@@ -315,8 +291,14 @@ mod tests {
     #[test]
     fn overhead_with_server_timing() {
         let o = overhead(&frame(&rows_with_timing()), &Settings::new(5));
-        assert_eq!(o.len(), 1);
-        let o = &o[0];
+        assert_eq!(o.len(), 3, "chat, docs, and the pooled summary");
+        let chat = PathScope::One {
+            path: Some("chat".into()),
+        };
+        assert_eq!(o[0].paths, chat);
+        assert_eq!(o[0].app.n, 30);
+        assert!(o[2].paths.is_pooled());
+        let o = &o[2];
         assert_eq!(o.sessions, 1);
         assert_eq!(o.app.n, 60, "s2 has no direct requests and is left out");
         let e = o.overhead_median.estimate.estimate().unwrap();
@@ -332,8 +314,34 @@ mod tests {
         assert_eq!(st.model_parts[0].name, "upstream_ttft");
         assert!((st.explained_ms - 805.0).abs() < 5.0, "{}", st.explained_ms);
         assert!((st.unexplained_ms.unwrap() - 1095.0).abs() < 45.0);
-        assert_eq!(o.per_path.len(), 2);
-        assert_eq!(o.per_path[0].path, "chat");
+    }
+
+    #[test]
+    fn each_path_has_its_own_overhead() {
+        // docs adds ~100 ms, chat ~1500 ms over the same direct requests.
+        let mut rows = Vec::new();
+        for (path, center) in [("chat", 2000.0), ("docs", 600.0)] {
+            for t in spread(center, 20.0, 40) {
+                rows.push(row("s", "warm", Some(path), Some(t)));
+            }
+        }
+        for t in spread(500.0, 20.0, 40) {
+            rows.push(row("s", "direct", Some("direct"), Some(t)));
+        }
+        let o = overhead(&frame(&rows), &Settings::new(5));
+        assert_eq!(o.len(), 3);
+        let e = |i: usize| o[i].overhead_median.estimate.estimate().copied().unwrap();
+        assert!((e(0).point - 1500.0).abs() < 20.0, "{:?}", e(0));
+        assert!((e(1).point - 100.0).abs() < 20.0, "{:?}", e(1));
+        assert!(e(1).ci.upper < 200.0);
+        assert_eq!((o[0].app.n, o[1].app.n, o[1].direct.n), (40, 40, 40));
+        assert_eq!(
+            o[2].paths,
+            PathScope::Pooled {
+                paths: vec!["chat".into(), "docs".into()]
+            }
+        );
+        assert_eq!(o[2].app.n, 80);
     }
 
     #[test]

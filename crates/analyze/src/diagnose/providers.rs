@@ -57,8 +57,12 @@ pub struct Providers {
     pub scope: String,
     /// Per routing strategy, by name.
     pub strategies: Vec<ProviderStats>,
-    /// Per served provider, by name.
+    /// Per served provider, by name; requests whose stream named no
+    /// provider are counted in `provider_not_reported`, not listed here
+    /// (they would repeat the strategies' figures under another name).
     pub providers: Vec<ProviderStats>,
+    /// Counted direct requests whose stream named no provider.
+    pub provider_not_reported: usize,
     /// Strategy with the lowest median TTFT.
     pub fastest_first_token: Option<String>,
     /// Strategy with the highest median tokens/s.
@@ -104,7 +108,8 @@ fn per(
             let med = |m: Metric| Samples::of_rows(frame, &idx, m).stat(Percentile::P50, settings);
             let mut by_other: HashMap<u32, usize, FxBuild> = HashMap::default();
             for &i in &idx {
-                if frame.obs(i).counted() {
+                // A provider the stream did not name is no share of a mix.
+                if frame.obs(i).counted() && other(i) != NONE {
                     *by_other.entry(other(i)).or_default() += 1;
                 }
             }
@@ -161,9 +166,18 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
         provider_name,
         settings,
     );
+    let named: Vec<u32> = rows
+        .iter()
+        .copied()
+        .filter(|&i| provider(i) != NONE)
+        .collect();
+    let provider_not_reported = rows
+        .iter()
+        .filter(|&&i| frame.obs(i).counted() && provider(i) == NONE)
+        .count();
     let by_provider = per(
         frame,
-        &rows,
+        &named,
         provider,
         strategy,
         provider_name,
@@ -208,6 +222,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
         ttft_comparison,
         strategies,
         providers,
+        provider_not_reported,
     }
 }
 
@@ -217,6 +232,29 @@ mod tests {
     use crate::Direction;
     use crate::testutil::{frame, row, spread};
     use firsttoken_record::vocab::Destination;
+
+    /// Issue 10, item 4: with no provider reported, the providers list was
+    /// an `unreported` row repeating the `default` strategy's figures.
+    #[test]
+    fn an_unreported_provider_is_counted_once_not_listed() {
+        let mut rows: Vec<_> = spread(500.0, 40.0, 30)
+            .into_iter()
+            .map(|t| row("s", "direct", Some("direct"), Some(t)))
+            .collect();
+        rows[0].sample.provider = Some("a".into());
+        let p = &providers(&frame(&rows), &Settings::new(3))[0];
+        assert_eq!(p.strategies.len(), 1);
+        assert_eq!(p.providers.len(), 1, "{:?}", p.providers);
+        assert_eq!(p.providers[0].name, "a");
+        assert_eq!(p.provider_not_reported, 29);
+        assert_eq!(
+            p.strategies[0].mix,
+            vec![Share {
+                name: "a".into(),
+                count: 1
+            }]
+        );
+    }
 
     #[test]
     fn first_token_versus_throughput() {

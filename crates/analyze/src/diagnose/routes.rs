@@ -6,10 +6,12 @@
 //! fastest ([`mod@crate::compare`]). The funnel uses every app request (cold,
 //! warm, fresh, concurrency, rate; warm-ups excluded): sent to a path, the
 //! route the app reported (`X-Route`), and how many reached the intended
-//! path (reported route equal to the path name): "of 20 requests sent to
-//! docs, 2 reached it". A path is flagged when some of its reported routes
-//! differ from it. Per reported route, warm TTFT shows what each route
-//! really costs.
+//! route (the path's `expect_route` in the session's stored config, else
+//! its name): "of 20 requests sent to docs, 2 reached it". Where samples
+//! name their prompt (index and hash), the funnel counts questions too and
+//! lists which went astray, per route they took. A path is flagged when
+//! some of its reported routes differ from the intended one. Per reported
+//! route, warm TTFT shows what each route really costs.
 
 use std::collections::HashMap;
 
@@ -40,10 +42,40 @@ pub struct Funnel {
     pub failed: usize,
     /// Of which reported a route.
     pub reported: usize,
-    /// Of which reported the intended path as their route.
+    /// Of which reported the intended route.
     pub reached: usize,
     /// Reported routes (`unreported` when none), most first.
     pub routes: Vec<Share>,
+    /// The route the path's requests should report: its `expect_route`,
+    /// else its name.
+    pub expected: String,
+    /// Distinct prompts sent (requests that name their prompt).
+    pub questions: usize,
+    /// Of which at least one request reached the intended route.
+    pub questions_reached: usize,
+    /// Per other route taken (`unreported` when none), the prompts that
+    /// took it; routes by most prompts first.
+    pub astray: Vec<Astray>,
+}
+
+/// Prompts that took a route other than the intended one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Astray {
+    /// The route they took (`unreported` when none).
+    pub route: String,
+    /// The prompts, by index.
+    pub prompts: Vec<PromptId>,
+}
+
+/// A prompt by its identity (never its text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptId {
+    /// Index in its list.
+    pub index: u32,
+    /// First 12 hex digits of the SHA-256 of its text.
+    pub hash: String,
+    /// Requests with it that took this route.
+    pub requests: usize,
 }
 
 /// One app path.
@@ -55,6 +87,51 @@ pub struct PathStats {
     pub ttft: MetricSummary,
     /// Its funnel.
     pub funnel: Funnel,
+    /// Whether it streams or buffers its answers.
+    pub buffering: Buffering,
+}
+
+/// Buffered answers: the whole answer arrived in one piece at the end of
+/// the stream (one content chunk, or the last content token within
+/// [`BUFFERED_SPREAD_MS`] of the first), so the first token is the last and
+/// TTFT is the full answer time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Buffering {
+    /// Successful counted requests with content.
+    pub requests: usize,
+    /// Of which arrived in one piece.
+    pub buffered: usize,
+}
+
+/// Content chunks closer together than this arrived in one piece.
+pub const BUFFERED_SPREAD_MS: f64 = 1.0;
+
+impl Buffering {
+    /// The path buffers: at least 5 requests with content, 90 % or more of
+    /// them in one piece.
+    pub fn likely(&self) -> bool {
+        self.requests >= 5 && self.buffered * 10 >= self.requests * 9
+    }
+}
+
+fn buffering(frame: &Frame, rows: &[u32]) -> Buffering {
+    let mut b = Buffering {
+        requests: 0,
+        buffered: 0,
+    };
+    for &i in rows {
+        let o = frame.obs(i);
+        if !o.timed() || o.ttft.is_nan() {
+            continue;
+        }
+        b.requests += 1;
+        let spread = o.last_token - o.ttft;
+        // 0 chunks with a first token: rows stored without a chunk count;
+        // only the spread can tell.
+        let one_piece = o.content_chunks == 1 || (!spread.is_nan() && spread <= BUFFERED_SPREAD_MS);
+        b.buffered += usize::from(one_piece);
+    }
+    b
 }
 
 /// Warm TTFT of requests by the route the app reported.
@@ -130,6 +207,7 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
             PathStats {
                 ttft: MetricSummary::new(Metric::Ttft, s, *c, settings),
                 funnel: funnel(frame, &name, *pid, rows),
+                buffering: buffering(frame, rows),
                 path: name,
             }
         })
@@ -179,6 +257,11 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Routes {
 fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
     let (mut sent, mut failed, mut reported, mut reached) = (0usize, 0usize, 0usize, 0usize);
     let mut counts: HashMap<u32, usize, FxBuild> = HashMap::default();
+    let mut expected: Option<u32> = None;
+    // (prompt hash, index) → reached at least once; per astray route, the
+    // prompts and their request counts.
+    let mut questions: HashMap<(u32, u32), bool, FxBuild> = HashMap::default();
+    let mut astray: HashMap<u32, HashMap<(u32, u32), usize, FxBuild>, FxBuild> = HashMap::default();
     for &i in rows {
         let o = frame.obs(i);
         if !o.counted() {
@@ -187,20 +270,52 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
         sent += 1;
         failed += usize::from(o.error.is_some());
         *counts.entry(o.route).or_default() += 1;
+        let want = frame.expected_route(o);
+        expected.get_or_insert(want);
+        let hit = o.route != NONE
+            && (o.route == want || (want == pid && frame.str(o.route) == Some(name)));
         if o.route != NONE {
             reported += 1;
-            reached += usize::from(o.route == pid || frame.str(o.route) == Some(name));
+            reached += usize::from(hit);
+        }
+        // A failed request took no route: it is no question gone astray.
+        if o.prompt != NONE && (o.error.is_none() || hit) {
+            let q = (o.prompt, o.prompt_index);
+            *questions.entry(q).or_default() |= hit;
+            if !hit {
+                *astray.entry(o.route).or_default().entry(q).or_default() += 1;
+            }
         }
     }
+    let questions_reached = questions.values().filter(|&&r| r).count();
+    let mut astray: Vec<Astray> = astray
+        .into_iter()
+        .map(|(r, prompts)| {
+            let mut prompts: Vec<PromptId> = prompts
+                .into_iter()
+                .map(|((h, index), requests)| PromptId {
+                    index,
+                    hash: frame.str(h).unwrap_or("-").to_string(),
+                    requests,
+                })
+                .collect();
+            prompts.sort_by(|a, b| a.index.cmp(&b.index).then_with(|| a.hash.cmp(&b.hash)));
+            Astray {
+                route: route_name(frame, r).to_string(),
+                prompts,
+            }
+        })
+        .collect();
+    astray.sort_by(|a, b| {
+        b.prompts
+            .len()
+            .cmp(&a.prompts.len())
+            .then_with(|| a.route.cmp(&b.route))
+    });
     let mut routes: Vec<Share> = counts
         .into_iter()
         .map(|(r, count)| Share {
-            name: if r == NONE {
-                "unreported"
-            } else {
-                frame.str(r).unwrap_or("-")
-            }
-            .to_string(),
+            name: route_name(frame, r).to_string(),
             count,
         })
         .collect();
@@ -211,6 +326,22 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
         reported,
         reached,
         routes,
+        expected: expected
+            .and_then(|e| frame.str(e))
+            .unwrap_or(name)
+            .to_string(),
+        questions: questions.len(),
+        questions_reached,
+        astray,
+    }
+}
+
+/// A reported route's name; `unreported` for none.
+fn route_name(frame: &Frame, r: u32) -> &str {
+    if r == NONE {
+        "unreported"
+    } else {
+        frame.str(r).unwrap_or("-")
     }
 }
 
@@ -218,7 +349,94 @@ fn funnel(frame: &Frame, name: &str, pid: u32, rows: &[u32]) -> Funnel {
 mod tests {
     use super::*;
     use crate::Direction;
-    use crate::testutil::{failed, frame, row, spread};
+    use crate::testutil::{failed, frame, meta, row, spread};
+    use firsttoken_record::session::PromptRef;
+
+    /// Issue 10: the router is meant to send document questions to docs
+    /// (`expect_route = "docs"`); the funnel counts against that, names the
+    /// questions that went astray, and keeps the fast and slow paths apart.
+    #[test]
+    fn funnel_against_expect_route_names_the_questions_gone_astray() {
+        let mut m = meta("s", Provenance::Measured);
+        m.spec = serde_json::json!({"config": {"app": {"paths": [
+            {"name": "chat"}, {"name": "docs"}, {"name": "router", "expect_route": "docs"}
+        ]}}});
+        let mut rows = Vec::new();
+        for (path, center) in [("chat", 2000.0), ("docs", 100.0)] {
+            for t in spread(center, center / 20.0, 30) {
+                let mut r = row("s", "warm", Some(path), Some(t));
+                r.sample.route = Some(path.into());
+                rows.push(r);
+            }
+        }
+        // 20 document questions to the router: #4 and #9 reach docs.
+        for i in 0..20u32 {
+            let reached = i == 4 || i == 9;
+            let mut r = row(
+                "s",
+                "warm",
+                Some("router"),
+                Some(if reached { 100.0 } else { 2000.0 }),
+            );
+            r.sample.route = Some(if reached { "docs" } else { "chat" }.into());
+            r.prompt = Some(PromptRef {
+                index: i,
+                hash: format!("{i:012x}"),
+            });
+            rows.push(r);
+        }
+        let f = Frame::from_rows(&rows, &[m]).unwrap();
+        let r = &routes(&f, &Settings::new(8))[0];
+        let router = r.paths.iter().find(|p| p.path == "router").unwrap();
+        let fu = &router.funnel;
+        assert_eq!(fu.expected, "docs");
+        assert_eq!((fu.sent, fu.reached), (20, 2));
+        assert_eq!((fu.questions, fu.questions_reached), (20, 2));
+        assert_eq!(fu.astray.len(), 1);
+        assert_eq!(fu.astray[0].route, "chat");
+        let idx: Vec<u32> = fu.astray[0].prompts.iter().map(|p| p.index).collect();
+        let want: Vec<u32> = (0..20).filter(|i| *i != 4 && *i != 9).collect();
+        assert_eq!(idx, want);
+        assert_eq!(fu.astray[0].prompts[0].hash, "000000000000");
+        // chat and docs reach themselves; their warm TTFT is their own.
+        let docs = r.paths.iter().find(|p| p.path == "docs").unwrap();
+        assert_eq!(
+            (docs.funnel.expected.as_str(), docs.funnel.reached),
+            ("docs", 30)
+        );
+        assert!((docs.ttft.p50.point().unwrap() - 100.0).abs() < 10.0);
+        assert_eq!(docs.ttft.n, 30);
+        assert_eq!(r.fastest_path.as_deref(), Some("docs"));
+    }
+
+    /// Issue 10 (also seen): a buffering path (TTFT equal to the total
+    /// time, one chunk) is named; a streaming one is not.
+    #[test]
+    fn a_path_that_buffers_is_named() {
+        let mut rows = Vec::new();
+        for t in spread(900.0, 50.0, 20) {
+            let mut r = row("s", "warm", Some("chat"), Some(t));
+            r.sample.content_chunks = 12;
+            r.sample.last_token_ms = Some(t + 400.0);
+            rows.push(r);
+            let mut r = row("s", "warm", Some("docs"), Some(t + 400.0));
+            r.sample.content_chunks = 1;
+            r.sample.last_token_ms = Some(t + 400.0);
+            rows.push(r);
+        }
+        let r = &routes(&frame(&rows), &Settings::new(8))[0];
+        let (chat, docs) = (&r.paths[0], &r.paths[1]);
+        assert_eq!(
+            docs.buffering,
+            Buffering {
+                requests: 20,
+                buffered: 20
+            }
+        );
+        assert!(docs.buffering.likely());
+        assert_eq!(chat.buffering.buffered, 0);
+        assert!(!chat.buffering.likely());
+    }
 
     #[test]
     fn funnel_counts_and_path_comparison() {

@@ -13,7 +13,7 @@ use super::view::{Entry, Section, Table, fact};
 use crate::format::{
     Cell, DASH, Unit, cell, ms, opt, percent, point, ratio, relative, signed_stat, stat,
 };
-use crate::words;
+use crate::words::{self, Entry as _};
 
 /// A summary as a table row: name, requests, error rate, n, p50, p95.
 fn summary_row(name: &str, m: &MetricSummary) -> Vec<Cell> {
@@ -53,21 +53,6 @@ fn overhead(o: &Overhead) -> Entry {
         t.rows.push(summary_row("ping RTT", p));
     }
     let mut tables = vec![t];
-    if !o.per_path.is_empty() {
-        let mut t = Table::new(
-            "Overhead per app path",
-            &["path", "n", "overhead (median)"],
-            &[],
-        );
-        for p in &o.per_path {
-            t.rows.push(vec![
-                Cell::plain(p.path.clone()),
-                Cell::plain(p.n.to_string()),
-                cell(Unit::Ms, &p.overhead_median.estimate, true),
-            ]);
-        }
-        tables.push(t);
-    }
     let mut facts = vec![
         fact(
             "sessions with app and direct requests",
@@ -109,7 +94,7 @@ fn overhead(o: &Overhead) -> Entry {
     }
     Entry {
         provenance: o.provenance.as_str(),
-        summary: words::scoped(&o.scope, words::overhead(o)),
+        summary: words::scoped(&o.label(), words::overhead(o)),
         facts,
         tables,
     }
@@ -122,7 +107,7 @@ fn connection(cc: &ConnectionCost) -> Entry {
         .push(summary_row("reused connection (warm)", &cc.warm));
     Entry {
         provenance: cc.provenance.as_str(),
-        summary: words::scoped(&cc.scope, words::connection(cc)),
+        summary: words::scoped(&cc.label(), words::connection(cc)),
         facts: vec![
             fact(
                 "sessions with fresh and warm requests",
@@ -171,7 +156,7 @@ fn concurrency(w: &ConcurrencyWall) -> Entry {
     }
     Entry {
         provenance: w.provenance.as_str(),
-        summary: words::scoped(&w.scope, words::concurrency(w)),
+        summary: words::scoped(&w.label(), words::concurrency(w)),
         facts: vec![
             fact("baseline", w.baseline.to_string()),
             fact("baseline median", stat(Unit::Ms, &w.baseline_median)),
@@ -222,7 +207,7 @@ fn cold(cs: &ColdStart) -> Entry {
     }
     Entry {
         provenance: cs.provenance.as_str(),
-        summary: words::scoped(&cs.scope, words::cold(cs)),
+        summary: words::scoped(&cs.label(), words::cold(cs)),
         facts: vec![
             fact("warm median", stat(Unit::Ms, &cs.warm_median)),
             fact("warm p95", stat(Unit::Ms, &cs.warm_p95)),
@@ -406,7 +391,7 @@ fn drift(d: &Drift) -> Entry {
     }
     Entry {
         provenance: d.provenance.as_str(),
-        summary: words::scoped(&d.scope, words::drift(d)),
+        summary: words::scoped(&d.label(), words::drift(d)),
         facts: Vec::new(),
         tables,
     }

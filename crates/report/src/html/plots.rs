@@ -14,6 +14,7 @@ use super::svg::{
     text_width, truncate,
 };
 use crate::format::{ms, ratio};
+use crate::words::Entry as _;
 
 /// Width of every plot, px (the SVG scales down with the page).
 const WIDTH: f64 = 760.0;
@@ -329,7 +330,7 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
     for w in walls {
         caption.push_str(&format!(
             " {}: baseline {}, effective parallelism {}, verdict {}.",
-            w.provenance.as_str(),
+            scope_label(&w.label(), w.provenance.as_str()),
             w.baseline,
             w.effective_parallelism
                 .map_or("unbounded or unknown".to_string(), |p| format!("{p:.1}")),
@@ -341,8 +342,11 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
     }
     // Per wall: (k, ratio, CI lower, CI upper) of each level with a ratio.
     type Levels = Vec<(f64, f64, f64, f64)>;
+    // The pooled summary is no curve of its own when the paths have theirs.
+    let per_path = walls.iter().any(|w| !w.paths.is_pooled());
     let series: Vec<(&ConcurrencyWall, Levels)> = walls
         .iter()
+        .filter(|w| !(per_path && w.paths.is_pooled()))
         .map(|w| {
             let pts = w
                 .levels
@@ -392,7 +396,7 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
             label: if multi {
                 format!(
                     "median TTFT ÷ baseline ({})",
-                    scope_label(&w.scope, w.provenance.as_str())
+                    scope_label(&w.label(), w.provenance.as_str())
                 )
             } else {
                 "median TTFT ÷ baseline, 95 % CI".to_string()
