@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
 
-use firsttoken_record::ErrorKind;
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::{UtcDay, UtcTime};
+use firsttoken_record::{ErrorKind, HandshakeKind};
 use serde::Serialize;
 
 use crate::AnalyzeError;
@@ -163,6 +163,8 @@ pub(crate) struct Obs {
     pub provenance: Provenance,
     pub warmup: bool,
     pub error: Option<ErrorKind>,
+    /// Full or resumed TLS handshake, on fresh TLS connections.
+    pub handshake: Option<HandshakeKind>,
 }
 
 impl Obs {
@@ -452,6 +454,7 @@ impl FrameBuilder {
             provenance: row.provenance,
             warmup: s.warmup,
             error: s.error.as_ref().map(|e| e.kind),
+            handshake: s.tls.as_ref().and_then(|t| t.handshake),
         };
         let i = self.frame.obs.len() as u32;
         self.frame.index[prov_index(row.provenance) * 7 + phase.index()].push(i);

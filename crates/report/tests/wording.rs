@@ -340,3 +340,49 @@ fn a_buffering_path_is_named() {
         assert!(words::buffering("docs", &b).is_none(), "{b:?}");
     }
 }
+
+/// Issue 9: fresh connections that mix first visits (full handshakes) and
+/// returning ones (resumed) show the TLS handshake apart by kind, in every
+/// format; one median over both would describe neither.
+#[test]
+fn full_and_resumed_handshakes_are_worded_apart() {
+    use firsttoken_analyze::{Frame, GroupKey, Settings, analyze};
+    use firsttoken_record::{HandshakeKind, TlsInfo};
+    let sessions = vec![common::meta("s", "v1")];
+    let mut rows = Vec::new();
+    for i in 0..60u64 {
+        rows.push(common::row("s", i, "warm", "chat", 500.0 + (i % 7) as f64));
+    }
+    for i in 0..40u64 {
+        let mut r = common::row("s", 100 + i, "fresh", "chat", 540.0 + (i % 7) as f64);
+        let full = i % 4 == 0;
+        r.sample.tls_ms = Some(if full { 12.0 } else { 4.0 } + (i % 3) as f64 * 0.1);
+        r.sample.tls = Some(TlsInfo {
+            version: "TLSv1_3".into(),
+            cipher: "TLS13_AES_128_GCM_SHA256".into(),
+            kx_group: None,
+            handshake: Some(if full {
+                HandshakeKind::Full
+            } else {
+                HandshakeKind::Resumed
+            }),
+        });
+        rows.push(r);
+    }
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let analysis = analyze(
+        &frame,
+        &sessions,
+        &GroupKey::parse_list("path").unwrap(),
+        &Settings::new(7),
+    );
+    let c = &analysis.connection[0];
+    assert_eq!(c.tls_by_handshake.len(), 2, "{c:#?}");
+    let s = words::connection(c);
+    assert!(
+        s.contains("TLS handshake by kind: full") && s.contains("(n=10)") && s.contains("resumed"),
+        "{s}"
+    );
+    let input = ReportInput::new(&sessions, &analysis, &[]);
+    outputs(&input).all_show("the handshake split", &s);
+}

@@ -8,6 +8,7 @@
 //! "other" = cost − their sum (request setup on a cold connection: TCP slow
 //! start, HTTP/2 settings, per-connection work in the app).
 
+use firsttoken_record::HandshakeKind;
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
@@ -51,6 +52,22 @@ pub struct ConnectionCost {
     pub tls: Stat,
     /// Cost median − (dns + connect + tls medians), ms.
     pub other_ms: Option<f64>,
+    /// The TLS handshake apart by kind (full, then resumed), only when the
+    /// fresh requests had both: a first visit and a returning one pay
+    /// different handshakes, and one median over both describes neither.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tls_by_handshake: Vec<HandshakeTls>,
+}
+
+/// The median TLS handshake of the fresh requests of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandshakeTls {
+    /// Full or resumed.
+    pub handshake: HandshakeKind,
+    /// Fresh requests with this kind (counted, successful or not).
+    pub n: usize,
+    /// Their median TLS handshake (after TCP).
+    pub tls: Stat,
 }
 
 /// Connection cost per provenance kind that has fresh requests and per
@@ -96,6 +113,31 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         .filter_map(|s| s.point())
         .sum();
     let other_ms = cost_median.estimate.point().map(|c| c - split);
+    let tls_by_handshake = {
+        let of = |k: HandshakeKind| -> Vec<u32> {
+            fresh_rows
+                .iter()
+                .copied()
+                .filter(|&i| frame.obs(i).handshake == Some(k))
+                .collect()
+        };
+        let (full, resumed) = (of(HandshakeKind::Full), of(HandshakeKind::Resumed));
+        if full.is_empty() || resumed.is_empty() {
+            Vec::new()
+        } else {
+            [
+                (HandshakeKind::Full, full),
+                (HandshakeKind::Resumed, resumed),
+            ]
+            .into_iter()
+            .map(|(handshake, rows)| HandshakeTls {
+                handshake,
+                n: rows.len(),
+                tls: Samples::of_rows(frame, &rows, Metric::Tls).stat(Percentile::P50, settings),
+            })
+            .collect()
+        }
+    };
     let fresh = MetricSummary::new(Metric::Ttft, &fs, fc, settings);
     let warm = MetricSummary::new(Metric::Ttft, &ws, wc, settings);
     ConnectionCost {
@@ -111,6 +153,7 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         connect,
         tls,
         other_ms,
+        tls_by_handshake,
     }
 }
 
@@ -182,5 +225,40 @@ mod tests {
         assert_eq!(c.connect.point(), Some(45.0));
         assert_eq!(c.tls.point(), Some(90.0));
         assert!((c.other_ms.unwrap() - 25.0).abs() < 12.0);
+        assert!(c.tls_by_handshake.is_empty(), "no kinds recorded");
+    }
+
+    #[test]
+    fn full_and_resumed_handshakes_are_shown_apart() {
+        // 10 full handshakes of 9 ms, 30 resumed of 3 ms: one median (3 ms)
+        // would describe the returning visitors only.
+        let mut rows = Vec::new();
+        for (i, t) in spread(600.0, 20.0, 40).into_iter().enumerate() {
+            let mut r = row("s", "fresh", Some("chat"), Some(t));
+            let full = i % 4 == 0;
+            r.sample.connect_ms = Some(1.0);
+            r.sample.tls_ms = Some(if full { 10.0 } else { 4.0 });
+            r.sample.tls = Some(firsttoken_record::TlsInfo {
+                version: "TLSv1_3".into(),
+                cipher: "TLS13_AES_128_GCM_SHA256".into(),
+                kx_group: None,
+                handshake: Some(if full {
+                    HandshakeKind::Full
+                } else {
+                    HandshakeKind::Resumed
+                }),
+            });
+            rows.push(r);
+        }
+        for t in spread(500.0, 20.0, 60) {
+            rows.push(row("s", "warm", Some("chat"), Some(t)));
+        }
+        let c = connection_cost(&frame(&rows), &Settings::new(9));
+        let by = &c[0].tls_by_handshake;
+        assert_eq!(by.len(), 2, "{by:?}");
+        assert_eq!((by[0].handshake, by[0].n), (HandshakeKind::Full, 10));
+        assert_eq!((by[1].handshake, by[1].n), (HandshakeKind::Resumed, 30));
+        assert_eq!(by[0].tls.point(), Some(9.0));
+        assert_eq!(by[1].tls.point(), Some(3.0));
     }
 }

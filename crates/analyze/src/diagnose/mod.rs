@@ -42,7 +42,7 @@ pub mod routes;
 
 pub use cold::{ColdProbe, ColdStart, cold_start};
 pub use concurrency::{ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrency_wall};
-pub use connection::{ConnectionCost, connection_cost};
+pub use connection::{ConnectionCost, HandshakeTls, connection_cost};
 pub use drift::{DayChange, DayStats, Drift, drift};
 pub use limits::{Limit, LimitKind, Limits, limits};
 pub use overhead::{Overhead, ServerTimingBreakdown, TimingPart, overhead};

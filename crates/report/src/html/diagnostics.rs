@@ -122,7 +122,19 @@ fn connection(cc: &ConnectionCost) -> Entry {
             fact("TCP connect (median)", stat(Unit::Ms, &cc.connect)),
             fact("TLS handshake (median)", stat(Unit::Ms, &cc.tls)),
             fact("other (cost − DNS − TCP − TLS)", opt(Unit::Ms, cc.other_ms)),
-        ],
+        ]
+        .into_iter()
+        .chain(cc.tls_by_handshake.iter().map(|h| {
+            fact(
+                &format!(
+                    "TLS handshake, {} (median, n={})",
+                    h.handshake.as_str(),
+                    h.n
+                ),
+                stat(Unit::Ms, &h.tls),
+            )
+        }))
+        .collect(),
         tables: vec![t],
     }
 }
