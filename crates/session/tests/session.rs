@@ -235,6 +235,21 @@ warm = 6
         .await
         .unwrap();
     assert_eq!(out.done, 6);
+    // The warm phase keeps one connection and warms it once (issue 10,
+    // "also seen": every warm request used to come after its own warm-up).
+    let rows = store.samples(&out.meta.id).await.unwrap();
+    let warmups = rows.iter().filter(|r| r.sample.warmup).count();
+    assert_eq!(warmups, 1, "one warm-up for the whole warm phase");
+    let reused = rows
+        .iter()
+        .filter(|r| {
+            !r.sample.warmup && r.sample.connection == firsttoken_record::Connection::Reused
+        })
+        .count();
+    assert_eq!(
+        reused, 6,
+        "every counted warm request rides the warmed connection"
+    );
     let seen = bodies.lock().unwrap().clone();
     let distinct: std::collections::BTreeSet<&str> =
         seen.iter().filter_map(|b| b.split('"').nth(3)).collect();
