@@ -70,14 +70,19 @@ impl FromStr for Rate {
             "kbit" => 1e3,
             "mbit" => 1e6,
             "gbit" => 1e9,
-            _ => return Err(bad("the unit must be bit, kbit, mbit or gbit (e.g. 20mbit)")),
+            _ => {
+                return Err(bad(
+                    "the unit must be bit, kbit, mbit or gbit (e.g. 20mbit)",
+                ));
+            }
         };
         let n: f64 = num.parse().map_err(|_| bad("not a number"))?;
         let bits = n * factor;
         if !bits.is_finite() || bits < Self::MIN_BITS_PER_SECOND as f64 {
             return Err(bad("out of range: 8kbit to 100gbit"));
         }
-        Rate::from_bits_per_second(bits.round() as u64).map_err(|_| bad("out of range: 8kbit to 100gbit"))
+        Rate::from_bits_per_second(bits.round() as u64)
+            .map_err(|_| bad("out of range: 8kbit to 100gbit"))
     }
 }
 
@@ -216,12 +221,29 @@ mod tests {
 
     #[test]
     fn rates_parse_in_decimal_units() {
-        assert_eq!("20mbit".parse::<Rate>().unwrap().bits_per_second(), 20_000_000);
-        assert_eq!("1.5Mbit".parse::<Rate>().unwrap().bits_per_second(), 1_500_000);
-        assert_eq!("512kbit".parse::<Rate>().unwrap().bits_per_second(), 512_000);
-        assert_eq!("1gbit".parse::<Rate>().unwrap().bits_per_second(), 1_000_000_000);
-        assert_eq!("20mbit".parse::<Rate>().unwrap().bytes_per_second(), 2_500_000.0);
-        for bad in ["20", "mbit", "20mbps", "20 mb", "-1mbit", "1bit", "1000gbit", "1..2mbit"] {
+        assert_eq!(
+            "20mbit".parse::<Rate>().unwrap().bits_per_second(),
+            20_000_000
+        );
+        assert_eq!(
+            "1.5Mbit".parse::<Rate>().unwrap().bits_per_second(),
+            1_500_000
+        );
+        assert_eq!(
+            "512kbit".parse::<Rate>().unwrap().bits_per_second(),
+            512_000
+        );
+        assert_eq!(
+            "1gbit".parse::<Rate>().unwrap().bits_per_second(),
+            1_000_000_000
+        );
+        assert_eq!(
+            "20mbit".parse::<Rate>().unwrap().bytes_per_second(),
+            2_500_000.0
+        );
+        for bad in [
+            "20", "mbit", "20mbps", "20 mb", "-1mbit", "1bit", "1000gbit", "1..2mbit",
+        ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} parsed");
         }
     }

@@ -340,7 +340,9 @@ impl Connection {
             let held = permit.split(n);
             drop(permit);
             let queued = cap - room.available_permits();
-            self.counters.peak_queued.fetch_max(queued, Ordering::Relaxed);
+            self.counters
+                .peak_queued
+                .fetch_max(queued, Ordering::Relaxed);
             let item = Item::Data {
                 at,
                 bytes: buf[..n].to_vec(),

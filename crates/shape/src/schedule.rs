@@ -155,7 +155,10 @@ mod tests {
         // 8 kbit/s = 1000 bytes/s, 100 bytes of burst.
         let mut b = TokenBucket::new(Rate::from_bits_per_second(8_000).unwrap(), 100, t0);
         assert!(close(b.reserve(100, t0), t0), "the burst passes at once");
-        assert!(close(b.reserve(100, t0), t0 + 100 * MS), "then 100 bytes take 100 ms");
+        assert!(
+            close(b.reserve(100, t0), t0 + 100 * MS),
+            "then 100 bytes take 100 ms"
+        );
         // 50 ms later 50 tokens came back, but the debt was 100: 50 bytes
         // more pass 150 ms after the start.
         assert!(close(b.reserve(50, t0 + 50 * MS), t0 + 150 * MS));
@@ -185,7 +188,11 @@ mod tests {
         let t0 = Instant::now();
         let mut f = Fifo::default();
         assert_eq!(f.release(t0 + 10 * MS), t0 + 10 * MS);
-        assert_eq!(f.release(t0 + 5 * MS), t0 + 10 * MS, "held behind the earlier read");
+        assert_eq!(
+            f.release(t0 + 5 * MS),
+            t0 + 10 * MS,
+            "held behind the earlier read"
+        );
         assert_eq!(f.release(t0 + 20 * MS), t0 + 20 * MS);
         assert_eq!(f.release(t0), t0 + 20 * MS);
     }
@@ -210,7 +217,10 @@ mod tests {
             assert!(r >= prev, "reordered at read {i}");
             prev = r;
             let d = r - arrival;
-            assert!(d + Duration::from_micros(1) >= 6 * MS, "read {i} left after {d:?}, below delay - jitter");
+            assert!(
+                d + Duration::from_micros(1) >= 6 * MS,
+                "read {i} left after {d:?}, below delay - jitter"
+            );
             lo = lo.min(d);
             hi = hi.max(d);
         }
