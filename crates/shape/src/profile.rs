@@ -146,6 +146,25 @@ impl Link {
     pub fn added_rtt(&self) -> Duration {
         self.delay * 2
     }
+
+    /// The session label for measurements taken through this link (the
+    /// `[session] network` value): `emulated:NAME` when it is exactly a
+    /// profile, else `emulated:rtt=…ms,jitter=…ms,rate=…` with the numbers.
+    pub fn network_label(&self) -> String {
+        if let Some(p) = Profile::ALL.into_iter().find(|p| p.link() == *self) {
+            return format!("emulated:{}", p.name());
+        }
+        let ms = |d: Duration| {
+            let t = format!("{:.3}", d.as_secs_f64() * 1e3);
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        };
+        let rate = self.rate.map_or("unlimited".to_string(), |r| r.to_string());
+        format!(
+            "emulated:rtt={}ms,jitter={}ms,rate={rate}",
+            ms(self.added_rtt()),
+            ms(self.jitter)
+        )
+    }
 }
 
 /// The named links of `firsttoken shape --profile NAME`.
@@ -267,6 +286,27 @@ mod tests {
             p.link().validate().unwrap();
         }
         assert!("5g".parse::<Profile>().is_err());
+    }
+
+    #[test]
+    fn network_labels_name_the_profile_or_the_numbers() {
+        assert_eq!(Profile::FourG.link().network_label(), "emulated:4g");
+        assert_eq!(
+            Profile::CongestedMobile.link().network_label(),
+            "emulated:congested-mobile"
+        );
+        let mut l = Profile::Cable.link();
+        l.rate = None;
+        assert_eq!(
+            l.network_label(),
+            "emulated:rtt=25ms,jitter=1ms,rate=unlimited"
+        );
+        l.delay = Duration::from_micros(2_250);
+        l.rate = Some("1.5mbit".parse().unwrap());
+        assert_eq!(
+            l.network_label(),
+            "emulated:rtt=4.5ms,jitter=1ms,rate=1.5mbit"
+        );
     }
 
     #[test]
