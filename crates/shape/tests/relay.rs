@@ -399,3 +399,71 @@ async fn stopping_the_relay_closes_its_connections() {
     .await
     .expect("within the time limit");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_when_its_token_is_cancelled() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = echo_server().await;
+        let listener = TcpListener::bind(any_port()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn(firsttoken_shape::serve(
+            listener,
+            echo.to_string(),
+            ShapeSpec::new(link(MS, Duration::ZERO, None)),
+            token.clone(),
+        ));
+        let mut c = connect(addr).await;
+        c.write_all(b"ping").await.unwrap();
+        let mut back = [0u8; 4];
+        c.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"ping");
+        token.cancel();
+        task.await.unwrap().unwrap();
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest).await; // closed: EOF or reset
+        assert!(rest.is_empty());
+        assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+    })
+    .await
+    .expect("within the time limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_connection_has_its_own_bucket() {
+    const TOTAL: usize = 2_000_000;
+    tokio::time::timeout(LIMIT, async {
+        // An upstream that sends TOTAL bytes to each of two connections.
+        let listener = TcpListener::bind(any_port()).await.unwrap();
+        let upstream = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (_r, w) = s.into_split();
+                    send_all(w, TOTAL).await;
+                });
+            }
+        });
+        let relay = Relay::start(
+            any_port(),
+            upstream.to_string(),
+            ShapeSpec::new(link(Duration::ZERO, Duration::ZERO, Some("16mbit"))),
+        )
+        .await
+        .unwrap();
+        let a = connect(relay.local_addr()).await;
+        let b = connect(relay.local_addr()).await;
+        let (a, b) = tokio::join!(receive_all(a), receive_all(b));
+        for (what, (n, from, to)) in [("first", a), ("second", b)] {
+            assert_eq!(n, TOTAL);
+            let r = mbit_per_s(n, from, to);
+            eprintln!("{what} of two parallel connections: {r:.2} Mbit/s (limit 16 each)");
+            assert!(
+                (r - 16.0).abs() <= 1.6,
+                "{what} at {r:.2} Mbit/s, want 16 ± 10 %"
+            );
+        }
+    })
+    .await
+    .expect("within the time limit");
+}
