@@ -177,7 +177,13 @@ impl Relay {
     pub async fn stop(mut self) -> Result<(), ShapeError> {
         self.cancel.cancel();
         match self.task.take() {
-            Some(task) => task.await.unwrap_or(Ok(())),
+            Some(task) => match task.await {
+                Ok(r) => r,
+                // The accept loop panicked: carry the panic to the caller
+                // rather than report a clean stop.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => Ok(()), // cancelled with the runtime
+            },
             None => Ok(()),
         }
     }
