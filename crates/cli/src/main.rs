@@ -22,6 +22,7 @@ mod probe;
 mod refapp;
 mod report;
 mod session;
+mod shape;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,8 @@ enum Command {
     Cleanup(session::CleanupArgs),
     /// Run the reference streaming LLM app (the system under test in demos).
     Refapp(Box<refapp::RefappArgs>),
+    /// Relay TCP on loopback through an emulated network: delay, jitter, a rate limit.
+    Shape(shape::ShapeArgs),
     /// Analyse stored sessions: grouped percentiles with CIs and every diagnostic.
     Report(report::ReportArgs),
     /// Compare a session against a baseline: differences with CIs and a verdict.
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
             Command::Check(args) => report::check(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,
+            Command::Shape(args) => shape::run(args).await,
         }
     });
     match result {
