@@ -466,7 +466,10 @@ impl Config {
         if options.db_handshake_rtts > 20 {
             return Err(ConfigError::new("db_handshake_rtts", "must be at most 20"));
         }
-        if options.worker_threads.is_some_and(|n| !(1..=256).contains(&n)) {
+        if options
+            .worker_threads
+            .is_some_and(|n| !(1..=256).contains(&n))
+        {
             return Err(ConfigError::new(
                 "worker_threads",
                 "must be between 1 and 256",

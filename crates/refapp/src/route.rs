@@ -123,7 +123,10 @@ pub fn decide_with(text: &str, rule: RouterRule, index: &DocIndex) -> Decision {
         return by_keyword;
     }
     let norm = normalize(text);
-    if let Some(name) = CORPUS_NAMES.iter().find(|n| norm.contains(&format!(" {n} "))) {
+    if let Some(name) = CORPUS_NAMES
+        .iter()
+        .find(|n| norm.contains(&format!(" {n} ")))
+    {
         return Decision {
             route: Route::Docs,
             reason: format!("names \"{name}\""),

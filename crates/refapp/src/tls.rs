@@ -84,11 +84,7 @@ pub(crate) fn edge(source: &TlsSource) -> Result<Edge, TlsError> {
     })
 }
 
-type Chain = (
-    Vec<CertificateDer<'static>>,
-    PrivateKeyDer<'static>,
-    String,
-);
+type Chain = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, String);
 
 /// A CA and a leaf for `localhost` and 127.0.0.1 (and ::1) signed by it.
 fn self_signed() -> Result<Chain, TlsError> {
@@ -97,14 +93,16 @@ fn self_signed() -> Result<Chain, TlsError> {
     ca.distinguished_name
         .push(DnType::CommonName, "firsttoken-refapp throwaway CA");
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().map_err(setup)?).map_err(setup)?;
+    let ca =
+        CertifiedIssuer::self_signed(ca, KeyPair::generate().map_err(setup)?).map_err(setup)?;
     let mut leaf = CertificateParams::new(vec![
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
     ])
     .map_err(setup)?;
-    leaf.distinguished_name.push(DnType::CommonName, "localhost");
+    leaf.distinguished_name
+        .push(DnType::CommonName, "localhost");
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     let key = KeyPair::generate().map_err(setup)?;

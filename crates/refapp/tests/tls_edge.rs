@@ -50,7 +50,10 @@ async fn https_with_the_written_ca_over_h2_and_http1() {
             WAIT,
             c.post(format!("{base}/api/auth/signup"))
                 .header("content-type", "application/json")
-                .body(json!({"email": common::email(), "password": "correct horse battery"}).to_string())
+                .body(
+                    json!({"email": common::email(), "password": "correct horse battery"})
+                        .to_string(),
+                )
                 .send(),
         )
         .await
@@ -60,10 +63,7 @@ async fn https_with_the_written_ca_over_h2_and_http1() {
         assert_eq!(signup.status(), StatusCode::CREATED);
         let body: serde_json::Value =
             serde_json::from_str(&signup.text().await.expect("body")).expect("json");
-        let token = body["token"]
-            .as_str()
-            .expect("token")
-            .to_string();
+        let token = body["token"].as_str().expect("token").to_string();
         let r = common::read_stream(
             c.post(format!("{base}/api/chat"))
                 .bearer_auth(&token)
