@@ -12,14 +12,18 @@
 //!   an SSE stream of OpenAI `chat.completion.chunk`s.
 //! - `GET /api/conversations/{id}/messages`, `GET /health`, `GET /version`.
 //!
-//! Every answer carries `Server-Timing` (`auth`, `db`, `retrieve`,
-//! `upstream_connect`: what happened before the stream), `X-Route`,
+//! Every answer carries `Server-Timing` (`auth`, `db` with their database
+//! round trips as `desc="N rt"`, `retrieve`, `upstream_connect`: what
+//! happened before the stream), `X-Route`,
 //! `X-Request-Id`, and ends with `event: server-timing` (`upstream_ttft`,
 //! `stream`, `store`, `total`) after `data: [DONE]`.
 //!
 //! Known-bad modes, all off by default, reproduce common latency mistakes:
 //! serial handling, blocking database calls on the runtime, extra database
-//! round trips, buffering the whole answer, and a cold start after idling.
+//! round trips, a database connection per call, buffering the whole answer,
+//! a cold start after idling and a keyword router. A modelled network to
+//! the database (`db_rtt`) gives database calls the cost they have against
+//! a hosted PostgreSQL; `tls` serves HTTPS (a throwaway CA, or PEM files).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
