@@ -607,6 +607,26 @@ mod tests {
             Some("idle_timeout")
         );
         assert_eq!(field(|o| o.hash_queue = 0), None);
+        assert_eq!(
+            field(|o| o.worker_threads = Some(0)),
+            Some("worker_threads")
+        );
+        assert_eq!(field(|o| o.worker_threads = Some(1)), None);
+        assert_eq!(
+            field(|o| o.db_rtt = Duration::from_secs(11)),
+            Some("db_rtt")
+        );
+        assert_eq!(
+            field(|o| o.db_handshake_rtts = 21),
+            Some("db_handshake_rtts")
+        );
+        assert_eq!(
+            field(|o| o.tls = Some(TlsSource::Files {
+                cert: PathBuf::new(),
+                key: "k.pem".into()
+            })),
+            Some("tls_cert")
+        );
     }
 
     #[test]

@@ -130,6 +130,28 @@ mod tests {
     }
 
     #[test]
+    fn pem_files_are_served() {
+        let dir = tempfile::tempdir().expect("dir");
+        let c = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, c.cert.pem()).expect("write cert");
+        std::fs::write(&key, c.signing_key.serialize_pem()).expect("write key");
+        let e = edge(&TlsSource::Files { cert, key }).expect("edge from files");
+        assert!(e.ca_pem.is_none());
+        // A key file without a key is named.
+        let bad = dir.path().join("empty.pem");
+        std::fs::write(&bad, "").expect("write");
+        let e = edge(&TlsSource::Files {
+            cert: dir.path().join("cert.pem"),
+            key: bad,
+        })
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("empty.pem"), "{e}");
+    }
+
+    #[test]
     fn missing_files_are_named() {
         let e = edge(&TlsSource::Files {
             cert: "/nonexistent/cert.pem".into(),
