@@ -1,7 +1,8 @@
 //! The two answer paths and the router, sharing one pipeline:
 //!
 //! ```text
-//! [serial permit] [cold start] auth → db (conversation, history, extra round trips)
+//! [serial permit] [cold start] auth (1 db call) → db (conversation or
+//!   history, extra round trips; each call pays the modelled network)
 //!   → retrieve (docs only) → upstream_connect → response headers (Server-Timing)
 //!   → relay: upstream deltas → OpenAI chat chunks → [DONE]
 //!   → store both messages → event: server-timing (upstream_ttft, stream, store, total)
@@ -27,7 +28,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use crate::AppState;
 use crate::http::{ApiError, Phases, RawBody, RequestCtx, timed};
-use crate::route::{Decision, Route, decide};
+use crate::remote::Access;
+use crate::route::{Decision, Route, decide_with};
 use crate::store::{MessageStatus, NewMessage, Role};
 use crate::upstream::{Item, PromptMessage, UpstreamError, UpstreamStream, data_event};
 
@@ -94,10 +96,17 @@ pub(crate) fn unix_now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// The user id behind the request's bearer token, or 401.
-pub(crate) async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<i64, ApiError> {
+/// The user id behind the request's bearer token, or 401. One database
+/// call (with the shared access), its round trips added to `trips`.
+pub(crate) async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+    trips: &mut u32,
+) -> Result<i64, ApiError> {
     let token = crate::auth::bearer(headers)
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+    let db = &state.inner.db;
+    db.call(db.shared(), trips).await;
     state
         .inner
         .store
@@ -115,6 +124,7 @@ struct Exchange {
     question: String,
     passage_ids: Option<Vec<String>>,
     buffered: bool,
+    access: Access,
     _permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -131,19 +141,27 @@ async fn answer(
         phases.push("cold_start", d);
     }
     let shared = &state.inner;
-    let user_id = timed(&mut phases, "auth", authenticate(&state, &headers)).await?;
+    let t = Instant::now();
+    let mut trips = 0;
+    let user_id = authenticate(&state, &headers, &mut trips).await?;
+    phases.push_trips("auth", t.elapsed(), trips);
     let req: AskRequest = body.json()?;
     let question = req.message.trim().to_string();
     if question.is_empty() {
         return Err(ApiError::bad_request("message must not be empty"));
     }
-    let decision = fixed.unwrap_or_else(|| decide(&question));
+    let decision = fixed
+        .unwrap_or_else(|| decide_with(&question, shared.config.options.router, &shared.index));
 
+    // The path's database access: pooled and async, or the known-bad one.
+    let access = shared.db.path(decision.route);
+    let store = shared.store.with_blocking(access.blocking);
+    let mut trips = 0;
     let db_start = Instant::now();
+    shared.db.call(access, &mut trips).await;
     let (conversation_id, history) = match req.conversation_id {
         Some(id) => {
-            let h = shared
-                .store
+            let h = store
                 .history(user_id, id, shared.config.options.history_limit)
                 .await?
                 .ok_or_else(|| ApiError::not_found(format!("no conversation {id}")))?;
@@ -151,14 +169,15 @@ async fn answer(
         }
         None => {
             let title: String = question.chars().take(TITLE_CHARS).collect();
-            let id = shared.store.create_conversation(user_id, &title).await?;
+            let id = store.create_conversation(user_id, &title).await?;
             (id, Vec::new())
         }
     };
-    for _ in 0..shared.config.known_bad.db_roundtrips {
-        shared.store.count_messages(conversation_id).await?;
+    for _ in 0..access.extra_queries {
+        shared.db.call(access, &mut trips).await;
+        store.count_messages(conversation_id).await?;
     }
-    phases.push("db", db_start.elapsed());
+    phases.push_trips("db", db_start.elapsed(), trips);
 
     let mut prompt = Vec::with_capacity(history.len() + 2);
     let mut passage_ids = None;
@@ -224,6 +243,7 @@ async fn answer(
         question,
         passage_ids,
         buffered: shared.config.known_bad.buffered,
+        access,
         _permit: permit,
     };
     let preamble = Bytes::from(format!(": firsttoken-refapp {meta}\n\n"));
@@ -449,8 +469,11 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
         request_id: id.clone(),
     };
     let t = Instant::now();
+    let mut trips = 0;
+    shared.db.call(ex.access, &mut trips).await;
     let stored = shared
         .store
+        .with_blocking(ex.access.blocking)
         .append_exchange(ex.conversation_id, question, answer)
         .await;
     let store_time = t.elapsed();
@@ -470,7 +493,7 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
         tail.push("upstream_ttft", t);
     }
     tail.push("stream", stream_start.elapsed());
-    tail.push("store", store_time);
+    tail.push_trips("store", store_time, trips);
     tail.push("total", ex.ctx.start.elapsed());
     let _ = sink
         .send(Bytes::from(format!(

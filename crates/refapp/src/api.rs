@@ -25,6 +25,7 @@ async fn issue_token(state: &AppState, user_id: i64) -> Result<(String, i64), Ap
     let token = auth::new_token().map_err(|e| ApiError::internal(format!("no randomness: {e}")))?;
     let ttl = i64::try_from(state.inner.config.options.token_ttl.as_secs()).unwrap_or(i64::MAX);
     let expires_at = unix_now().saturating_add(ttl);
+    state.db_call().await;
     state
         .inner
         .store
@@ -53,6 +54,7 @@ pub(crate) async fn signup(
     let email = auth::normalize_email(&c.email).map_err(ApiError::bad_request)?;
     auth::check_password(&c.password).map_err(ApiError::bad_request)?;
     let hash = state.inner.hashing.hash(c.password).await?;
+    state.db_call().await;
     let user_id = match state.inner.store.create_user(&email, &hash).await {
         Err(StoreError::Conflict) => {
             return Err(ApiError::new(
@@ -80,6 +82,7 @@ pub(crate) async fn login(
     let c: Credentials = body.json()?;
     let email = auth::normalize_email(&c.email)
         .map_err(|_| ApiError::unauthorized("wrong email or password"))?;
+    state.db_call().await;
     let user = state.inner.store.user_by_email(&email).await?;
     let ok = state
         .inner
@@ -99,10 +102,11 @@ pub(crate) async fn conversation_messages(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let user_id = authenticate(&state, &headers).await?;
+    let user_id = authenticate(&state, &headers, &mut 0).await?;
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::not_found(format!("no conversation {id:?}")))?;
+    state.db_call().await;
     let messages = state
         .inner
         .store
@@ -117,7 +121,10 @@ pub(crate) async fn health(State(state): State<AppState>) -> Response {
     let store = &state.inner.store;
     let ping = tokio::time::timeout(
         state.inner.config.options.db_timeout + Duration::from_millis(100),
-        store.ping(),
+        async {
+            state.db_call().await;
+            store.ping().await
+        },
     )
     .await;
     match ping {

@@ -137,6 +137,61 @@ pub struct Options {
     pub cold_start: Option<Duration>,
     /// How long without requests counts as idle for `cold_start`.
     pub cold_start_idle: Duration,
+    /// The modelled network between the app and its database: every
+    /// database call waits this round-trip time first (zero: no wait, the
+    /// database is as close as the local file). See `docs/REFAPP.md`.
+    pub db_rtt: Duration,
+    /// Known-bad mode: a new database connection per call, as a driver
+    /// without a pool opens one; each call then pays `db_handshake_rtts`
+    /// extra round trips.
+    pub db_connect_per_call: bool,
+    /// Round trips of one new database connection (default 4: TCP 1, TLS
+    /// 1.3 1, password authentication 2).
+    pub db_handshake_rtts: u32,
+    /// Which answer paths the known-bad database modes (`blocking_db`,
+    /// `db_roundtrips`, `db_connect_per_call`) apply to.
+    pub db_fault_scope: DbFaultScope,
+    /// How `POST /api/message` picks a path.
+    pub router: RouterRule,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) instead of plain HTTP.
+    pub tls: Option<TlsSource>,
+    /// Run the app on a runtime of its own with this many worker threads
+    /// (`None`: on the caller's runtime). One worker is a one-vCPU
+    /// container: a worker held by `blocking_db` then holds the whole app.
+    pub worker_threads: Option<usize>,
+}
+
+/// Which answer paths the known-bad database modes apply to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DbFaultScope {
+    /// Every database call of the app (sign-up, login, auth, both paths).
+    #[default]
+    AllPaths,
+    /// Only the chat path's calls (its conversation query, extra round
+    /// trips and final store); auth, the document path and the account
+    /// endpoints use the pooled, async access.
+    ChatPath,
+}
+
+pub use crate::route::RouterRule;
+
+/// Where the app's TLS certificate comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsSource {
+    /// A throwaway CA and a leaf for `localhost` and 127.0.0.1, generated at
+    /// start; the CA certificate (PEM) is written to `ca_out` when given, so
+    /// clients can trust it.
+    SelfSigned {
+        /// Where to write the CA certificate.
+        ca_out: Option<PathBuf>,
+    },
+    /// A PEM certificate chain and its PEM private key.
+    Files {
+        /// The certificate chain, leaf first.
+        cert: PathBuf,
+        /// The private key (PKCS#8, PKCS#1 or SEC1).
+        key: PathBuf,
+    },
 }
 
 impl Default for Options {
@@ -167,6 +222,13 @@ impl Default for Options {
             buffered: false,
             cold_start: None,
             cold_start_idle: Duration::from_secs(30),
+            db_rtt: Duration::ZERO,
+            db_connect_per_call: false,
+            db_handshake_rtts: 4,
+            db_fault_scope: DbFaultScope::AllPaths,
+            router: RouterRule::Keywords,
+            tls: None,
+            worker_threads: None,
         }
     }
 }
@@ -194,6 +256,11 @@ impl fmt::Debug for Options {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
             .field("known_bad", &KnownBad::from(self))
+            .field("db_rtt", &self.db_rtt)
+            .field("db_handshake_rtts", &self.db_handshake_rtts)
+            .field("router", &self.router)
+            .field("tls", &self.tls)
+            .field("worker_threads", &self.worker_threads)
             .finish()
     }
 }
@@ -211,6 +278,10 @@ pub struct KnownBad {
     pub buffered: bool,
     /// Delay after an idle gap, and the gap.
     pub cold_start: Option<(Duration, Duration)>,
+    /// A new database connection per call.
+    pub db_connect_per_call: bool,
+    /// Where the database modes apply.
+    pub db_fault_scope: DbFaultScope,
 }
 
 impl From<&Options> for KnownBad {
@@ -221,14 +292,19 @@ impl From<&Options> for KnownBad {
             db_roundtrips: o.db_roundtrips,
             buffered: o.buffered,
             cold_start: o.cold_start.map(|d| (d, o.cold_start_idle)),
+            db_connect_per_call: o.db_connect_per_call,
+            db_fault_scope: o.db_fault_scope,
         }
     }
 }
 
 impl KnownBad {
-    /// True when no known-bad mode is on.
+    /// True when no known-bad mode is on (the scope alone is no mode).
     pub fn is_none(&self) -> bool {
-        *self == KnownBad::default()
+        KnownBad {
+            db_fault_scope: DbFaultScope::default(),
+            ..*self
+        } == KnownBad::default()
     }
 }
 
@@ -384,6 +460,28 @@ impl Config {
                 "applies to the SQLite store only",
             ));
         }
+        if options.db_rtt > Duration::from_secs(10) {
+            return Err(ConfigError::new("db_rtt", "must be at most 10 s"));
+        }
+        if options.db_handshake_rtts > 20 {
+            return Err(ConfigError::new("db_handshake_rtts", "must be at most 20"));
+        }
+        if options
+            .worker_threads
+            .is_some_and(|n| !(1..=256).contains(&n))
+        {
+            return Err(ConfigError::new(
+                "worker_threads",
+                "must be between 1 and 256",
+            ));
+        }
+        if let Some(TlsSource::Files { cert, key }) = &options.tls {
+            for (field, p) in [("tls_cert", cert), ("tls_key", key)] {
+                if p.as_os_str().is_empty() {
+                    return Err(ConfigError::new(field, "is empty"));
+                }
+            }
+        }
         if options.cold_start.is_some() && options.cold_start_idle.is_zero() {
             return Err(ConfigError::new(
                 "cold_start_idle",
@@ -509,6 +607,26 @@ mod tests {
             Some("idle_timeout")
         );
         assert_eq!(field(|o| o.hash_queue = 0), None);
+        assert_eq!(
+            field(|o| o.worker_threads = Some(0)),
+            Some("worker_threads")
+        );
+        assert_eq!(field(|o| o.worker_threads = Some(1)), None);
+        assert_eq!(
+            field(|o| o.db_rtt = Duration::from_secs(11)),
+            Some("db_rtt")
+        );
+        assert_eq!(
+            field(|o| o.db_handshake_rtts = 21),
+            Some("db_handshake_rtts")
+        );
+        assert_eq!(
+            field(|o| o.tls = Some(TlsSource::Files {
+                cert: PathBuf::new(),
+                key: "k.pem".into()
+            })),
+            Some("tls_cert")
+        );
     }
 
     #[test]

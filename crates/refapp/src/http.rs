@@ -201,19 +201,32 @@ impl RawBody {
     }
 }
 
-/// Named durations in `Server-Timing` syntax (`name;dur=ms`).
+/// Named durations in `Server-Timing` syntax (`name;dur=ms`, with
+/// `;desc="…"` when there is a description, e.g. a round-trip count).
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Phases(Vec<(&'static str, Duration)>);
+pub(crate) struct Phases(Vec<(&'static str, Duration, Option<String>)>);
 
 impl Phases {
     pub fn push(&mut self, name: &'static str, d: Duration) {
-        self.0.push((name, d));
+        self.0.push((name, d, None));
+    }
+
+    /// A phase that made `round_trips` database round trips.
+    pub fn push_trips(&mut self, name: &'static str, d: Duration, round_trips: u32) {
+        self.0.push((name, d, Some(format!("{round_trips} rt"))));
     }
 
     pub fn render(&self) -> String {
         self.0
             .iter()
-            .map(|(n, d)| format!("{n};dur={:.3}", d.as_secs_f64() * 1000.0))
+            .map(|(n, d, desc)| {
+                let ms = d.as_secs_f64() * 1000.0;
+                match desc {
+                    // Descriptions are ours (no quote or backslash inside).
+                    Some(t) => format!("{n};dur={ms:.3};desc=\"{t}\""),
+                    None => format!("{n};dur={ms:.3}"),
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -240,7 +253,11 @@ mod tests {
         let mut p = Phases::default();
         p.push("auth", Duration::from_micros(1234));
         p.push("db", Duration::from_millis(2));
-        assert_eq!(p.render(), "auth;dur=1.234, db;dur=2.000");
+        p.push_trips("store", Duration::from_millis(80), 2);
+        assert_eq!(
+            p.render(),
+            "auth;dur=1.234, db;dur=2.000, store;dur=80.000;desc=\"2 rt\""
+        );
     }
 
     #[test]

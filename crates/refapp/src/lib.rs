@@ -12,14 +12,18 @@
 //!   an SSE stream of OpenAI `chat.completion.chunk`s.
 //! - `GET /api/conversations/{id}/messages`, `GET /health`, `GET /version`.
 //!
-//! Every answer carries `Server-Timing` (`auth`, `db`, `retrieve`,
-//! `upstream_connect`: what happened before the stream), `X-Route`,
+//! Every answer carries `Server-Timing` (`auth`, `db` with their database
+//! round trips as `desc="N rt"`, `retrieve`, `upstream_connect`: what
+//! happened before the stream), `X-Route`,
 //! `X-Request-Id`, and ends with `event: server-timing` (`upstream_ttft`,
 //! `stream`, `store`, `total`) after `data: [DONE]`.
 //!
 //! Known-bad modes, all off by default, reproduce common latency mistakes:
 //! serial handling, blocking database calls on the runtime, extra database
-//! round trips, buffering the whole answer, and a cold start after idling.
+//! round trips, a database connection per call, buffering the whole answer,
+//! a cold start after idling and a keyword router. A modelled network to
+//! the database (`db_rtt`) gives database calls the cost they have against
+//! a hosted PostgreSQL; `tls` serves HTTPS (a throwaway CA, or PEM files).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,10 +46,12 @@ mod api;
 mod auth;
 pub mod config;
 mod http;
+mod remote;
 pub mod retrieve;
 pub mod route;
 mod server;
 pub mod store;
+mod tls;
 mod upstream;
 
 use std::sync::{Arc, Mutex};
@@ -58,9 +64,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{Config, ConfigError, Database, KnownBad, Options};
+pub use config::{Config, ConfigError, Database, DbFaultScope, KnownBad, Options, TlsSource};
 pub use retrieve::DocIndex;
+pub use route::RouterRule;
 pub use store::{Store, StoreError, StoreOptions};
+pub use tls::TlsError;
 
 /// The git revision the crate was built from (`unknown` without git).
 pub const GIT_REVISION: &str = env!("FIRSTTOKEN_REFAPP_GIT_REVISION");
@@ -82,6 +90,9 @@ pub enum RefappError {
     /// The upstream HTTP client cannot be built (e.g. no TLS roots).
     #[error("cannot build the upstream HTTP client: {0}")]
     Client(String),
+    /// The app's TLS certificate cannot be generated, read or written.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// Accepting connections failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
@@ -95,6 +106,8 @@ struct Shared {
     serial: Option<Arc<Semaphore>>,
     cold: Option<ColdStart>,
     hashing: auth::HashGate,
+    db: remote::DbLink,
+    tls: Option<tls::Edge>,
 }
 
 struct ColdStart {
@@ -118,7 +131,8 @@ impl AppState {
             config.database(),
             StoreOptions {
                 timeout: config.options.db_timeout,
-                blocking: config.known_bad.blocking_db,
+                // Per caller: the answer paths pick their own access.
+                blocking: remote::DbLink::new(&config).shared().blocking,
             },
         )
         .await
@@ -129,8 +143,11 @@ impl AppState {
         Self::with_store(config, store)
     }
 
-    /// Like [`AppState::new`] with a store opened by the caller.
+    /// Like [`AppState::new`] with a store opened by the caller. With TLS
+    /// on, the certificate is loaded or generated here (and a generated CA
+    /// written out).
     pub fn with_store(config: Config, store: Store) -> Result<AppState, RefappError> {
+        let tls = config.options.tls.as_ref().map(tls::edge).transpose()?;
         let upstream =
             upstream::Upstream::new(&config).map_err(|e| RefappError::Client(e.to_string()))?;
         let kb = config.known_bad;
@@ -145,6 +162,8 @@ impl AppState {
                     last: Mutex::new(None),
                 }),
                 hashing,
+                db: remote::DbLink::new(&config),
+                tls,
                 index: DocIndex::bundled(),
                 upstream,
                 store,
@@ -161,6 +180,19 @@ impl AppState {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// The PEM certificate of the CA generated for
+    /// [`TlsSource::SelfSigned`], for clients to trust.
+    pub fn tls_ca_pem(&self) -> Option<&str> {
+        self.inner.tls.as_ref()?.ca_pem.as_deref()
+    }
+
+    /// Pay the modelled network cost of one database call made outside the
+    /// answer paths (accounts, auth, health).
+    async fn db_call(&self) {
+        let db = &self.inner.db;
+        db.call(db.shared(), &mut 0).await;
     }
 
     /// With `--serial`, the one permit (waits for it); otherwise `None`.
@@ -217,13 +249,42 @@ pub fn app(state: AppState) -> Router {
 /// Serve `state` on `listener` until `shutdown` is cancelled, then let open
 /// requests finish. Connections are bounded (`max_connections`), must send
 /// their request heads in time (`header_read_timeout`) and are closed when
-/// silent for too long (`idle_timeout`); see [`Options`].
+/// silent for too long (`idle_timeout`); see [`Options`]. With `tls`, every
+/// connection is HTTPS. With `worker_threads`, the app runs on a runtime of
+/// its own with that many workers, on a thread of its own.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: CancellationToken,
 ) -> Result<(), RefappError> {
-    server::serve(listener, state, shutdown).await
+    let Some(workers) = state.inner.config.options.worker_threads else {
+        return server::serve(listener, state, shutdown).await;
+    };
+    // The socket moves to the new runtime's reactor.
+    let listener = listener.into_std()?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("refapp-runtime".into())
+        .spawn(move || {
+            let r = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("refapp-worker")
+                .enable_all()
+                .build()
+                .map_err(RefappError::Io)
+                .and_then(|rt| {
+                    rt.block_on(async {
+                        let listener = TcpListener::from_std(listener)?;
+                        server::serve(listener, state, shutdown).await
+                    })
+                });
+            let _ = tx.send(r);
+        })?;
+    rx.await.unwrap_or_else(|_| {
+        Err(RefappError::Io(std::io::Error::other(
+            "the app's runtime thread ended without a result",
+        )))
+    })
 }
 
 /// Open everything for `config`, then [`serve`] until `shutdown`.

@@ -9,6 +9,11 @@
 //! `header_read_timeout`, and a watchdog closes any connection on which no
 //! byte moves for `idle_timeout` (or that sends nothing at all within the
 //! header timeout, before hyper has even picked the protocol).
+//!
+//! With TLS on, the handshake runs in the connection's task (bounded by the
+//! header timeout, so a client that stalls it cannot hold a slot) and the
+//! same server runs over the TLS stream; hyper picks HTTP/2 or HTTP/1.1 from
+//! the bytes, which follow the protocol agreed by ALPN.
 
 use std::io;
 use std::pin::Pin;
@@ -24,8 +29,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
@@ -50,6 +56,11 @@ pub(crate) async fn serve(
         idle: o.idle_timeout,
     };
     let slots = Arc::new(Semaphore::new(o.max_connections));
+    let acceptor = state
+        .inner
+        .tls
+        .as_ref()
+        .map(|e| TlsAcceptor::from(e.config.clone()));
     let router = app(state);
     let tracker = TaskTracker::new();
     loop {
@@ -86,8 +97,20 @@ pub(crate) async fn serve(
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let shutdown = shutdown.clone();
+        let acceptor = acceptor.clone();
         tracker.spawn(async move {
-            serve_connection(stream, router, limits, shutdown).await;
+            match acceptor {
+                None => serve_connection(stream, router, limits, shutdown).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_read, acceptor.accept(stream)).await;
+                    match handshake {
+                        Ok(Ok(tls)) => serve_connection(tls, router, limits, shutdown).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
+            }
             drop(permit);
         });
     }
@@ -96,12 +119,14 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-async fn serve_connection(
-    stream: TcpStream,
+async fn serve_connection<S>(
+    stream: S,
     router: axum::Router,
     limits: Limits,
     shutdown: CancellationToken,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -185,13 +210,13 @@ impl Activity {
     }
 }
 
-/// A socket that records when bytes move.
-struct Watched {
-    inner: TcpStream,
+/// A socket (plain or TLS) that records when bytes move.
+struct Watched<S> {
+    inner: S,
     activity: Arc<Activity>,
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -207,7 +232,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -198,3 +198,32 @@ async fn blocking_db_still_answers_under_concurrency() {
     }
     app.stop().await;
 }
+
+/// `X-Route` of each document question sent to the router.
+async fn routes(rule: firsttoken_refapp::RouterRule) -> Vec<String> {
+    let emu = Emulator::start(5, 1, 2).await;
+    let app = App::sqlite(&emu.base_url(), |o| o.router = rule).await;
+    let (_, token) = app.user().await;
+    let mut out = Vec::new();
+    for q in firsttoken_refapp::route::DOC_QUESTIONS {
+        let r = app.ask("/api/message", &token, json!({"message": q})).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        out.push(r.header("x-route").unwrap_or("").to_string());
+    }
+    app.stop().await;
+    out
+}
+
+#[tokio::test]
+async fn keyword_router_sends_most_document_questions_to_chat_and_corpus_router_none() {
+    use firsttoken_refapp::RouterRule;
+    let keywords = routes(RouterRule::Keywords).await;
+    let to_chat = keywords.iter().filter(|r| *r == "chat").count();
+    eprintln!(
+        "keyword router: {to_chat} of {} document questions reached chat",
+        keywords.len()
+    );
+    assert!(to_chat * 3 >= keywords.len() * 2, "{keywords:?}");
+    let corpus = routes(RouterRule::Corpus).await;
+    assert!(corpus.iter().all(|r| r == "docs"), "{corpus:?}");
+}

@@ -172,6 +172,16 @@ impl Store {
         }
     }
 
+    /// The same store with SQLite calls run on the calling (async) thread
+    /// or not (the `blocking` option, per caller). PostgreSQL is returned
+    /// as it is: it has no synchronous driver here.
+    pub fn with_blocking(&self, blocking: bool) -> Store {
+        match self {
+            Store::Sqlite(s) => Store::Sqlite(s.with_blocking(blocking)),
+            Store::Postgres(p) => Store::Postgres(p.clone()),
+        }
+    }
+
     /// Which backend, for `/health`.
     pub fn backend(&self) -> &'static str {
         match self {

@@ -71,6 +71,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
+    /// Run calls on the caller's thread (the `blocking` known-bad mode).
+    blocking: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -179,6 +181,7 @@ impl SqliteStore {
         .map_err(|e| StoreError::Other(format!("opening the SQLite store: {e}")))?;
         match opened {
             Ok(inner) => Ok(SqliteStore {
+                blocking: inner.options.blocking,
                 inner: Arc::new(inner),
             }),
             // Whatever stops the file from opening or migrating, the
@@ -190,12 +193,20 @@ impl SqliteStore {
         }
     }
 
+    /// The same store, with its calls run on the caller's thread or not.
+    pub fn with_blocking(&self, blocking: bool) -> SqliteStore {
+        SqliteStore {
+            inner: self.inner.clone(),
+            blocking,
+        }
+    }
+
     async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Inner) -> rusqlite::Result<T> + Send + 'static,
     {
-        if self.inner.options.blocking {
+        if self.blocking {
             // The known-bad mode: SQLite runs on the async worker thread,
             // stalling every other task scheduled there meanwhile.
             return f(&self.inner).map_err(classify);
