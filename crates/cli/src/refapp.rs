@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use firsttoken_refapp::{AppState, Config, Options, serve};
+use firsttoken_refapp::{AppState, Config, DbFaultScope, Options, RouterRule, TlsSource, serve};
 
 #[derive(Debug, Args)]
 #[command(
@@ -97,6 +97,54 @@ pub struct RefappArgs {
         requires = "cold_start_ms"
     )]
     cold_start_idle_ms: u64,
+    /// The modelled network to the database: every database call first waits this round-trip time (0: the database is as close as its file). See docs/REFAPP.md.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    db_rtt_ms: u64,
+    /// Known-bad: a new database connection per call (no pool), each paying --db-handshake-rtts extra round trips.
+    #[arg(long)]
+    db_connect_per_call: bool,
+    /// Round trips of one new database connection (TCP 1, TLS 1.3 1, password authentication 2).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    db_handshake_rtts: u32,
+    /// Where the known-bad database modes apply: every call, or the chat path only (auth and the document path stay pooled and async).
+    #[arg(long, value_enum, default_value_t = DbFaults::All)]
+    db_faults: DbFaults,
+    /// How /api/message picks a path: by document keywords only (the known-bad router) or also by the corpus's names and a strong retrieval hit.
+    #[arg(long, value_enum, default_value_t = Router::Keywords)]
+    router: Router,
+    /// Run the app on its own runtime with N worker threads (one is a one-vCPU container: a worker held by --blocking-db holds the whole app).
+    #[arg(long, value_name = "N")]
+    worker_threads: Option<usize>,
+    /// Serve HTTPS with a throwaway CA and a leaf for localhost and 127.0.0.1, made at start.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    tls_self_signed: bool,
+    /// With --tls-self-signed: write the CA certificate (PEM) here, for clients' --cacert.
+    #[arg(long, value_name = "FILE", requires = "tls_self_signed")]
+    tls_ca_out: Option<std::path::PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+}
+
+/// `--db-faults`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DbFaults {
+    /// Every database call.
+    All,
+    /// The chat path's calls only.
+    Chat,
+}
+
+/// `--router`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Router {
+    /// Document keywords only (known-bad).
+    Keywords,
+    /// Keywords, corpus names or a strong retrieval hit.
+    Corpus,
 }
 
 /// Validated `refapp` arguments.
@@ -144,6 +192,25 @@ impl TryFrom<RefappArgs> for RefappSpec {
             buffered: a.buffered,
             cold_start: a.cold_start_ms.map(Duration::from_millis),
             cold_start_idle: Duration::from_millis(a.cold_start_idle_ms),
+            db_rtt: Duration::from_millis(a.db_rtt_ms),
+            db_connect_per_call: a.db_connect_per_call,
+            db_handshake_rtts: a.db_handshake_rtts,
+            db_fault_scope: match a.db_faults {
+                DbFaults::All => DbFaultScope::AllPaths,
+                DbFaults::Chat => DbFaultScope::ChatPath,
+            },
+            router: match a.router {
+                Router::Keywords => RouterRule::Keywords,
+                Router::Corpus => RouterRule::Corpus,
+            },
+            worker_threads: a.worker_threads,
+            tls: match (a.tls_self_signed, a.tls_cert, a.tls_key) {
+                (true, _, _) => Some(TlsSource::SelfSigned {
+                    ca_out: a.tls_ca_out,
+                }),
+                (false, Some(cert), Some(key)) => Some(TlsSource::Files { cert, key }),
+                _ => None,
+            },
             ..Options::default()
         };
         Ok(RefappSpec {
@@ -175,8 +242,10 @@ pub async fn run(args: RefappArgs) -> anyhow::Result<ExitCode> {
         config.options().model,
         known_bad(&config)
     );
+    let tls = config.options().tls.is_some();
     let state = AppState::new(config).await?;
-    outln!("listening on http://{addr}");
+    let scheme = if tls { "https" } else { "http" };
+    outln!("listening on {scheme}://{addr}");
     eprintln!("{summary}; Ctrl-C stops");
     let shutdown = crate::shutdown_token();
     serve(listener, state, shutdown).await?;
@@ -194,6 +263,14 @@ fn known_bad(config: &Config) -> String {
     }
     if kb.db_roundtrips > 0 {
         on.push(format!("db-roundtrips {}", kb.db_roundtrips));
+    }
+    if kb.db_connect_per_call {
+        on.push("db-connect-per-call".into());
+    }
+    if kb.db_fault_scope == DbFaultScope::ChatPath
+        && (kb.blocking_db || kb.db_roundtrips > 0 || kb.db_connect_per_call)
+    {
+        on.push("(database modes on the chat path only)".into());
     }
     if kb.buffered {
         on.push("buffered".into());

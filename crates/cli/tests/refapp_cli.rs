@@ -113,3 +113,77 @@ fn bad_settings_exit_2_with_a_clear_message() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// The remote-database and TLS-edge settings reach the app from the command
+/// line: it serves HTTPS with a CA it writes for clients, and names its
+/// known-bad database modes.
+#[test]
+fn tls_edge_and_database_model_flags_reach_the_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+        .args(["refapp", "--listen", "127.0.0.1:0", "--database-url"])
+        .arg(dir.path().join("refapp.db"))
+        .args(["--tls-self-signed", "--tls-ca-out"])
+        .arg(&ca)
+        .args([
+            "--db-rtt-ms",
+            "5",
+            "--blocking-db",
+            "--db-roundtrips",
+            "3",
+            "--db-faults",
+            "chat",
+            "--db-connect-per-call",
+            "--worker-threads",
+            "1",
+            "--router",
+            "corpus",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .expect("first line");
+    let addr = first
+        .trim()
+        .strip_prefix("listening on https://")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+        .args(["probe", &format!("https://localhost:{port}/health")])
+        .args(["--resolve", &format!("localhost:{port}:127.0.0.1")])
+        .arg("--cacert")
+        .arg(&ca)
+        .args(["--format", "text", "-n", "1", "--json", "--quiet"])
+        .output()
+        .expect("probe runs");
+    let _ = child.kill();
+    let err = {
+        let mut e = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut e);
+        e
+    };
+    let _ = child.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(s["http_version"], "HTTP/2", "{s}");
+    assert_eq!(s["tls"]["handshake"], "full", "{s}");
+    for mode in [
+        "blocking-db",
+        "db-roundtrips 3",
+        "db-connect-per-call",
+        "chat path only",
+    ] {
+        assert!(err.contains(mode), "{mode} missing from: {err}");
+    }
+}
