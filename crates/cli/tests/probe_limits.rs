@@ -191,3 +191,62 @@ fn max_event_bytes_bounds_an_event_and_is_range_checked() {
     let url = close_server(Some("text/event-stream"), event.into_bytes(), 1);
     assert_code(&firsttoken(&["probe", &url, "-n", "1", "--fresh"], &[]), 0);
 }
+
+/// Issue 16, defect 3: counts without limits. Each bound is a usage error
+/// naming the key (or flag) and the bound, before anything is sent; a
+/// session above the confirmation threshold needs `--yes`.
+#[test]
+fn counts_concurrency_and_rates_have_bounds_named_in_the_error() {
+    let (l, url) = listener();
+    for (args, needle) in [
+        (vec!["-c", "20000", "-n", "20000"], "-c"),
+        (vec!["-n", "2000000"], "-n"),
+    ] {
+        let mut a = vec!["probe", url.as_str()];
+        a.extend(args.iter().copied());
+        let out = common::firsttoken(&a, &[]);
+        common::assert_code(&out, 2);
+        let err = common::text(&out.stderr);
+        assert!(err.contains(needle), "{a:?}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    let store = dir.path().join("s.db");
+    for (from, to, needle) in [
+        ("warm = 2", "warm = 4000000000", "phases.warm"),
+        (
+            "levels = [1, 2]",
+            "levels = [1, 20000]",
+            "phases.concurrency.levels",
+        ),
+        (
+            "warm = 2",
+            "warm = 2\nrate = { per_second = 100000, requests = 10 }",
+            "phases.rate.per_second",
+        ),
+        ("warm = 2", "warm = 100000\nfresh = 20", "--yes"),
+        (
+            "warm = 2",
+            "warm = 2\nrate = { per_second = 5000, requests = 10 }",
+            "--yes",
+        ),
+    ] {
+        let cfg = common::write_config(dir.path(), &base, 2);
+        let text = std::fs::read_to_string(&cfg).unwrap().replacen(from, to, 1);
+        let text = if to.contains("fresh = 20") {
+            text.replace("fresh = 2\n", "")
+        } else {
+            text
+        };
+        std::fs::write(&cfg, &text).unwrap();
+        let out = common::firsttoken(
+            &["run", "-c", &cfg, "--store", store.to_str().unwrap()],
+            &[],
+        );
+        common::assert_code(&out, 2);
+        let err = common::text(&out.stderr);
+        assert!(err.contains(needle), "{to}: {err}");
+    }
+    assert!(!store.exists(), "no session was started");
+    assert_nothing_connected(&l);
+}

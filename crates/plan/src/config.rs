@@ -16,7 +16,17 @@ pub const MAX_SPAN: Duration = Duration::from_secs(24 * 3600);
 /// Slowest open-loop rate: one request every 1,000 s.
 pub const MIN_RATE_PER_S: f64 = 0.001;
 /// Fastest open-loop rate one client can honestly time.
-pub const MAX_RATE_PER_S: f64 = 100_000.0;
+pub const MAX_RATE_PER_S: f64 = 10_000.0;
+/// Most requests one phase may plan (per strategy for `direct`, per level
+/// for `concurrency`): the protocol is planned in memory before it runs.
+pub const MAX_PHASE_REQUESTS: u32 = 100_000;
+/// Most requests in flight at once (a concurrency level; probe's `-c`).
+pub const MAX_CONCURRENCY: u32 = 10_000;
+/// A session that plans more requests than this (warm-ups included) runs
+/// only when confirmed: `run --yes` or `[session] confirm_large = true`.
+pub const LARGE_SESSION_REQUESTS: usize = 100_000;
+/// Open-loop arrivals faster than this need the same confirmation.
+pub const LARGE_RATE_PER_S: f64 = 1_000.0;
 
 /// The commented config `firsttoken init` writes.
 pub const DEFAULT_CONFIG: &str = include_str!("../firsttoken.example.toml");
@@ -125,6 +135,10 @@ pub struct SessionSection {
     /// --max-event-bytes`); default 1 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_event_bytes: Option<usize>,
+    /// Run a session above [`LARGE_SESSION_REQUESTS`] requests or
+    /// [`LARGE_RATE_PER_S`] arrivals per second without `run --yes`.
+    #[serde(default)]
+    pub confirm_large: bool,
     /// Stop before the session's estimated cost would exceed this (USD).
     #[serde(default)]
     pub budget_usd: Option<f64>,
@@ -621,6 +635,39 @@ impl Config {
                     return Err(invalid(key, format!("{p:?} is named twice")));
                 }
             }
+        }
+        let ph = &self.phases;
+        for (key, n) in [
+            ("phases.ping", ph.ping),
+            ("phases.cold.count", ph.cold.as_ref().map_or(0, |c| c.count)),
+            ("phases.warm", ph.warm.count),
+            ("phases.fresh", ph.fresh.count),
+            ("phases.direct", ph.direct),
+            (
+                "phases.concurrency.requests",
+                ph.concurrency.as_ref().map_or(0, |c| c.requests),
+            ),
+            (
+                "phases.rate.requests",
+                ph.rate.as_ref().map_or(0, |r| r.requests),
+            ),
+        ] {
+            if n > MAX_PHASE_REQUESTS {
+                return Err(invalid(
+                    key,
+                    format!("{n} requests is more than one phase may plan ({MAX_PHASE_REQUESTS})"),
+                ));
+            }
+        }
+        if let Some(c) = &self.phases.concurrency
+            && let Some(&k) = c.levels.iter().find(|&&k| k > MAX_CONCURRENCY)
+        {
+            return Err(invalid(
+                "phases.concurrency.levels",
+                format!(
+                    "level {k} is above the most requests in flight allowed ({MAX_CONCURRENCY})"
+                ),
+            ));
         }
         if let Some(c) = &self.phases.concurrency
             && (c.levels.is_empty() || c.levels.contains(&0))

@@ -500,6 +500,9 @@ pub struct ProbeSpec {
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
 pub const MIN_MAX_EVENT_BYTES: usize = 1024;
 
+/// Most requests one probe may send (its samples are kept for the summary).
+pub const MAX_PROBE_REQUESTS: u64 = 1_000_000;
+
 /// Default bound on one stream event or line: 1 MiB. An LLM delta is a few
 /// hundred bytes; a megabyte holds any real event with room to spare, and
 /// keeps a hostile or broken server from growing the client's memory.
@@ -524,8 +527,8 @@ impl ProbeSpec {
         }
     }
 
-    /// Check ranges: at least one request and worker, at most 100,000
-    /// workers, timeouts longer than zero and at most [`MAX_TIMEOUT`].
+    /// Check ranges: 1 to [`MAX_PROBE_REQUESTS`] requests, 1 to
+    /// [`config::MAX_CONCURRENCY`] workers, timeouts longer than zero and at most [`MAX_TIMEOUT`].
     pub fn validate(self) -> Result<ProbeSpec, PlanError> {
         self.timeouts.validate()?;
         if self.requests == 0 {
@@ -535,10 +538,17 @@ impl ProbeSpec {
                 got: 0,
             });
         }
-        if self.concurrency == 0 || self.concurrency > 100_000 {
+        if self.requests > MAX_PROBE_REQUESTS {
+            return Err(PlanError::Range {
+                what: "the request count (-n)",
+                bound: "at most 1000000 (each sample is kept for the summary)",
+                got: self.requests,
+            });
+        }
+        if self.concurrency == 0 || self.concurrency > config::MAX_CONCURRENCY {
             return Err(PlanError::Range {
                 what: "the concurrency (-c)",
-                bound: "between 1 and 100000",
+                bound: "between 1 and 10000",
                 got: u64::from(self.concurrency),
             });
         }

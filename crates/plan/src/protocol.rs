@@ -436,6 +436,19 @@ impl Protocol {
         self.requests().saturating_add(self.max_warmups())
     }
 
+    /// The least time the protocol takes whatever the server does: its
+    /// cold probes' idle gaps plus the span of each open-loop schedule.
+    pub fn min_duration(&self) -> Duration {
+        self.steps
+            .iter()
+            .map(|s| match s {
+                Step::AfterIdle(gap, _) => *gap,
+                Step::Arrivals(v) => v.iter().map(|(at, _)| *at).max().unwrap_or_default(),
+                _ => Duration::ZERO,
+            })
+            .fold(Duration::ZERO, |a, b| a.saturating_add(b))
+    }
+
     /// Planned requests per phase name, in first-seen order.
     pub fn counts(&self) -> Vec<(PhaseKind, usize)> {
         let mut out: Vec<(PhaseKind, usize)> = Vec::new();

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use firsttoken_plan::config::Config;
+use firsttoken_plan::config::{Config, LARGE_RATE_PER_S, LARGE_SESSION_REQUESTS};
 use firsttoken_plan::protocol::{Layout, PRESETS, Protocol, preset};
 use firsttoken_record::session::Provenance;
 
@@ -31,6 +31,8 @@ pub struct Overrides {
     pub budget_usd: Option<f64>,
     /// Label samples `emulated`.
     pub emulated: bool,
+    /// Run a large session (see [`firsttoken_plan::config::LARGE_SESSION_REQUESTS`]).
+    pub yes: bool,
 }
 
 /// Everything a session needs, checked: the config with its overrides
@@ -104,6 +106,20 @@ impl SessionSpec {
             prompts: source.prompts(),
         };
         let protocol = Protocol::expand(&config.phases, &layout, config.session.order, seed);
+        let planned = protocol.announced();
+        let rate = config.phases.rate.as_ref().map_or(0.0, |r| r.per_second);
+        if (planned > LARGE_SESSION_REQUESTS || rate > LARGE_RATE_PER_S)
+            && !(o.yes || config.session.confirm_large)
+        {
+            return Err(SessionError::Invalid(format!(
+                "this session plans {planned} requests (warm-ups included){}; above {LARGE_SESSION_REQUESTS} requests or {LARGE_RATE_PER_S} per second a session runs only when confirmed: add --yes (or set [session] confirm_large = true)",
+                if rate > 0.0 {
+                    format!(", open-loop at {rate} per second")
+                } else {
+                    String::new()
+                }
+            )));
+        }
         let provenance = if o.emulated || config.session.emulated {
             Provenance::Emulated
         } else {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -59,6 +60,9 @@ pub struct RunArgs {
     /// No progress and no summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run a large session: more than 100,000 planned requests, or open-loop arrivals above 1,000 per second.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// A progress bar on stderr that counts every stored request, warm-ups too.
@@ -135,6 +139,7 @@ fn overrides(a: &RunArgs) -> anyhow::Result<Overrides> {
         seed: a.seed,
         budget_usd: a.budget_usd,
         emulated: a.emulated,
+        yes: a.yes,
     })
 }
 
@@ -157,6 +162,21 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    if !a.quiet {
+        let floor = spec.protocol.min_duration();
+        let wait = if floor.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; its idle gaps and open-loop schedule alone take {}",
+                humantime::format_duration(Duration::from_secs(floor.as_secs()))
+            )
+        };
+        eprintln!(
+            "planned: {} requests, warm-ups included{wait}",
+            spec.protocol.announced()
+        );
+    }
     let store = Store::open(spec.store()).await?;
     let outcome = run_spec(&spec, &store, a.quiet).await?;
     Ok(exit_code(&outcome))
