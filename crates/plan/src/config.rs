@@ -373,7 +373,10 @@ impl From<u32> for PhaseCount {
 
 /// How a [`PhaseCount`] is written: a bare count or a table.
 #[derive(Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a count of requests (e.g. 120) or a table { count = 120, paths = [\"chat\"] }"
+)]
 enum CountRepr {
     Count(u32),
     Table(CountTable),
@@ -496,11 +499,16 @@ impl Config {
                     (line, column)
                 })
                 .unwrap_or((1, 1));
+            let message = e.message().to_string();
+            let key = e.span().and_then(|s| key_at(text, s.start));
             ConfigError::Parse {
                 path: path.to_string(),
                 line,
                 column,
-                message: e.message().to_string(),
+                message: match key {
+                    Some(k) if !message.contains(&k) => format!("{k}: {message}"),
+                    _ => message,
+                },
             }
         })?;
         cfg.validate(path)?;
@@ -562,7 +570,12 @@ impl Config {
                     format!("{:?} must start with /", p.path),
                 ));
             }
-            p.format.parse::<crate::StreamFormat>().map_err(plan)?;
+            if let Err(e) = p.format.parse::<crate::StreamFormat>() {
+                return Err(invalid(&format!("app.paths[{i}].format"), e.to_string()));
+            }
+            if let Some(m) = json_template_error(&p.body) {
+                return Err(invalid(&format!("app.paths[{i}].body"), m));
+            }
             if p.prompts.as_ref().is_some_and(Vec::is_empty) && p.prompts_file.is_none() {
                 return Err(invalid(
                     &format!("app.paths[{i}].prompts"),
@@ -581,6 +594,22 @@ impl Config {
         }
         if let Some(p) = &self.ping {
             crate::Target::parse(&p.url).map_err(plan)?;
+        }
+        if let Some(a) = &self.app.auth {
+            for (key, p) in [
+                ("app.auth.token_pointer", &a.token_pointer),
+                ("app.auth.id_pointer", &a.id_pointer),
+            ] {
+                if !p.is_empty() && !p.starts_with('/') {
+                    return Err(invalid(
+                        key,
+                        format!("{p:?} is not a JSON pointer: it starts with '/' (e.g. \"/{p}\")"),
+                    ));
+                }
+            }
+            if let Some(m) = json_template_error(&a.body) {
+                return Err(invalid("app.auth.body", m));
+            }
         }
         if self.phases.direct > 0 && self.direct.is_none() {
             return Err(invalid(
@@ -745,6 +774,65 @@ impl Config {
     }
 }
 
+/// The dotted key of the `key = value` line holding byte `offset` of
+/// `text`, under its nearest `[section]` or `[[section]]` header (an array
+/// of tables counted, e.g. `app.paths[1].format`); `None` when the line is
+/// not such an assignment.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() || key.starts_with('#') || key.starts_with('[') {
+        return None;
+    }
+    let mut section: Option<String> = None;
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    for l in text[..line_start].lines() {
+        let t = l.trim();
+        if let Some(name) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim().to_string();
+            let n = counts.entry(name.clone()).or_insert(0);
+            section = Some(format!("{name}[{n}]"));
+            *n += 1;
+        } else if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            section = Some(name.trim().to_string());
+        }
+    }
+    Some(match section {
+        Some(sec) => format!("{sec}.{key}"),
+        None => key.to_string(),
+    })
+}
+
+/// Why a template that looks like JSON (it opens with `{` or `[`) is not
+/// JSON once its placeholders are filled with sample values (a prompt with
+/// a quote and a newline, an e-mail, a password), or `None`.
+fn json_template_error(template: &str) -> Option<String> {
+    let t = template.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    // Filled as the session fills it: the value JSON-escaped in place.
+    let esc = |v: &str| {
+        let q = serde_json::to_string(v).unwrap_or_default();
+        q[1..q.len() - 1].to_string()
+    };
+    let filled = template
+        .replace("{prompt}", &esc("a sample \"prompt\"\nwith a new line"))
+        .replace("{email}", &esc("bench-0@bench.invalid"))
+        .replace("{password}", &esc("p@ss\"word"));
+    serde_json::from_str::<serde_json::Value>(&filled)
+        .err()
+        .map(|e| {
+            format!(
+                "not valid JSON once filled with a sample prompt, e-mail and password ({e}); \
+             a placeholder goes inside quotes, e.g. \"content\": \"{{prompt}}\""
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,6 +887,45 @@ mod tests {
         let text = DEFAULT_CONFIG.replace("levels = [1, 3, 5]", "levels = [0]");
         let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
         assert!(e.contains("phases.concurrency.levels"), "{e}");
+    }
+
+    /// Issue 16, defect 4: errors found before the session row exists, each
+    /// naming the key (and, for a wrong type, the line).
+    #[test]
+    fn late_errors_are_found_at_load_naming_their_key() {
+        let bad = |from: &str, to: &str| {
+            assert!(DEFAULT_CONFIG.contains(from), "the example has {from:?}");
+            Config::parse(&DEFAULT_CONFIG.replacen(from, to, 1), "f.toml")
+                .unwrap_err()
+                .to_string()
+        };
+        // A wrong type names the key and says what is expected.
+        let e = bad("warm = 120", "warm = \"many\"");
+        assert!(
+            e.contains("phases.warm") && e.contains("a count of requests"),
+            "{e}"
+        );
+        // An unknown format names the path's key.
+        let e = bad("format = \"openai-chat\"", "format = \"bogus\"");
+        assert!(
+            e.contains("app.paths[0].format") && e.contains("bogus"),
+            "{e}"
+        );
+        // A token pointer that is not a JSON pointer.
+        let e = bad("token_pointer = \"/token\"", "token_pointer = \"token\"");
+        assert!(
+            e.contains("app.auth.token_pointer") && e.contains("JSON pointer"),
+            "{e}"
+        );
+        // A body template that is not JSON once filled (placeholder unquoted).
+        let e = bad("\"message\": \"{prompt}\"", "\"message\": {prompt}");
+        assert!(
+            e.contains("app.paths[0].body") && e.contains("not valid JSON"),
+            "{e}"
+        );
+        // A session timeout of zero.
+        let e = bad("timeout = \"60s\"", "timeout = \"0s\"");
+        assert!(e.contains("session.timeout"), "{e}");
     }
 
     /// Issue 10: phases aimed at named paths; per-path prompts and intent.
