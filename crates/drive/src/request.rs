@@ -43,6 +43,8 @@ pub(crate) struct Stamps {
     pub status: Option<u16>,
     pub request_id: Option<String>,
     pub route: Option<String>,
+    /// The header the route is read from (`x-route` when `None`).
+    pub route_header: Option<String>,
     pub server_timing: Vec<(String, f64)>,
     pub facts: StreamFacts,
     /// The response's `Content-Encoding`, when not identity.
@@ -72,6 +74,7 @@ impl Stamps {
             status: None,
             request_id: None,
             route: None,
+            route_header: None,
             server_timing: Vec::new(),
             facts: StreamFacts::default(),
             content_encoding: None,
@@ -272,7 +275,7 @@ pub(crate) async fn exchange(
                 .map(str::to_string)
         };
         st.request_id = header("x-request-id");
-        st.route = header("x-route");
+        st.route = header(st.route_header.as_deref().unwrap_or("x-route"));
         st.server_timing = resp
             .headers()
             .get_all("server-timing")

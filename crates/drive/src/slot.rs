@@ -28,6 +28,8 @@ pub(crate) struct Endpoint {
     format: StreamFormat,
     max_event_bytes: usize,
     compressed: bool,
+    /// The response header naming the app's route (lower case).
+    route_header: String,
 }
 
 impl Endpoint {
@@ -39,6 +41,7 @@ impl Endpoint {
             format: spec.format.clone(),
             max_event_bytes: spec.max_event_bytes,
             compressed: spec.compressed,
+            route_header: spec.route_header.to_ascii_lowercase(),
         }))
     }
 
@@ -170,6 +173,7 @@ impl Slot {
     ) -> (Stamps, Connection) {
         let ep = &*self.endpoint;
         let mut st = Stamps::new(start);
+        st.route_header = Some(ep.route_header.clone());
         if !reusable {
             self.conn = None;
             match open(&ep.connector, ep.timeouts, &mut st, start, until).await {

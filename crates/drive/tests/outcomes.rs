@@ -222,3 +222,23 @@ async fn a_json_error_body_with_200_is_a_stream_error() {
     let m = assert_failed(&s, "stream_error");
     assert!(m.contains("Invalid API key"), "{m}");
 }
+
+#[tokio::test]
+async fn the_route_is_read_from_the_header_the_path_names() {
+    // Issue 10: an app that reports its route in another header than X-Route.
+    let reply = common::Reply::ok(
+        "text/event-stream",
+        common::at_once([common::oa_content("A"), common::oa_done()]),
+    )
+    .header("x-served-by", "docs")
+    .header("x-route", "decoy");
+    let srv = common::script_server(reply).await;
+    let mut s = spec(&srv.url());
+    s.route_header = "X-Served-By".to_ascii_lowercase();
+    let got = probe(s).await.remove(0);
+    assert_ok(&got);
+    assert_eq!(got.route.as_deref(), Some("docs"));
+    // By default, X-Route.
+    let got = probe(spec(&srv.url())).await.remove(0);
+    assert_eq!(got.route.as_deref(), Some("decoy"));
+}

@@ -209,6 +209,10 @@ pub struct PathSection {
     /// funnel compares the reported route with it); unset: the path's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_route: Option<String>,
+    /// The response header that reports the route this path took, for apps
+    /// that do not send `X-Route` (e.g. `x-served-by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_header: Option<String>,
 }
 
 impl PathSection {
@@ -222,6 +226,7 @@ impl PathSection {
             prompts: None,
             prompts_file: None,
             expect_route: None,
+            route_header: None,
         }
     }
 
@@ -572,6 +577,14 @@ impl Config {
             }
             if let Err(e) = p.format.parse::<crate::StreamFormat>() {
                 return Err(invalid(&format!("app.paths[{i}].format"), e.to_string()));
+            }
+            if let Some(h) = &p.route_header
+                && http::HeaderName::from_bytes(h.as_bytes()).is_err()
+            {
+                return Err(invalid(
+                    &format!("app.paths[{i}].route_header"),
+                    format!("{h:?} is not a valid header name"),
+                ));
             }
             if let Some(m) = json_template_error(&p.body) {
                 return Err(invalid(&format!("app.paths[{i}].body"), m));

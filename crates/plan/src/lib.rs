@@ -491,6 +491,9 @@ pub struct ProbeSpec {
     pub max_event_bytes: usize,
     /// The forward proxy to go through, if any ([`proxy::choose`]).
     pub proxy: Option<Proxy>,
+    /// The response header that names the route the app took (lower case);
+    /// `x-route` by default.
+    pub route_header: String,
     /// Ask for compressed responses as a browser does (`Accept-Encoding:
     /// gzip, deflate, br, zstd`) and decode them; otherwise `identity`,
     /// and an encoded response fails as `decode`.
@@ -499,6 +502,9 @@ pub struct ProbeSpec {
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
 pub const MIN_MAX_EVENT_BYTES: usize = 1024;
+
+/// The response header an app names its route in, unless a path says otherwise.
+pub const DEFAULT_ROUTE_HEADER: &str = "x-route";
 
 /// Most requests one probe may send (its samples are kept for the summary).
 pub const MAX_PROBE_REQUESTS: u64 = 1_000_000;
@@ -523,6 +529,7 @@ impl ProbeSpec {
             format: StreamFormat::Auto,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             proxy: None,
+            route_header: DEFAULT_ROUTE_HEADER.into(),
             compressed: false,
         }
     }

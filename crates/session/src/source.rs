@@ -151,6 +151,9 @@ impl Source {
                 true,
                 &cfg.session,
             )?;
+            if let Some(h) = &p.route_header {
+                spec.route_header = h.to_ascii_lowercase();
+            }
             for (k, v) in &cfg.app.headers {
                 spec.request
                     .add_header_line(&format!("{k}: {}", expand_env(v)?))?;
@@ -413,6 +416,15 @@ mod tests {
             let p = s.proxy.as_ref().expect("the proxy");
             assert_eq!((p.host.as_str(), p.port), ("127.0.0.1", 3128));
         }
+        // A path may name the header its route comes in.
+        let text = base.replacen(
+            "format = \"openai-chat\"",
+            "format = \"openai-chat\"\nroute_header = \"X-Served-By\"",
+            1,
+        );
+        let src = Source::new(&Config::parse(&text, "f.toml").unwrap()).unwrap();
+        assert_eq!(src.app[0].route_header, "x-served-by");
+        assert_eq!(src.app[1].route_header, "x-route");
         // A bad value is refused by the config check, naming the key.
         let bad = base.replace("# max_event_bytes = 1048576", "max_event_bytes = 10");
         let e = Config::parse(&bad, "f.toml")
