@@ -213,6 +213,10 @@ pub struct PathSection {
     /// that do not send `X-Route` (e.g. `x-served-by`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_header: Option<String>,
+    /// Requests on this path carry no test account's token (an anonymous
+    /// endpoint, or one measured as a visitor who has not signed in).
+    #[serde(default)]
+    pub anonymous: bool,
 }
 
 impl PathSection {
@@ -227,6 +231,7 @@ impl PathSection {
             prompts_file: None,
             expect_route: None,
             route_header: None,
+            anonymous: false,
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Source {
     path_prompts: Vec<Vec<String>>,
     /// Bearer tokens of the session's test accounts, rotated over requests.
     tokens: Vec<String>,
+    /// Per app path: its requests carry no token.
+    anonymous: Vec<bool>,
 }
 
 /// JSON-escape `s` for use inside a JSON string literal.
@@ -223,6 +225,7 @@ impl Source {
             prompts,
             path_prompts,
             tokens: Vec::new(),
+            anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
         })
     }
 
@@ -311,7 +314,7 @@ impl RequestSource for Source {
     fn request(&self, planned: &Planned) -> RequestTemplate {
         let (_, prompt) = self.prompt_text(planned);
         match planned.dest {
-            Dest::App(_) => {
+            Dest::App(i) => {
                 let mut r = self.spec(planned.dest).request.clone();
                 let template = r
                     .body
@@ -319,7 +322,7 @@ impl RequestSource for Source {
                     .map(|b| String::from_utf8_lossy(b).into_owned())
                     .unwrap_or_default();
                 r.body = Some(Bytes::from(fill(&template, &[("prompt", prompt)])));
-                if !self.tokens.is_empty() {
+                if !self.tokens.is_empty() && !self.anonymous.get(i).copied().unwrap_or(false) {
                     let token = &self.tokens[planned.prompt % self.tokens.len()];
                     if let Ok(h) = sensitive("authorization", &format!("Bearer {token}")) {
                         r.headers.push(h);
@@ -425,6 +428,29 @@ mod tests {
         let src = Source::new(&Config::parse(&text, "f.toml").unwrap()).unwrap();
         assert_eq!(src.app[0].route_header, "x-served-by");
         assert_eq!(src.app[1].route_header, "x-route");
+        // An anonymous path's requests carry no account token; the others do.
+        let text = base.replacen(
+            "format = \"openai-chat\"",
+            "format = \"openai-chat\"\nanonymous = true",
+            1,
+        );
+        let mut src = Source::new(&Config::parse(&text, "f.toml").unwrap()).unwrap();
+        src.set_tokens(vec!["tok-1".into()]);
+        let has_auth = |i: usize| {
+            let planned = Planned {
+                phase: firsttoken_record::PhaseKind::Warm,
+                dest: Dest::App(i),
+                fresh: false,
+                concurrency: None,
+                prompt: 0,
+            };
+            src.request(&planned)
+                .headers
+                .iter()
+                .any(|(n, _)| n == http::header::AUTHORIZATION)
+        };
+        assert!(!has_auth(0), "the anonymous path sends no token");
+        assert!(has_auth(1), "the other path does");
         // A bad value is refused by the config check, naming the key.
         let bad = base.replace("# max_event_bytes = 1048576", "max_event_bytes = 10");
         let e = Config::parse(&bad, "f.toml")
