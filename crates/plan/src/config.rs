@@ -277,15 +277,46 @@ pub struct CleanupSection {
     /// SQLite path); use `database_url_env` for anything with a password.
     #[serde(default)]
     pub database_url: Option<String>,
-    /// Delete statement; `{ids}` becomes the comma-separated quoted id list.
+    /// Delete statement, or several run in order (e.g. child tables
+    /// first); `{ids}` becomes the comma-separated quoted id list.
     #[serde(default)]
-    pub delete_sql: Option<String>,
-    /// Count statement for residual rows; `{ids}` as above.
+    pub delete_sql: Option<SqlList>,
+    /// Count statement for residual rows, or several (one per table the
+    /// accounts leave rows in): the residual is their sum. `{ids}` as above.
     #[serde(default)]
-    pub count_sql: Option<String>,
+    pub count_sql: Option<SqlList>,
     /// Alternatively, an HTTP DELETE path per id, e.g. `/api/admin/users/{id}`.
     #[serde(default)]
     pub http_delete: Option<String>,
+}
+
+/// One SQL statement or a list of them: `"DELETE …"` or `["DELETE …", "DELETE …"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "an SQL statement (a string) or a list of statements"
+)]
+pub enum SqlList {
+    /// One statement.
+    One(String),
+    /// Several, in order.
+    Many(Vec<String>),
+}
+
+impl SqlList {
+    /// The statements, in order.
+    pub fn statements(&self) -> &[String] {
+        match self {
+            SqlList::One(s) => std::slice::from_ref(s),
+            SqlList::Many(v) => v,
+        }
+    }
+}
+
+impl From<&str> for SqlList {
+    fn from(s: &str) -> SqlList {
+        SqlList::One(s.to_string())
+    }
 }
 
 /// `[direct]`: the provider's OpenAI-compatible endpoint.

@@ -178,11 +178,18 @@ async fn run_cleanup(
         (None, None) => None,
     };
     let list = quoted_ids(ids);
-    if let (Some(url), Some(sql)) = (&url, &cfg.delete_sql) {
-        out.deleted += crate::appdb::execute(url, &sql.replace("{ids}", &list)).await?;
+    if let (Some(url), Some(sqls)) = (&url, &cfg.delete_sql) {
+        for sql in sqls.statements() {
+            out.deleted += crate::appdb::execute(url, &sql.replace("{ids}", &list)).await?;
+        }
     }
-    if let (Some(url), Some(sql)) = (&url, &cfg.count_sql) {
-        out.residual = Some(crate::appdb::count(url, &sql.replace("{ids}", &list)).await?);
+    if let (Some(url), Some(sqls)) = (&url, &cfg.count_sql) {
+        // Rows the accounts left, in every table the config names.
+        let mut residual = 0;
+        for sql in sqls.statements() {
+            residual += crate::appdb::count(url, &sql.replace("{ids}", &list)).await?;
+        }
+        out.residual = Some(residual);
     }
     Ok(())
 }
