@@ -77,6 +77,11 @@ pub struct Overhead {
     pub relative_overhead: Option<f64>,
     /// The app's own Server-Timing breakdown, where it sends one.
     pub server_timing: Option<ServerTimingBreakdown>,
+    /// Median time to the app's first response byte (≈ its headers): with
+    /// no Server-Timing, the part of the wait before the stream starts.
+    pub app_ttfb: Stat,
+    /// The same for the direct requests.
+    pub direct_ttfb: Stat,
 }
 
 /// The app's Server-Timing phases over its successful warm requests.
@@ -175,6 +180,9 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> O
     };
 
     let server_timing = breakdown(frame, &app_rows, &overhead_median.estimate, settings);
+    let ttfb =
+        |rows: &[u32]| Samples::of_rows(frame, rows, Metric::Ttfb).stat(Percentile::P50, settings);
+    let (app_ttfb, direct_ttfb) = (ttfb(&app_rows), ttfb(&direct_rows));
     Overhead {
         provenance: prov,
         scope: String::new(),
@@ -187,6 +195,8 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> O
         overhead_p95,
         relative_overhead,
         server_timing,
+        app_ttfb,
+        direct_ttfb,
     }
 }
 

@@ -156,7 +156,16 @@ pub fn overhead(o: &Overhead) -> String {
                 }
             }
         }
-        None => s.push_str("; the app sends no Server-Timing to break it down"),
+        None => {
+            s.push_str("; the app sends no Server-Timing to break it down");
+            if o.app_ttfb.point().is_some() {
+                s.push_str(&format!(
+                    " (its first response byte, before the stream starts: app {}, direct {})",
+                    format::point(Unit::Ms, &o.app_ttfb),
+                    format::point(Unit::Ms, &o.direct_ttfb)
+                ));
+            }
+        }
     }
     s
 }
