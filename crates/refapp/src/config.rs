@@ -63,13 +63,28 @@ fn redact_password(url: &str) -> String {
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
         },
-        None => url.to_string(),
-    }
+        None => authority.to_string(),
+    };
+    // libpq also takes `password=` in the query string.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let masked: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", masked.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// The app's settings as given, before validation. Start from
@@ -548,6 +563,11 @@ mod tests {
             "postgres://u:***@h:5/db?x=1"
         );
         assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
+        // libpq's password in the query string is masked too.
+        assert_eq!(
+            redact_password("postgres://u@h/db?sslmode=require&password=s3cret&PASSWORD=x"),
+            "postgres://u@h/db?sslmode=require&password=***&PASSWORD=***"
+        );
     }
 
     #[test]
