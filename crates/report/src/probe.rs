@@ -4,7 +4,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use firsttoken_analyze::RunSummary;
-use firsttoken_record::Sample;
+use firsttoken_record::{Phase, Sample};
 
 use crate::format::{Unit, ms, value};
 
@@ -83,14 +83,20 @@ pub fn summary_table(r: &RunSummary) -> String {
     t.set_header(vec!["phase", "n", "min", "p50", "p90", "p99", "max"]);
     for p in &r.phases {
         let Some(s) = p.summary else { continue };
+        // Every row is a time in ms except the output rate.
+        let unit = if p.phase == Phase::TokensPerS.name() {
+            Unit::TokS
+        } else {
+            Unit::Ms
+        };
         t.add_row(vec![
             p.phase.to_string(),
             s.n.to_string(),
-            ms(s.min),
-            ms(s.p50),
-            ms(s.p90),
-            ms(s.p99),
-            ms(s.max),
+            value(unit, s.min),
+            value(unit, s.p50),
+            value(unit, s.p90),
+            value(unit, s.p99),
+            value(unit, s.max),
         ]);
     }
     for i in 1..7 {
@@ -209,5 +215,19 @@ mod tests {
         assert!(out.contains("stale keep-alive: 1 of 3 requests"), "{out}");
         assert!(out.contains("content encoding: gzip ×3"), "{out}");
         assert!(out.contains("proxy"), "{out}");
+    }
+
+    #[test]
+    fn the_output_rate_row_is_in_tokens_per_second_not_ms() {
+        let mut s = Sample::empty(0, 0, Connection::Reused);
+        s.ttft_ms = Some(100.0);
+        s.tokens_per_s = Some(219.0);
+        let out = summary_table(&RunSummary::of(&[s]));
+        let row = out
+            .lines()
+            .find(|l| l.contains("tokens/s"))
+            .expect("a tokens/s row");
+        assert!(!row.contains(" ms"), "{row}");
+        assert!(row.contains("219"), "{row}");
     }
 }
