@@ -1,6 +1,10 @@
 //! `firsttoken demo`: the whole story offline on one machine. Starts the
-//! provider emulator and two reference apps on loopback — `before` with the
-//! story's problems (`--serial --db-roundtrips 4`) and `after` without — runs
+//! provider emulator and two reference apps on loopback, both serving HTTPS
+//! (a throwaway CA the sessions trust) on one worker thread with a database
+//! [`DB_RTT`] away — `before` with the study's faults (blocking database
+//! calls with three extra round trips on the chat path, the keyword router,
+//! a cold start, a first-token provider order) and `after` with pooled async
+//! access and the corpus router — runs
 //! the `article` protocol (scaled down unless `--full`) against each, stores
 //! everything as `emulated`, prints the report with the before/after
 //! comparison and writes a self-contained HTML report.
@@ -116,12 +120,13 @@ fn path(name: &str, path: &str, prompts: &[&str], expect: Option<&str>) -> PathS
 }
 
 /// The session config of one demo app, built in memory.
-fn config(app: &str, emulator: &str, app_db: &str, full: bool) -> Config {
+fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> Config {
     Config {
         session: SessionSection {
             network: Some("loopback-demo".into()),
             timeout: Some(Duration::from_secs(60)),
             emulated: true,
+            cacert: Some(cacert.into()),
             ..SessionSection::default()
         },
         app: AppSection {
@@ -203,7 +208,13 @@ const COLD_IDLE: Duration = Duration::from_secs(2);
 /// trips on the chat path, the keyword router, a cold start after idle and
 /// a provider order that prefers the fastest first token. "after" has
 /// pooled, async access and the corpus router.
-fn app_options(upstream: &str, db: &str, label: &str, bad: bool) -> firsttoken_refapp::Options {
+fn app_options(
+    upstream: &str,
+    db: &str,
+    label: &str,
+    bad: bool,
+    ca_out: PathBuf,
+) -> firsttoken_refapp::Options {
     use firsttoken_refapp::{DbFaultScope, RouterRule};
     firsttoken_refapp::Options {
         database_url: db.to_string(),
@@ -230,20 +241,26 @@ fn app_options(upstream: &str, db: &str, label: &str, bad: bool) -> firsttoken_r
         } else {
             Vec::new()
         },
+        tls: Some(firsttoken_refapp::TlsSource::SelfSigned {
+            ca_out: Some(ca_out),
+        }),
         ..firsttoken_refapp::Options::default()
     }
 }
 
-/// Start a reference app on loopback; returns its base URL.
+/// Start a reference app on loopback, serving HTTPS with a throwaway CA
+/// written to `ca_out`; returns its base URL.
 async fn refapp(
     upstream: &str,
     db: &str,
     label: &str,
     bad: bool,
+    ca_out: PathBuf,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
     let (listener, base) = listen().await?;
-    let options = app_options(upstream, db, label, bad);
+    let base = base.replacen("http://", "https://", 1);
+    let options = app_options(upstream, db, label, bad, ca_out);
     let config = firsttoken_refapp::Config::new(options).context("reference app settings")?;
     let state = firsttoken_refapp::AppState::new(config)
         .await
@@ -292,7 +309,8 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             .join(format!("refapp-{label}.db"))
             .display()
             .to_string();
-        let (app, task) = refapp(&emu_base, &db, label, bad, &shutdown).await?;
+        let ca = work.path().join(format!("ca-{label}.pem"));
+        let (app, task) = refapp(&emu_base, &db, label, bad, ca.clone(), &shutdown).await?;
         eprintln!(
             "\n== {label}: reference app on {app}{}",
             if bad {
@@ -302,7 +320,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             }
         );
         let spec = SessionSpec::new(
-            config(&app, &emu_base, &db, a.full),
+            config(&app, &ca.display().to_string(), &emu_base, &db, a.full),
             Overrides {
                 code_version: Some(label.into()),
                 tags: [("demo".to_string(), "true".to_string())].into(),
