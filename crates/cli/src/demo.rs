@@ -1,6 +1,10 @@
 //! `firsttoken demo`: the whole story offline on one machine. Starts the
-//! provider emulator and two reference apps on loopback — `before` with the
-//! story's problems (`--serial --db-roundtrips 4`) and `after` without — runs
+//! provider emulator and two reference apps on loopback, both serving HTTPS
+//! (a throwaway CA the sessions trust) on one worker thread with a database
+//! [`DB_RTT`] away — `before` with the study's faults (blocking database
+//! calls with three extra round trips on the chat path, the keyword router,
+//! a cold start, a first-token provider order) and `after` with pooled async
+//! access and the corpus router — runs
 //! the `article` protocol (scaled down unless `--full`) against each, stores
 //! everything as `emulated`, prints the report with the before/after
 //! comparison and writes a self-contained HTML report.
@@ -23,6 +27,7 @@ use firsttoken_plan::config::{
 };
 use firsttoken_plan::protocol::preset;
 use firsttoken_record::Store;
+use firsttoken_refapp::route::{CHAT_QUESTIONS, DOC_QUESTIONS};
 use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::session::{exit_code, run_spec};
@@ -105,24 +110,34 @@ fn strategy(name: &str, ignore: &[&str]) -> StrategySection {
     }
 }
 
-fn path(name: &str, path: &str) -> PathSection {
-    PathSection::new(name, path, r#"{"message": "{prompt}"}"#, "auto")
+/// A demo path with its own prompts and, when given, the route its
+/// requests should reach.
+fn path(name: &str, path: &str, prompts: &[&str], expect: Option<&str>) -> PathSection {
+    let mut p = PathSection::new(name, path, r#"{"message": "{prompt}"}"#, "auto");
+    p.prompts = Some(prompts.iter().map(|q| q.to_string()).collect());
+    p.expect_route = expect.map(str::to_string);
+    p
 }
 
 /// The session config of one demo app, built in memory.
-fn config(app: &str, emulator: &str, app_db: &str, full: bool) -> Config {
+fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> Config {
     Config {
         session: SessionSection {
             network: Some("loopback-demo".into()),
             timeout: Some(Duration::from_secs(60)),
             emulated: true,
+            cacert: Some(cacert.into()),
             ..SessionSection::default()
         },
         app: AppSection {
             base_url: app.into(),
             headers: Default::default(),
             version_path: Some("/version".into()),
-            paths: vec![path("chat", "/api/chat"), path("docs", "/api/message")],
+            paths: vec![
+                path("chat", "/api/chat", CHAT_QUESTIONS, None),
+                path("docs", "/api/docs/ask", DOC_QUESTIONS, None),
+                path("router", "/api/message", DOC_QUESTIONS, Some("docs")),
+            ],
             auth: Some(AuthSection {
                 signup_path: "/api/auth/signup".into(),
                 body: r#"{"email": "{email}", "password": "{password}"}"#.into(),
@@ -175,23 +190,77 @@ async fn listen() -> anyhow::Result<(TcpListener, String)> {
     Ok((l, base))
 }
 
-/// Start a reference app on loopback; returns its base URL.
+/// The round-trip time of the modelled database, for both apps: long
+/// enough that the "before" app's extra round trips stand out of the noise,
+/// short enough that the scaled demo stays near two minutes.
+const DB_RTT: Duration = Duration::from_millis(40);
+
+/// The "before" app's cold start (after [`COLD_IDLE`] without requests).
+const COLD_START: Duration = Duration::from_millis(400);
+
+/// Idle time that counts as a cold start: shorter than the scaled cold
+/// phase's idle gap, longer than any gap inside the other phases.
+const COLD_IDLE: Duration = Duration::from_secs(2);
+
+/// The reference app's settings. Both apps reach a database `DB_RTT` away
+/// and run on one worker thread (a one-vCPU container). "before" has the
+/// study's faults: blocking database calls with three extra serial round
+/// trips on the chat path, the keyword router, a cold start after idle and
+/// a provider order that prefers the fastest first token. "after" has
+/// pooled, async access and the corpus router.
+fn app_options(
+    upstream: &str,
+    db: &str,
+    label: &str,
+    bad: bool,
+    ca_out: PathBuf,
+) -> firsttoken_refapp::Options {
+    use firsttoken_refapp::{DbFaultScope, RouterRule};
+    firsttoken_refapp::Options {
+        database_url: db.to_string(),
+        upstream_url: format!("{upstream}/v1"),
+        version_label: Some(label.to_string()),
+        db_rtt: DB_RTT,
+        worker_threads: Some(1),
+        blocking_db: bad,
+        db_roundtrips: if bad { 3 } else { 0 },
+        db_fault_scope: if bad {
+            DbFaultScope::ChatPath
+        } else {
+            DbFaultScope::AllPaths
+        },
+        router: if bad {
+            RouterRule::Keywords
+        } else {
+            RouterRule::Corpus
+        },
+        cold_start: bad.then_some(COLD_START),
+        cold_start_idle: COLD_IDLE,
+        provider_order: if bad {
+            vec!["quickstart".into(), "steady".into(), "bulk".into()]
+        } else {
+            Vec::new()
+        },
+        tls: Some(firsttoken_refapp::TlsSource::SelfSigned {
+            ca_out: Some(ca_out),
+        }),
+        ..firsttoken_refapp::Options::default()
+    }
+}
+
+/// Start a reference app on loopback, serving HTTPS with a throwaway CA
+/// written to `ca_out`; returns its base URL.
 async fn refapp(
     upstream: &str,
     db: &str,
     label: &str,
     bad: bool,
+    ca_out: PathBuf,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
     let (listener, base) = listen().await?;
-    let options = firsttoken_refapp::Options {
-        database_url: db.to_string(),
-        upstream_url: format!("{upstream}/v1"),
-        version_label: Some(label.to_string()),
-        serial: bad,
-        db_roundtrips: if bad { 4 } else { 0 },
-        ..firsttoken_refapp::Options::default()
-    };
+    let base = base.replacen("http://", "https://", 1);
+    let options = app_options(upstream, db, label, bad, ca_out);
     let config = firsttoken_refapp::Config::new(options).context("reference app settings")?;
     let state = firsttoken_refapp::AppState::new(config)
         .await
@@ -240,17 +309,18 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             .join(format!("refapp-{label}.db"))
             .display()
             .to_string();
-        let (app, task) = refapp(&emu_base, &db, label, bad, &shutdown).await?;
+        let ca = work.path().join(format!("ca-{label}.pem"));
+        let (app, task) = refapp(&emu_base, &db, label, bad, ca.clone(), &shutdown).await?;
         eprintln!(
             "\n== {label}: reference app on {app}{}",
             if bad {
-                " with --serial --db-roundtrips 4"
+                " with blocking db calls (3 extra round trips on chat), the keyword router, a cold start"
             } else {
-                " (default build)"
+                " with pooled async db access and the corpus router"
             }
         );
         let spec = SessionSpec::new(
-            config(&app, &emu_base, &db, a.full),
+            config(&app, &ca.display().to_string(), &emu_base, &db, a.full),
             Overrides {
                 code_version: Some(label.into()),
                 tags: [("demo".to_string(), "true".to_string())].into(),

@@ -236,4 +236,80 @@ fn demo_runs_both_apps_and_writes_the_report() {
     let listing = text(&sessions.stdout);
     assert_eq!(listing.matches("complete").count(), 2, "{listing}");
     assert!(listing.contains("emulated"));
+
+    // Issue 11: the mechanisms, from the JSON report's analysis.
+    let out = firsttoken(&["report", "--store", &store, "--format", "json"], &[]);
+    assert_code(&out, 0);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let analysis = &json["analysis"];
+    // The app's own database time (Server-Timing) on one path of one app:
+    // the 95 % interval of its median.
+    let db = |version: &str, path: &str| -> (f64, f64) {
+        let o = analysis["overhead"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| {
+                o["scope"] == format!("code_version={version}")
+                    && o["paths"]["kind"] == "one"
+                    && o["paths"]["path"] == path
+            })
+            .unwrap_or_else(|| panic!("no overhead for {version} · {path}"));
+        let part = o["server_timing"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "db")
+            .unwrap_or_else(|| panic!("no db part for {version} · {path}: {o}"));
+        let ci = &part["median"]["ci"];
+        (ci["lower"].as_f64().unwrap(), ci["upper"].as_f64().unwrap())
+    };
+    // "before"'s chat path pays three extra serial round trips: its app
+    // overhead exceeds "after"'s, the two intervals apart.
+    let (before_chat, after_chat) = (db("before", "chat"), db("after", "chat"));
+    assert!(
+        before_chat.0 > after_chat.1,
+        "before {before_chat:?} vs after {after_chat:?}"
+    );
+    // In "before", chat's database time exceeds the document path's.
+    let before_docs = db("before", "docs");
+    assert!(
+        before_chat.0 > before_docs.1,
+        "chat {before_chat:?} vs docs {before_docs:?}"
+    );
+    // The router funnel: document questions sent to the router reach chat
+    // mostly in "before", always docs in "after".
+    let funnel = |version: &str| -> (u64, u64) {
+        let r = analysis["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scope"] == format!("code_version={version}"))
+            .unwrap_or_else(|| panic!("no routes for {version}"));
+        let p = r["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == "router")
+            .unwrap_or_else(|| panic!("no router path for {version}: {r}"));
+        let sent = p["funnel"]["sent"].as_u64().unwrap();
+        let to_docs = p["funnel"]["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["name"] == "docs")
+            .map(|x| x["count"].as_u64().unwrap())
+            .sum();
+        (sent, to_docs)
+    };
+    let (sent, to_docs) = funnel("before");
+    assert!(
+        sent > 0 && to_docs * 2 < sent,
+        "before: {to_docs} of {sent} to docs"
+    );
+    let (sent, to_docs) = funnel("after");
+    assert!(
+        sent > 0 && to_docs == sent,
+        "after: {to_docs} of {sent} to docs"
+    );
 }

@@ -131,6 +131,11 @@ pub struct SessionSection {
     /// visit with a full handshake.
     #[serde(default)]
     pub tls_resume: bool,
+    /// A PEM file of CA certificates the app's certificate is checked
+    /// against (like curl's `--cacert`), for an app with a private CA; only
+    /// these are then trusted for the app's paths and ping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<String>,
     /// Largest stream event or line accepted, in bytes (like `probe
     /// --max-event-bytes`); default 1 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]

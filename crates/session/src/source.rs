@@ -143,6 +143,13 @@ impl Source {
         let timeout = cfg.session.timeout;
         let compressed = cfg.session.compressed;
         let base = cfg.app.base_url.trim_end_matches('/');
+        let ca_pem = match &cfg.session.cacert {
+            Some(file) => Some(std::fs::read(file).map_err(|source| SessionError::Read {
+                path: format!("the CA file {file}"),
+                source,
+            })?),
+            None => None,
+        };
         let mut app = Vec::new();
         for p in &cfg.app.paths {
             let mut spec = base_spec(
@@ -161,6 +168,7 @@ impl Source {
                     .add_header_line(&format!("{k}: {}", expand_env(v)?))?;
             }
             spec.request.body = Some(Bytes::from(p.body.clone()));
+            spec.tls.ca_pem.clone_from(&ca_pem);
             app.push(spec);
         }
         let mut direct = Vec::new();
@@ -207,14 +215,18 @@ impl Source {
             }
         }
         let ping = match &cfg.ping {
-            Some(p) => Some(base_spec(
-                &p.url,
-                StreamFormat::Text,
-                timeout,
-                compressed,
-                false,
-                &cfg.session,
-            )?),
+            Some(p) => {
+                let mut spec = base_spec(
+                    &p.url,
+                    StreamFormat::Text,
+                    timeout,
+                    compressed,
+                    false,
+                    &cfg.session,
+                )?;
+                spec.tls.ca_pem.clone_from(&ca_pem);
+                Some(spec)
+            }
             None => None,
         };
         Ok(Source {
@@ -382,6 +394,35 @@ mod tests {
         assert!(src.app.iter().all(|s| s.compressed));
         assert!(src.direct.iter().all(|(s, _)| s.compressed));
         assert!(src.ping.iter().all(|s| s.compressed));
+    }
+
+    /// `cacert` under `[session]` makes the app's paths and ping trust
+    /// that CA, and only them: the direct upstream keeps the system roots.
+    #[test]
+    fn cacert_reaches_the_app_and_ping_specs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, b"-----BEGIN CERTIFICATE-----\n").unwrap();
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let src = Source::new(&Config::parse(base, "f.toml").unwrap()).unwrap();
+        assert!(src.app.iter().all(|s| s.tls.ca_pem.is_none()));
+        let text = base.replace(
+            "# cacert = \"ca.pem\"",
+            &format!("cacert = {:?}", ca.display().to_string()),
+        );
+        let cfg = Config::parse(&text, "f.toml").unwrap();
+        let src = Source::new(&cfg).unwrap();
+        let pem = Some(b"-----BEGIN CERTIFICATE-----\n".to_vec());
+        assert!(!src.app.is_empty());
+        assert!(src.app.iter().all(|s| s.tls.ca_pem == pem));
+        assert!(src.ping.iter().all(|s| s.tls.ca_pem == pem));
+        assert!(src.direct.iter().all(|(s, _)| s.tls.ca_pem.is_none()));
+        // A missing file is an error that names it.
+        let text = base.replace("# cacert = \"ca.pem\"", "cacert = \"/nonexistent/ca.pem\"");
+        let err = Source::new(&Config::parse(&text, "f.toml").unwrap())
+            .err()
+            .expect("a missing CA file is an error");
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
     }
 
     /// `tls_resume`, `proxy` and `max_event_bytes` under `[session]` reach
