@@ -83,10 +83,12 @@ fn phases(full: bool) -> PhasesSection {
             warm: 24.into(),
             fresh: 8.into(),
             direct: 9,
+            // On the chat path only, as the study ran it: one path's bursts,
+            // enough of them per level for an interval.
             concurrency: Some(ConcurrencySection {
                 levels: vec![1, 3, 5],
-                requests: 10,
-                paths: None,
+                requests: 15,
+                paths: Some(vec!["chat".into()]),
                 mixed: false,
             }),
             rate: None,
@@ -222,6 +224,8 @@ fn app_options(
         version_label: Some(label.to_string()),
         db_rtt: DB_RTT,
         worker_threads: Some(1),
+        // The study's server handled one request at a time.
+        serial: bad,
         blocking_db: bad,
         db_roundtrips: if bad { 3 } else { 0 },
         db_fault_scope: if bad {

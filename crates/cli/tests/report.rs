@@ -312,4 +312,23 @@ fn demo_runs_both_apps_and_writes_the_report() {
         sent > 0 && to_docs == sent,
         "after: {to_docs} of {sent} to docs"
     );
+    // The concurrency wall on the chat path: before handles one request at
+    // a time, after does not.
+    let wall = |version: &str| -> String {
+        analysis["concurrency"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| {
+                w["scope"] == format!("code_version={version}")
+                    && w["paths"]["kind"] == "one"
+                    && w["paths"]["path"] == "chat"
+            })
+            .unwrap_or_else(|| panic!("no concurrency wall for {version} · chat"))["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(wall("before"), "one_at_a_time");
+    assert_ne!(wall("after"), "one_at_a_time");
 }
