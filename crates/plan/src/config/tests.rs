@@ -1,0 +1,160 @@
+//! Tests of the session config: parsing, ranges, keys named in errors.
+use super::*;
+
+#[test]
+fn the_shipped_example_parses() {
+    let c = Config::parse(DEFAULT_CONFIG, "firsttoken.toml").unwrap();
+    assert_eq!(c.app.paths.len(), 2);
+    assert_eq!(c.phases.warm, 120.into());
+    assert!(c.direct.as_ref().unwrap().strategies.len() >= 3);
+    // The commented per-path settings parse once uncommented.
+    let aimed = DEFAULT_CONFIG
+        .lines()
+        .find_map(|l| l.strip_prefix("#   concurrency = "))
+        .unwrap();
+    let text: String = DEFAULT_CONFIG
+        .lines()
+        .map(|l| {
+            for key in ["# prompts", "# prompts_file", "# expect_route"] {
+                if let Some(rest) = l.strip_prefix(key) {
+                    return format!("{}{rest}\n", &key[2..]);
+                }
+            }
+            if l.starts_with("concurrency = ") {
+                format!("concurrency = {aimed}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let c = Config::parse(&text, "firsttoken.toml").unwrap();
+    let docs = &c.app.paths[1];
+    assert_eq!(docs.expected_route(), "docs");
+    assert!(docs.prompts.is_some() && docs.prompts_file.is_some());
+    let cc = c.phases.concurrency.unwrap();
+    assert_eq!(cc.paths, Some(vec!["chat".to_string()]));
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    let text = DEFAULT_CONFIG.replace("warm = 120", "warm = \"many\"");
+    let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+    let line = DEFAULT_CONFIG
+        .lines()
+        .position(|l| l.starts_with("warm = 120"))
+        .unwrap()
+        + 1;
+    assert!(e.starts_with(&format!("f.toml:{line}:")), "{e}");
+    let text = DEFAULT_CONFIG.replace("warm = 120", "wram = 120");
+    let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+    assert!(e.contains("wram"), "{e}");
+    let text = DEFAULT_CONFIG.replace("levels = [1, 3, 5]", "levels = [0]");
+    let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+    assert!(e.contains("phases.concurrency.levels"), "{e}");
+}
+
+/// Issue 16, defect 4: errors found before the session row exists, each
+/// naming the key (and, for a wrong type, the line).
+#[test]
+fn late_errors_are_found_at_load_naming_their_key() {
+    let bad = |from: &str, to: &str| {
+        assert!(DEFAULT_CONFIG.contains(from), "the example has {from:?}");
+        Config::parse(&DEFAULT_CONFIG.replacen(from, to, 1), "f.toml")
+            .unwrap_err()
+            .to_string()
+    };
+    // A wrong type names the key and says what is expected.
+    let e = bad("warm = 120", "warm = \"many\"");
+    assert!(
+        e.contains("phases.warm") && e.contains("a count of requests"),
+        "{e}"
+    );
+    // An unknown format names the path's key.
+    let e = bad("format = \"openai-chat\"", "format = \"bogus\"");
+    assert!(
+        e.contains("app.paths[0].format") && e.contains("bogus"),
+        "{e}"
+    );
+    // A token pointer that is not a JSON pointer.
+    let e = bad("token_pointer = \"/token\"", "token_pointer = \"token\"");
+    assert!(
+        e.contains("app.auth.token_pointer") && e.contains("JSON pointer"),
+        "{e}"
+    );
+    // A body template that is not JSON once filled (placeholder unquoted).
+    let e = bad("\"message\": \"{prompt}\"", "\"message\": {prompt}");
+    assert!(
+        e.contains("app.paths[0].body") && e.contains("not valid JSON"),
+        "{e}"
+    );
+    // A session timeout of zero.
+    let e = bad("timeout = \"60s\"", "timeout = \"0s\"");
+    assert!(e.contains("session.timeout"), "{e}");
+}
+
+/// Issue 10: phases aimed at named paths; per-path prompts and intent.
+#[test]
+fn phase_paths_name_app_paths() {
+    let with = |warm: &str| {
+        let text = DEFAULT_CONFIG.replace("warm = 120", warm);
+        Config::parse(&text, "f.toml")
+    };
+    let c = with(r#"warm = { count = 6, paths = ["docs"] }"#).unwrap();
+    assert_eq!(c.phases.warm.count, 6);
+    assert_eq!(c.phases.warm.paths, Some(vec!["docs".to_string()]));
+    let e = with(r#"warm = { count = 6, paths = ["nope"] }"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("phases.warm.paths") && e.contains("\"nope\""),
+        "{e}"
+    );
+    assert!(with(r#"warm = { count = 6, paths = [] }"#).is_err());
+    assert!(
+        with(r#"warm = { count = 6, path = ["docs"] }"#).is_err(),
+        "unknown key"
+    );
+    let text = DEFAULT_CONFIG.replace(
+        "concurrency = { levels = [1, 3, 5], requests = 20 }",
+        r#"concurrency = { levels = [1, 3, 5], requests = 20, paths = ["chat"], mixed = true }"#,
+    );
+    let c = Config::parse(&text, "f.toml").unwrap();
+    let cc = c.phases.concurrency.unwrap();
+    assert!(cc.mixed && cc.paths == Some(vec!["chat".to_string()]));
+    let text = DEFAULT_CONFIG.replace(
+        "name = \"docs\"",
+        "name = \"docs\"\nexpect_route = \"retrieval\"\nprompts = [\"q1\", \"q2\"]",
+    );
+    let c = Config::parse(&text, "f.toml").unwrap();
+    assert_eq!(c.app.paths[1].expected_route(), "retrieval");
+    assert_eq!(c.app.paths[0].expected_route(), "chat");
+    assert_eq!(c.app.paths[1].prompts.as_ref().unwrap().len(), 2);
+    // A resolved config stores and reads back the same.
+    let back: Config = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+    assert_eq!(back.phases, c.phases);
+}
+
+/// Regression (issue 8, defect 4): `rate = { per_second = 1e-300 }` and a
+/// timeout of u64::MAX seconds were accepted and panicked mid-session.
+#[test]
+fn out_of_range_spans_are_config_errors() {
+    let with = |extra: &str| {
+        let text = DEFAULT_CONFIG.replace("[phases]", &format!("[phases]\n{extra}"));
+        Config::parse(&text, "f.toml")
+    };
+    let e = with("rate = { per_second = 1e-300, requests = 3 }")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("phases.rate.per_second"), "{e}");
+    let e = with("rate = { per_second = 0.01, requests = 10000 }")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("phases.rate") && e.contains("at most 86400 s"),
+        "{e}"
+    );
+    assert!(with("rate = { per_second = 5, requests = 10 }").is_ok());
+    let text = DEFAULT_CONFIG.replace("timeout = \"60s\"", "timeout = \"100000s\"");
+    let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+    assert!(e.contains("session.timeout"), "{e}");
+}

@@ -1,0 +1,290 @@
+//! Checking a parsed config: ranges, consistency and templates, each
+//! error naming its key.
+
+use super::*;
+
+impl Config {
+    /// Check ranges and consistency; `path` names the source in errors (a
+    /// file, or e.g. `demo` for a config built in memory). [`Config::parse`]
+    /// calls it; a config built in code must call it before use.
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            message,
+        };
+        let plan = |source: PlanError| ConfigError::Plan {
+            path: path.into(),
+            source,
+        };
+        crate::Target::parse(&self.app.base_url).map_err(plan)?;
+        if let Some(p) = &self.session.proxy {
+            crate::proxy::choose(
+                &crate::Target::parse(&self.app.base_url).map_err(plan)?,
+                Some(p),
+                |_| None,
+            )
+            .map_err(plan)?;
+        }
+        if let Some(n) = self.session.max_event_bytes
+            && n < crate::MIN_MAX_EVENT_BYTES
+        {
+            return Err(invalid(
+                "session.max_event_bytes",
+                format!(
+                    "{n} is below the smallest allowed, {}",
+                    crate::MIN_MAX_EVENT_BYTES
+                ),
+            ));
+        }
+        if self.app.paths.is_empty() {
+            return Err(invalid(
+                "app.paths",
+                "at least one [[app.paths]] entry is needed".into(),
+            ));
+        }
+        for (i, p) in self.app.paths.iter().enumerate() {
+            if !p.path.starts_with('/') {
+                return Err(invalid(
+                    &format!("app.paths[{i}].path"),
+                    format!("{:?} must start with /", p.path),
+                ));
+            }
+            if let Err(e) = p.format.parse::<crate::StreamFormat>() {
+                return Err(invalid(&format!("app.paths[{i}].format"), e.to_string()));
+            }
+            if let Some(h) = &p.route_header
+                && http::HeaderName::from_bytes(h.as_bytes()).is_err()
+            {
+                return Err(invalid(
+                    &format!("app.paths[{i}].route_header"),
+                    format!("{h:?} is not a valid header name"),
+                ));
+            }
+            if let Some(m) = json_template_error(&p.body) {
+                return Err(invalid(&format!("app.paths[{i}].body"), m));
+            }
+            if p.prompts.as_ref().is_some_and(Vec::is_empty) && p.prompts_file.is_none() {
+                return Err(invalid(
+                    &format!("app.paths[{i}].prompts"),
+                    "an empty list: give prompts, or leave it out for the session's".into(),
+                ));
+            }
+            if p.expect_route.as_deref().is_some_and(str::is_empty) {
+                return Err(invalid(
+                    &format!("app.paths[{i}].expect_route"),
+                    "must name a route".into(),
+                ));
+            }
+        }
+        if let Some(d) = &self.direct {
+            crate::Target::parse(&d.url).map_err(plan)?;
+        }
+        if let Some(p) = &self.ping {
+            crate::Target::parse(&p.url).map_err(plan)?;
+        }
+        if let Some(a) = &self.app.auth {
+            for (key, p) in [
+                ("app.auth.token_pointer", &a.token_pointer),
+                ("app.auth.id_pointer", &a.id_pointer),
+            ] {
+                if !p.is_empty() && !p.starts_with('/') {
+                    return Err(invalid(
+                        key,
+                        format!("{p:?} is not a JSON pointer: it starts with '/' (e.g. \"/{p}\")"),
+                    ));
+                }
+            }
+            if let Some(m) = json_template_error(&a.body) {
+                return Err(invalid("app.auth.body", m));
+            }
+        }
+        if self.phases.direct > 0 && self.direct.is_none() {
+            return Err(invalid(
+                "phases.direct",
+                "direct requests need a [direct] section".into(),
+            ));
+        }
+        if self.phases.ping > 0 && self.ping.is_none() {
+            return Err(invalid("phases.ping", "pings need a [ping] section".into()));
+        }
+        let names: Vec<&str> = self.app.paths.iter().map(|p| p.name.as_str()).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(invalid(
+                    &format!("app.paths[{i}].name"),
+                    format!("{n:?} names two paths"),
+                ));
+            }
+        }
+        let ph = &self.phases;
+        for (key, paths) in [
+            ("phases.warm.paths", &ph.warm.paths),
+            ("phases.fresh.paths", &ph.fresh.paths),
+            (
+                "phases.cold.paths",
+                &ph.cold.as_ref().and_then(|c| c.paths.clone()),
+            ),
+            (
+                "phases.concurrency.paths",
+                &ph.concurrency.as_ref().and_then(|c| c.paths.clone()),
+            ),
+            (
+                "phases.rate.paths",
+                &ph.rate.as_ref().and_then(|r| r.paths.clone()),
+            ),
+        ] {
+            let Some(paths) = paths else { continue };
+            if paths.is_empty() {
+                return Err(invalid(
+                    key,
+                    "name at least one app path, or leave it out for all".into(),
+                ));
+            }
+            for (i, p) in paths.iter().enumerate() {
+                if !names.contains(&p.as_str()) {
+                    return Err(invalid(
+                        key,
+                        format!("{p:?} is not an app path (paths: {})", names.join(", ")),
+                    ));
+                }
+                if paths[..i].contains(p) {
+                    return Err(invalid(key, format!("{p:?} is named twice")));
+                }
+            }
+        }
+        let ph = &self.phases;
+        for (key, n) in [
+            ("phases.ping", ph.ping),
+            ("phases.cold.count", ph.cold.as_ref().map_or(0, |c| c.count)),
+            ("phases.warm", ph.warm.count),
+            ("phases.fresh", ph.fresh.count),
+            ("phases.direct", ph.direct),
+            (
+                "phases.concurrency.requests",
+                ph.concurrency.as_ref().map_or(0, |c| c.requests),
+            ),
+            (
+                "phases.rate.requests",
+                ph.rate.as_ref().map_or(0, |r| r.requests),
+            ),
+        ] {
+            if n > MAX_PHASE_REQUESTS {
+                return Err(invalid(
+                    key,
+                    format!("{n} requests is more than one phase may plan ({MAX_PHASE_REQUESTS})"),
+                ));
+            }
+        }
+        if let Some(c) = &self.phases.concurrency
+            && let Some(&k) = c.levels.iter().find(|&&k| k > MAX_CONCURRENCY)
+        {
+            return Err(invalid(
+                "phases.concurrency.levels",
+                format!(
+                    "level {k} is above the most requests in flight allowed ({MAX_CONCURRENCY})"
+                ),
+            ));
+        }
+        if let Some(c) = &self.phases.concurrency
+            && (c.levels.is_empty() || c.levels.contains(&0))
+        {
+            return Err(invalid(
+                "phases.concurrency.levels",
+                "levels must be a non-empty list of numbers ≥ 1".into(),
+            ));
+        }
+        if let Some(r) = &self.phases.rate {
+            if !(r.per_second.is_finite()
+                && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r.per_second))
+            {
+                return Err(invalid(
+                    "phases.rate.per_second",
+                    format!(
+                        "must be between {MIN_RATE_PER_S} and {MAX_RATE_PER_S} requests per second, got {}",
+                        r.per_second
+                    ),
+                ));
+            }
+            // The last arrival of a constant rate; a Poisson schedule is
+            // capped at the same span when it is expanded.
+            let span = f64::from(r.requests) / r.per_second;
+            if span > MAX_SPAN.as_secs_f64() {
+                return Err(invalid(
+                    "phases.rate",
+                    format!(
+                        "{} requests at {} per second take {span:.0} s; at most {} s are allowed",
+                        r.requests,
+                        r.per_second,
+                        MAX_SPAN.as_secs()
+                    ),
+                ));
+            }
+        }
+        if let Some(t) = self.session.timeout
+            && (t.is_zero() || t > MAX_SPAN)
+        {
+            return Err(invalid(
+                "session.timeout",
+                format!(
+                    "must be more than 0 and at most {} s, got {t:?}",
+                    MAX_SPAN.as_secs()
+                ),
+            ));
+        }
+        if let Some(c) = &self.phases.cold
+            && c.idle_gap > MAX_SPAN
+        {
+            return Err(invalid(
+                "phases.cold.idle_gap",
+                format!(
+                    "must be at most {} s, got {:?}",
+                    MAX_SPAN.as_secs(),
+                    c.idle_gap
+                ),
+            ));
+        }
+        if let Some(b) = self.session.budget_usd
+            && !(b.is_finite() && b > 0.0)
+        {
+            return Err(invalid(
+                "session.budget_usd",
+                "must be a positive number".into(),
+            ));
+        }
+        if self.prompts.list.is_empty() && self.prompts.file.is_none() {
+            return Err(invalid(
+                "prompts",
+                "give prompts.list or prompts.file".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why a template that looks like JSON (it opens with `{` or `[`) is not
+/// JSON once its placeholders are filled with sample values (a prompt with
+/// a quote and a newline, an e-mail, a password), or `None`.
+fn json_template_error(template: &str) -> Option<String> {
+    let t = template.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    // Filled as the session fills it: the value JSON-escaped in place.
+    let esc = |v: &str| {
+        let q = serde_json::to_string(v).unwrap_or_default();
+        q[1..q.len() - 1].to_string()
+    };
+    let filled = template
+        .replace("{prompt}", &esc("a sample \"prompt\"\nwith a new line"))
+        .replace("{email}", &esc("bench-0@bench.invalid"))
+        .replace("{password}", &esc("p@ss\"word"));
+    serde_json::from_str::<serde_json::Value>(&filled)
+        .err()
+        .map(|e| {
+            format!(
+                "not valid JSON once filled with a sample prompt, e-mail and password ({e}); \
+             a placeholder goes inside quotes, e.g. \"content\": \"{{prompt}}\""
+            )
+        })
+}
