@@ -135,10 +135,15 @@ fn fresh_is_a_full_handshake_as_curl_pays_it(edge: &Nginx, pki: &Pki) {
         (0.5..=2.0).contains(&ratio),
         "firsttoken's full handshake median {ours:.2} ms is {ratio:.2}× curl's {theirs:.2} ms"
     );
+    // Client set-up inside the timed phase costs tens of milliseconds (about
+    // 60 ms in a test build before it was moved out); one sample on a busy
+    // 2-core machine can be a few milliseconds late on its own, so the
+    // bound tells the two apart rather than asking one sample to be typical.
     let rest = median(&hs[1..]);
+    let bound = (3.0 * rest).max(rest + 10.0);
     assert!(
-        hs[0] <= 1.5 * rest,
-        "the first handshake ({:.2} ms) pays client set-up: the rest take {rest:.2} ms",
+        hs[0] <= bound,
+        "the first handshake ({:.2} ms) pays client set-up: the rest take {rest:.2} ms (bound {bound:.2} ms)",
         hs[0]
     );
 }
