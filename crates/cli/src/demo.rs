@@ -8,6 +8,11 @@
 //! the `article` protocol (scaled down unless `--full`) against each, stores
 //! everything as `emulated`, prints the report with the before/after
 //! comparison and writes a self-contained HTML report.
+//!
+//! The user's network is emulated too: every request of the sessions, to
+//! the app and straight to the provider, passes a [`firsttoken_shape`]
+//! relay with the [`NETWORK`] profile, so round trips cost what they cost
+//! on a home connection (the app's own link to the provider does not).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,7 +87,10 @@ fn phases(full: bool) -> PhasesSection {
             }),
             warm: 24.into(),
             fresh: 8.into(),
-            direct: 9,
+            // Six per strategy: the fewest with which the rank test can
+            // separate two providers (5 against 5 is the least; one
+            // failed request spare).
+            direct: 18,
             // On the chat path only, as the study ran it: one path's bursts,
             // enough of them per level for an interval.
             concurrency: Some(ConcurrencySection {
@@ -125,7 +133,7 @@ fn path(name: &str, path: &str, prompts: &[&str], expect: Option<&str>) -> PathS
 fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> Config {
     Config {
         session: SessionSection {
-            network: Some("loopback-demo".into()),
+            network: Some(NETWORK.link().network_label()),
             timeout: Some(Duration::from_secs(60)),
             emulated: true,
             cacert: Some(cacert.into()),
@@ -196,6 +204,29 @@ async fn listen() -> anyhow::Result<(TcpListener, String)> {
 /// enough that the "before" app's extra round trips stand out of the noise,
 /// short enough that the scaled demo stays near two minutes.
 const DB_RTT: Duration = Duration::from_millis(40);
+
+/// The user's network: a cable connection (RTT 25 ms, 50 Mbit/s).
+const NETWORK: firsttoken_shape::Profile = firsttoken_shape::Profile::Cable;
+
+/// A relay with the [`NETWORK`] profile in front of `upstream`
+/// (`host:port`); returns it and the URL base clients use (`scheme://`
+/// plus the relay's address).
+async fn shaped(
+    upstream: &str,
+    scheme: &str,
+    seed: u64,
+) -> anyhow::Result<(firsttoken_shape::Relay, String)> {
+    let spec = firsttoken_shape::ShapeSpec {
+        seed,
+        ..firsttoken_shape::ShapeSpec::new(NETWORK.link())
+    };
+    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let relay = firsttoken_shape::Relay::start(listen, upstream, spec)
+        .await
+        .context("cannot start the network relay")?;
+    let base = format!("{scheme}://{}", relay.local_addr());
+    Ok((relay, base))
+}
 
 /// The "before" app's cold start (after [`COLD_IDLE`] without requests).
 const COLD_START: Duration = Duration::from_millis(400);
@@ -304,6 +335,13 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         .await;
     });
     eprintln!("emulator on {emu_base} (profile: quickstart / steady / bulk)");
+    let (_direct_relay, direct_base) =
+        shaped(emu_base.trim_start_matches("http://"), "http", a.seed).await?;
+    eprintln!(
+        "the user's network: {} (RTT +{} ms) on every request of the sessions",
+        NETWORK.name(),
+        NETWORK.link().added_rtt().as_millis()
+    );
     let store = Store::open(&a.store).await?;
     let mut sessions = Vec::new();
     let mut code = ExitCode::SUCCESS;
@@ -314,9 +352,15 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             .display()
             .to_string();
         let ca = work.path().join(format!("ca-{label}.pem"));
-        let (app, task) = refapp(&emu_base, &db, label, bad, ca.clone(), &shutdown).await?;
+        let (origin, task) = refapp(&emu_base, &db, label, bad, ca.clone(), &shutdown).await?;
+        let (relay, app) = shaped(
+            origin.trim_start_matches("https://"),
+            "https",
+            a.seed.wrapping_add(1),
+        )
+        .await?;
         eprintln!(
-            "\n== {label}: reference app on {app}{}",
+            "\n== {label}: reference app on {origin}, reached through the relay on {app}{}",
             if bad {
                 " with blocking db calls (3 extra round trips on chat), the keyword router, a cold start"
             } else {
@@ -324,7 +368,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             }
         );
         let spec = SessionSpec::new(
-            config(&app, &ca.display().to_string(), &emu_base, &db, a.full),
+            config(&app, &ca.display().to_string(), &direct_base, &db, a.full),
             Overrides {
                 code_version: Some(label.into()),
                 tags: [("demo".to_string(), "true".to_string())].into(),
@@ -338,6 +382,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             code = exit_code(&outcome);
         }
         sessions.push(outcome.meta.id.clone());
+        drop(relay);
         drop(task);
     }
     shutdown.cancel();

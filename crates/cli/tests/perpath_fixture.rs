@@ -30,10 +30,14 @@ impl Fixture {
     }
 
     fn with_chat_block_ms(ms: u32) -> Fixture {
+        Fixture::with_env(&[("PERPATH_CHAT_BLOCK_MS", &ms.to_string())])
+    }
+
+    fn with_env(env: &[(&str, &str)]) -> Fixture {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/perpath_app.py");
         let mut child = Command::new("python3")
             .arg(script)
-            .env("PERPATH_CHAT_BLOCK_MS", ms.to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -409,4 +413,80 @@ warm = 24
         "{t}"
     );
     assert!(t.contains("all paths pooled"), "{t}");
+}
+
+/// Issue 10: an app that names its route in the stream, not a header. With
+/// `route_field` the funnel reads it from there: exactly the keyword
+/// questions reach docs; without it, every request is "route not reported".
+#[test]
+fn a_route_named_in_a_json_field_feeds_the_funnel() {
+    let app = Fixture::with_env(&[("PERPATH_ROUTE_IN", "body")]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    let docs = toml_list(&DOCUMENT_QUESTIONS);
+    let mut funnels = Vec::new();
+    for field in ["route_field = \"/route\"", ""] {
+        let cfg = dir.path().join("f.toml");
+        let text_cfg = format!(
+            r#"
+[session]
+seed = 3
+timeout = "20s"
+
+[app]
+base_url = "{}"
+
+[[app.paths]]
+name = "router"
+path = "/api/router"
+body = '{{"message": "{{prompt}}"}}'
+format = "openai-chat"
+prompts = {docs}
+expect_route = "docs"
+{field}
+
+[phases]
+warm = 10
+"#,
+            app.base
+        );
+        std::fs::write(&cfg, text_cfg).unwrap();
+        let out = firsttoken(
+            &["run", "-c", cfg.to_str().unwrap(), "--store", &store, "-q"],
+            &[],
+        );
+        assert_code(&out, 0);
+        let id = common::session_ids(&store).remove(0);
+        let out = firsttoken(
+            &[
+                "report",
+                "--store",
+                &store,
+                "--session",
+                &id,
+                "--format",
+                "json",
+            ],
+            &[],
+        );
+        assert_code(&out, 0);
+        let report: Value = serde_json::from_str(&text(&out.stdout)).expect("a JSON report");
+        let paths = report["analysis"]["routes"][0]["paths"].clone();
+        let router = paths
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == "router")
+            .cloned()
+            .unwrap_or_else(|| panic!("no router in {paths:#}"));
+        funnels.push(router["funnel"].clone());
+    }
+    let (with, without) = (&funnels[0], &funnels[1]);
+    assert_eq!(
+        (with["sent"].as_u64(), with["reached"].as_u64()),
+        (Some(10), Some(3)),
+        "{with:#}"
+    );
+    assert_eq!(with["astray"][0]["route"], "chat", "{with:#}");
+    assert_eq!(without["reached"].as_u64(), Some(0), "{without:#}");
 }

@@ -331,4 +331,44 @@ fn demo_runs_both_apps_and_writes_the_report() {
     };
     assert_eq!(wall("before"), "one_at_a_time");
     assert_ne!(wall("after"), "one_at_a_time");
+
+    let scoped = |key: &str, version: &str| -> Vec<serde_json::Value> {
+        analysis[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["scope"] == format!("code_version={version}"))
+            .cloned()
+            .collect()
+    };
+    for version in ["before", "after"] {
+        // Every request crosses the emulated cable link: a new connection's
+        // set-up (TLS 1.3, one round trip of 25 ms) is measured directly,
+        // its interval above zero, and about one RTT.
+        for c in scoped("connection", version) {
+            let setup = &c["setup"];
+            assert_eq!(setup["direction"], "increase", "{version}: {c:#}");
+            let ms = setup["estimate"]["point"].as_f64().unwrap();
+            assert!((20.0..60.0).contains(&ms), "{version}: set-up {ms} ms");
+        }
+        // Providers: the first-token and throughput leaders, each separated
+        // from the next one by its interval.
+        let p = &scoped("providers", version)[0];
+        for (key, direction) in [
+            ("first_token_leader", "decrease"),
+            ("throughput_leader", "increase"),
+        ] {
+            assert_eq!(p[key]["a"], "quickstart", "{version} {key}: {p:#}");
+            assert_eq!(p[key]["direction"], direction, "{version} {key}: {p:#}");
+        }
+    }
+    // The cold start, in "before" only, beyond the warm p95 on the chat path.
+    let cold = scoped("cold", "before");
+    let chat = cold
+        .iter()
+        .find(|c| c["paths"]["kind"] == "one" && c["paths"]["path"] == "chat")
+        .expect("a cold start on before · chat");
+    assert_eq!(chat["probes"][0]["beyond_warm"], true, "{chat:#}");
+    let network = text(&firsttoken(&["sessions", "--store", &store], &[]).stdout);
+    assert!(network.contains("emulated:cable"), "{network}");
 }

@@ -45,6 +45,9 @@ pub(crate) struct Stamps {
     pub route: Option<String>,
     /// The header the route is read from (`x-route` when `None`).
     pub route_header: Option<String>,
+    /// JSON pointer to the route in the stream's events; when set and
+    /// found, it names the route (the header is the fallback).
+    pub route_field: Option<String>,
     pub server_timing: Vec<(String, f64)>,
     pub facts: StreamFacts,
     /// The response's `Content-Encoding`, when not identity.
@@ -75,6 +78,7 @@ impl Stamps {
             request_id: None,
             route: None,
             route_header: None,
+            route_field: None,
             server_timing: Vec::new(),
             facts: StreamFacts::default(),
             content_encoding: None,
@@ -321,9 +325,13 @@ pub(crate) async fn exchange(
             Err(m) => return st.fail(Failure::new(ErrorKind::Decode, m)),
         };
         let mut decoder =
-            Decoder::with_max(format, content_type.as_deref(), vercel, max_event_bytes);
+            Decoder::with_max(format, content_type.as_deref(), vercel, max_event_bytes)
+                .with_route_field(st.route_field.clone());
         read_stream(body, &tap, http2, &mut decoder, inflater, st).await;
         st.facts = decoder.facts().clone();
+        if let Some(r) = st.facts.route.take() {
+            st.route = Some(r);
+        }
     });
     if tokio::time::timeout_at(deadline, work).await.is_err() {
         let waited = deadline.into_std().saturating_duration_since(st.start);

@@ -30,6 +30,8 @@ pub(crate) struct Endpoint {
     compressed: bool,
     /// The response header naming the app's route (lower case).
     route_header: String,
+    /// JSON pointer to the route in the stream's events, if any.
+    route_field: Option<String>,
 }
 
 impl Endpoint {
@@ -42,6 +44,7 @@ impl Endpoint {
             max_event_bytes: spec.max_event_bytes,
             compressed: spec.compressed,
             route_header: spec.route_header.to_ascii_lowercase(),
+            route_field: spec.route_field.clone(),
         }))
     }
 
@@ -174,6 +177,7 @@ impl Slot {
         let ep = &*self.endpoint;
         let mut st = Stamps::new(start);
         st.route_header = Some(ep.route_header.clone());
+        st.route_field.clone_from(&ep.route_field);
         if !reusable {
             self.conn = None;
             match open(&ep.connector, ep.timeouts, &mut st, start, until).await {

@@ -494,6 +494,9 @@ pub struct ProbeSpec {
     /// The response header that names the route the app took (lower case);
     /// `x-route` by default.
     pub route_header: String,
+    /// A JSON pointer (`/route`) into the stream's events where the app
+    /// names its route; when found it wins over the header.
+    pub route_field: Option<String>,
     /// Ask for compressed responses as a browser does (`Accept-Encoding:
     /// gzip, deflate, br, zstd`) and decode them; otherwise `identity`,
     /// and an encoded response fails as `decode`.
@@ -530,6 +533,7 @@ impl ProbeSpec {
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             proxy: None,
             route_header: DEFAULT_ROUTE_HEADER.into(),
+            route_field: None,
             compressed: false,
         }
     }

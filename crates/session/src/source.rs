@@ -160,6 +160,7 @@ impl Source {
                 true,
                 &cfg.session,
             )?;
+            spec.route_field.clone_from(&p.route_field);
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();
             }

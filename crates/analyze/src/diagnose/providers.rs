@@ -7,7 +7,8 @@
 //! first token, and median completion time (e2e), each with its bootstrap
 //! CI, plus which providers each strategy landed on. The winners on each
 //! axis are named by their point estimates (a ranking, not a claim), and
-//! the two strategies with the lowest median TTFT are compared
+//! the leader on first token and on throughput — among strategies and
+//! among served providers — is compared with the next one
 //! ([`mod@crate::compare`]): its direction says whether that lead is real.
 
 use std::collections::HashMap;
@@ -71,6 +72,14 @@ pub struct Providers {
     pub fastest_completion: Option<String>,
     /// Fastest-first-token strategy against the runner-up, on TTFT.
     pub ttft_comparison: Option<Comparison>,
+    /// Highest-throughput strategy against the runner-up, on tokens/s.
+    pub throughput_comparison: Option<Comparison>,
+    /// The served provider with the lowest median TTFT (`a`) against the
+    /// next one (`b`); its direction says whether the lead is real.
+    pub first_token_leader: Option<Comparison>,
+    /// The served provider with the highest median tokens/s (`a`) against
+    /// the next one (`b`).
+    pub throughput_leader: Option<Comparison>,
 }
 
 /// Strategies and providers per provenance kind with direct requests.
@@ -151,6 +160,34 @@ fn best(
         .map(|(s, _)| s)
 }
 
+/// The group with the best median of `metric` (lowest, or highest when
+/// higher is better) compared with the next best: `a` leads, `b` follows.
+/// `None` with fewer than two groups that have a median.
+fn leader(
+    frame: &Frame,
+    groups: &[(ProviderStats, Vec<u32>)],
+    metric: Metric,
+    settings: &Settings,
+) -> Option<Comparison> {
+    let mut ranked: Vec<(&str, Samples, f64)> = groups
+        .iter()
+        .filter_map(|(s, idx)| {
+            let v = Samples::of_rows(frame, idx, metric);
+            let m = v.stat(Percentile::P50, settings).point()?;
+            Some((s.name.as_str(), v, m))
+        })
+        .collect();
+    if metric.higher_is_better() {
+        ranked.sort_by(|a, b| b.2.total_cmp(&a.2));
+    } else {
+        ranked.sort_by(|a, b| a.2.total_cmp(&b.2));
+    }
+    let [(first, a, _), (second, b, _), ..] = ranked.as_slice() else {
+        return None;
+    };
+    Some(compare(a, b, (first, second), metric, settings))
+}
+
 fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
     let rows = rows_of(frame, prov, &[PhaseKind::Direct]);
     let strategy = |i: u32| frame.obs(i).strategy;
@@ -185,34 +222,15 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
         settings,
     );
     let strategies: Vec<ProviderStats> = by_strategy.iter().map(|(s, _)| s.clone()).collect();
-    let providers: Vec<ProviderStats> = by_provider.into_iter().map(|(s, _)| s).collect();
+    let providers: Vec<ProviderStats> = by_provider.iter().map(|(s, _)| s.clone()).collect();
     let ttft = |s: &ProviderStats| s.ttft.p50.point();
     let fast = best(&strategies, ttft, false);
     let thr = best(&strategies, |s| s.tokens_per_s.point(), true);
     let done = best(&strategies, |s| s.e2e.point(), false);
-    let ttft_comparison = fast.and_then(|f| {
-        let runner = strategies
-            .iter()
-            .filter(|s| s.name != f.name)
-            .filter_map(|s| ttft(s).map(|x| (s, x)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))?
-            .0;
-        let of = |name: &str| {
-            by_strategy
-                .iter()
-                .find(|(s, _)| s.name == name)
-                .map_or_else(Samples::default, |(_, idx)| {
-                    Samples::of_rows(frame, idx, Metric::Ttft)
-                })
-        };
-        Some(compare(
-            &of(&f.name),
-            &of(&runner.name),
-            (&f.name, &runner.name),
-            Metric::Ttft,
-            settings,
-        ))
-    });
+    let ttft_comparison = leader(frame, &by_strategy, Metric::Ttft, settings);
+    let throughput_comparison = leader(frame, &by_strategy, Metric::TokensPerS, settings);
+    let first_token_leader = leader(frame, &by_provider, Metric::Ttft, settings);
+    let throughput_leader = leader(frame, &by_provider, Metric::TokensPerS, settings);
     Providers {
         provenance: prov,
         scope: String::new(),
@@ -220,6 +238,9 @@ fn one(frame: &Frame, prov: Provenance, settings: &Settings) -> Providers {
         highest_throughput: thr.map(|s| s.name.clone()),
         fastest_completion: done.map(|s| s.name.clone()),
         ttft_comparison,
+        throughput_comparison,
+        first_token_leader,
+        throughput_leader,
         strategies,
         providers,
         provider_not_reported,
@@ -306,5 +327,30 @@ mod tests {
             p.ttft_comparison.as_ref().unwrap().direction,
             Direction::Decrease
         );
+        let tc = p.throughput_comparison.as_ref().unwrap();
+        assert_eq!((tc.a.as_str(), tc.b.as_str()), ("throughput", "latency"));
+        assert_eq!(tc.direction, Direction::Increase);
+        // Providers: a leads the first token by far; b leads throughput
+        // over c by 1.5 tok/s, within the noise: named, not separated.
+        let ft = p.first_token_leader.as_ref().unwrap();
+        assert_eq!(ft.a, "a");
+        assert_eq!(ft.direction, Direction::Decrease);
+        let tl = p.throughput_leader.as_ref().unwrap();
+        assert_eq!((tl.a.as_str(), tl.b.as_str()), ("b", "c"));
+        assert_eq!(tl.direction, Direction::NoDetectableDifference);
+    }
+
+    #[test]
+    fn one_provider_has_no_leader() {
+        let rows: Vec<_> = spread(500.0, 40.0, 10)
+            .into_iter()
+            .map(|t| {
+                let mut r = row("s", "direct", Some("direct"), Some(t));
+                r.sample.provider = Some("only".into());
+                r
+            })
+            .collect();
+        let p = &providers(&frame(&rows), &Settings::new(3))[0];
+        assert!(p.first_token_leader.is_none() && p.throughput_leader.is_none());
     }
 }

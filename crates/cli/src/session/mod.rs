@@ -1,6 +1,7 @@
 //! `firsttoken init`, `run`, `sessions`, `export`, `import`, `cleanup`:
 //! sessions from config to store.
 
+mod progress;
 mod run;
 mod summary;
 

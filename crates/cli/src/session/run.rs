@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::PRESETS;
-use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::store::Store;
 use firsttoken_report::run::LAG_FLAG_MS;
-use firsttoken_session::{Observer, Outcome, Overrides, SessionError, SessionSpec};
+use firsttoken_session::{Outcome, Overrides, SessionError, SessionSpec};
+
+use super::progress::Progress;
 
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
@@ -63,101 +63,6 @@ pub struct RunArgs {
     /// Run a large session: more than 100,000 planned requests, or open-loop arrivals above 1,000 per second.
     #[arg(long)]
     pub yes: bool,
-}
-
-/// A progress bar on stderr that counts every stored request, warm-ups too.
-/// Its estimate of the time left is the protocol's remaining idle gaps
-/// (known in advance) plus the remaining requests at the median duration
-/// of those done, so a cold probe's idle gap shows as a wait, not as a
-/// sudden "3 h left"; the message names the last request's TTFT.
-pub struct Progress {
-    bar: ProgressBar,
-    quiet: bool,
-    failed: u64,
-    announced: u64,
-    done: u64,
-    /// Idle gaps before cold probes, in order; one is used up per cold sample.
-    gaps: std::collections::VecDeque<Duration>,
-    /// End-to-end durations of the requests done, ms (a bounded window).
-    recent_ms: std::collections::VecDeque<f64>,
-}
-
-impl Progress {
-    /// A bar, hidden when `quiet`, for a session with these idle gaps.
-    pub fn new(quiet: bool, gaps: Vec<Duration>) -> Progress {
-        Progress {
-            bar: ProgressBar::hidden(),
-            quiet,
-            failed: 0,
-            announced: 0,
-            done: 0,
-            gaps: gaps.into(),
-            recent_ms: Default::default(),
-        }
-    }
-
-    /// Seconds left: the idle gaps still ahead plus the requests left at the
-    /// median duration of the last ones done.
-    fn eta(&self) -> Duration {
-        let mut v: Vec<f64> = self.recent_ms.iter().copied().collect();
-        v.sort_by(f64::total_cmp);
-        let median = v.get(v.len() / 2).copied().unwrap_or(0.0);
-        let left = self.announced.saturating_sub(self.done) as f64;
-        let gaps: Duration = self.gaps.iter().sum();
-        gaps + Duration::from_secs_f64((left * median / 1000.0).max(0.0))
-    }
-}
-
-impl Observer for Progress {
-    fn started(&mut self, meta: &SessionMeta, announced: u64) {
-        if self.quiet {
-            return;
-        }
-        eprintln!(
-            "session {} (up to {announced} requests with warm-ups, seed {}, {})",
-            meta.id,
-            meta.seed,
-            meta.provenance.as_str()
-        );
-        self.announced = announced;
-        self.bar =
-            ProgressBar::with_draw_target(Some(announced), ProgressDrawTarget::stderr_with_hz(4));
-        self.bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}] {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-    }
-
-    fn recorded(&mut self, row: &SampleRow, spent_usd: f64) {
-        self.failed += u64::from(!row.sample.warmup && !row.sample.is_ok());
-        self.done += 1;
-        if row.phase == firsttoken_record::PhaseKind::Cold {
-            self.gaps.pop_front();
-        }
-        if let Some(e) = row.sample.e2e_ms {
-            if self.recent_ms.len() == 64 {
-                self.recent_ms.pop_front();
-            }
-            self.recent_ms.push_back(e);
-        }
-        self.bar.inc(1);
-        let ttft = row
-            .sample
-            .ttft_ms
-            .map(|t| format!(" · TTFT {}", firsttoken_report::format::ms(t)))
-            .unwrap_or_default();
-        let eta = humantime::format_duration(Duration::from_secs(self.eta().as_secs()));
-        self.bar.set_message(format!(
-            "~{eta} left · {}{}{ttft} · {} failed · ${spent_usd:.4}",
-            row.phase,
-            if row.sample.warmup { " warm-up" } else { "" },
-            self.failed
-        ));
-    }
-
-    fn measured(&mut self) {
-        self.bar.finish_and_clear();
-    }
 }
 
 /// The flags as overrides of the config.
@@ -228,16 +133,7 @@ pub async fn run_spec(
     store: &Store,
     quiet: bool,
 ) -> Result<Outcome, SessionError> {
-    let gaps = spec
-        .protocol
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            firsttoken_plan::protocol::Step::AfterIdle(gap, _) => Some(*gap),
-            _ => None,
-        })
-        .collect();
-    let mut progress = Progress::new(quiet, gaps);
+    let mut progress = Progress::new(quiet, &spec.protocol);
     let outcome =
         firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
             .await?;
@@ -257,23 +153,5 @@ pub fn exit_code(outcome: &Outcome) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAILED_REQUESTS)
-    }
-}
-
-#[cfg(test)]
-mod progress_tests {
-    use super::*;
-
-    #[test]
-    fn the_estimate_counts_idle_gaps_ahead_and_the_median_request() {
-        let mut p = Progress::new(true, vec![Duration::from_secs(30); 3]);
-        p.announced = 100;
-        p.done = 40;
-        p.recent_ms = [100.0, 200.0, 5000.0].into();
-        // 3 gaps of 30 s ahead + 60 requests × 200 ms.
-        assert_eq!(p.eta(), Duration::from_secs(90 + 12));
-        // A cold probe done uses up one gap.
-        p.gaps.pop_front();
-        assert_eq!(p.eta(), Duration::from_secs(60 + 12));
     }
 }

@@ -372,6 +372,17 @@ pub(crate) fn ollama(line: &[u8], offset: u64, facts: &mut StreamFacts, cf: &mut
 /// (Anthropic, and SSE generally), `{"error": {…}}` (OpenAI),
 /// `{"object": "error", "message": …}` (vLLM) or
 /// `{"error": "…", "error_type": …}` (TGI).
+/// The string or number at JSON pointer `p` in one event's data, bounded
+/// in length; `None` when the data is not JSON or has nothing there.
+pub(crate) fn route_at(p: &str, data: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(data).ok()?;
+    match v.pointer(p)? {
+        Value::String(s) if !s.is_empty() => Some(bounded(s)),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 pub(crate) fn error_shape(event: &str, data: &str) -> Option<String> {
     let v: Option<Value> = serde_json::from_str(data).ok();
     error_in(event, v.as_ref(), data)
@@ -632,5 +643,40 @@ mod tests {
         );
         assert_eq!(detect_sse("message", r#"{"hello":1}"#), None);
         assert_eq!(detect_sse("message", "plain"), None);
+    }
+
+    #[test]
+    fn a_route_named_in_the_stream_is_read_once_from_the_first_event_that_has_it() {
+        use crate::decode::Decoder;
+        use firsttoken_plan::StreamFormat;
+        let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+            "data: {\"meta\":{\"route\":\"docs\"},\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+            "data: {\"meta\":{\"route\":\"chat\"},\"choices\":[{\"delta\":{\"content\":\"!\"}}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut d = Decoder::new(&StreamFormat::Auto, Some("text/event-stream"), false)
+            .with_route_field(Some("/meta/route".into()));
+        // Split mid-event: the route still comes from the first event with it.
+        let (a, b) = body.as_bytes().split_at(70);
+        d.feed(a);
+        d.feed(b);
+        assert!(d.finish().is_ok());
+        assert_eq!(d.facts().route.as_deref(), Some("docs"));
+
+        let mut lines = Decoder::new(&StreamFormat::Ollama, None, false)
+            .with_route_field(Some("/route".into()));
+        lines.feed(
+            b"{\"route\":7,\"message\":{\"content\":\"x\"},\"done\":false}\n{\"done\":true}\n",
+        );
+        assert_eq!(lines.facts().route.as_deref(), Some("7"));
+
+        // Without a pointer nothing is parsed for it.
+        let mut plain = Decoder::new(&StreamFormat::Auto, Some("text/event-stream"), false);
+        plain.feed(body.as_bytes());
+        assert_eq!(plain.facts().route, None);
+        assert_eq!(route_at("/route", b"not json"), None);
+        assert_eq!(route_at("/route", br#"{"route":""}"#), None);
+        assert_eq!(route_at("/route", br#"{"route":{"a":1}}"#), None);
     }
 }

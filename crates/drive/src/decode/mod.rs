@@ -57,6 +57,9 @@ pub struct StreamFacts {
     pub provider: Option<String>,
     /// Durations from a `server-timing` SSE event, in ms.
     pub server_timing: Vec<(String, f64)>,
+    /// The route the app named in the stream, at the JSON pointer given by
+    /// [`Decoder::with_route_field`] (the first event that has it).
+    pub route: Option<String>,
 }
 
 impl StreamFacts {
@@ -170,6 +173,9 @@ pub struct Decoder {
     received: u64,
     /// Events seen (as [`ChunkFacts::events`] counts them).
     events: u64,
+    /// JSON pointer to the route's name in the stream's events, if the app
+    /// reports its route there rather than in a header.
+    route_field: Option<String>,
 }
 
 impl Decoder {
@@ -237,7 +243,16 @@ impl Decoder {
             content: false,
             received: 0,
             events: 0,
+            route_field: None,
         }
+    }
+
+    /// Read the route's name from the stream: the first JSON event (SSE
+    /// data or NDJSON line) with a string or number at `pointer` names it.
+    /// Events are parsed for it only until it is found.
+    pub fn with_route_field(mut self, pointer: Option<String>) -> Decoder {
+        self.route_field = pointer;
+        self
     }
 
     /// Bytes the decoder holds for unfinished lines and events; never more
@@ -307,6 +322,7 @@ impl Decoder {
             return cf;
         }
         let facts = &mut self.facts;
+        let route_field = self.route_field.as_deref();
         match &mut self.framing {
             Framing::Sse(parser, kind) => {
                 parser.feed(bytes, &mut |ev| {
@@ -319,6 +335,11 @@ impl Decoder {
                         return;
                     }
                     cf.events += 1;
+                    if let Some(p) = route_field
+                        && facts.route.is_none()
+                    {
+                        facts.route = formats::route_at(p, ev.data.as_bytes());
+                    }
                     // An `error` event is an error in every dialect; in
                     // `auto`, so is any known error shape as the first event.
                     if (ev.event == "error" || kind.is_none())
@@ -360,6 +381,11 @@ impl Decoder {
             Framing::Lines(split) => {
                 split.feed(bytes, &mut |line, offset| {
                     if facts.error.is_none() {
+                        if let Some(p) = route_field
+                            && facts.route.is_none()
+                        {
+                            facts.route = formats::route_at(p, line);
+                        }
                         formats::ollama(line, offset, facts, &mut cf);
                     }
                 });

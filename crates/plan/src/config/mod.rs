@@ -218,6 +218,11 @@ pub struct PathSection {
     /// that do not send `X-Route` (e.g. `x-served-by`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_header: Option<String>,
+    /// A JSON pointer (e.g. `/route` or `/meta/route`) into the stream's
+    /// events where the app names the route it took, for apps that report
+    /// it in the body rather than a header; found, it wins over the header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_field: Option<String>,
     /// Requests on this path carry no test account's token (an anonymous
     /// endpoint, or one measured as a visitor who has not signed in).
     #[serde(default)]
@@ -236,6 +241,7 @@ impl PathSection {
             prompts_file: None,
             expect_route: None,
             route_header: None,
+            route_field: None,
             anonymous: false,
         }
     }

@@ -15,7 +15,12 @@ fn the_shipped_example_parses() {
     let text: String = DEFAULT_CONFIG
         .lines()
         .map(|l| {
-            for key in ["# prompts", "# prompts_file", "# expect_route"] {
+            for key in [
+                "# prompts",
+                "# prompts_file",
+                "# expect_route",
+                "# route_field",
+            ] {
                 if let Some(rest) = l.strip_prefix(key) {
                     return format!("{}{rest}\n", &key[2..]);
                 }
@@ -30,6 +35,7 @@ fn the_shipped_example_parses() {
     let c = Config::parse(&text, "firsttoken.toml").unwrap();
     let docs = &c.app.paths[1];
     assert_eq!(docs.expected_route(), "docs");
+    assert_eq!(docs.route_field.as_deref(), Some("/route"));
     assert!(docs.prompts.is_some() && docs.prompts_file.is_some());
     let cc = c.phases.concurrency.unwrap();
     assert_eq!(cc.paths, Some(vec!["chat".to_string()]));
@@ -85,6 +91,15 @@ fn late_errors_are_found_at_load_naming_their_key() {
     let e = bad("\"message\": \"{prompt}\"", "\"message\": {prompt}");
     assert!(
         e.contains("app.paths[0].body") && e.contains("not valid JSON"),
+        "{e}"
+    );
+    // A route field that is not a JSON pointer.
+    let e = bad(
+        "name = \"docs\"",
+        "name = \"docs\"\nroute_field = \"route\"",
+    );
+    assert!(
+        e.contains("app.paths[1].route_field") && e.contains("JSON pointer"),
         "{e}"
     );
     // A session timeout of zero.

@@ -61,6 +61,14 @@ impl Config {
                     format!("{h:?} is not a valid header name"),
                 ));
             }
+            if let Some(f) = &p.route_field
+                && !f.starts_with('/')
+            {
+                return Err(invalid(
+                    &format!("app.paths[{i}].route_field"),
+                    format!("{f:?} is not a JSON pointer (e.g. \"/route\")"),
+                ));
+            }
             if let Some(m) = json_template_error(&p.body) {
                 return Err(invalid(&format!("app.paths[{i}].body"), m));
             }

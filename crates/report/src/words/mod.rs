@@ -216,6 +216,24 @@ pub fn connection(c: &ConnectionCost) -> String {
             .collect();
         out.push_str(&format!("; TLS handshake by kind: {}", kinds.join(", ")));
     }
+    let s = &c.setup;
+    out.push_str(&match s.direction {
+        Direction::Increase => format!(
+            "; measured directly, each new connection spends {} setting up (n={})",
+            stat(Unit::Ms, &s.estimate),
+            s.n_a
+        ),
+        Direction::TooFewSamples => format!(
+            "; set-up per new connection: {}",
+            withheld(&s.estimate, s.n_a, s.n_b)
+        ),
+        // Set-up time is never negative; an interval that reaches zero
+        // means no stamps worth a claim.
+        _ => format!(
+            "; set-up per new connection: {NO_DIFFERENCE} from zero: {}",
+            stat(Unit::Ms, &s.estimate)
+        ),
+    });
     out
 }
 
@@ -365,11 +383,12 @@ pub fn providers(p: &Providers) -> String {
             format!("; served by {}", mix.join(", "))
         };
         return format!(
-            "{}: first token {}, {}, done in {} (medians){served}{unnamed}",
+            "{}: first token {}, {}, done in {} (medians){served}{}{unnamed}",
             fast.name,
             pms(&fast.ttft.p50),
             tps(&fast.tokens_per_s),
             pms(&fast.e2e),
+            provider_leaders(p),
         );
     }
     let mut s = format!(
@@ -388,6 +407,9 @@ pub fn providers(p: &Providers) -> String {
             tps(&t.tokens_per_s),
             pms(&t.ttft.p50)
         ));
+        if let Some(c) = &p.throughput_comparison {
+            s.push_str(&format!("; against {}: {}", c.b, judged(c)));
+        }
     }
     if let Some(d) = find(&p.fastest_completion) {
         s.push_str(&format!(
@@ -396,8 +418,38 @@ pub fn providers(p: &Providers) -> String {
             pms(&d.e2e)
         ));
     }
+    s.push_str(&provider_leaders(p));
     s.push_str(&unnamed);
     s
+}
+
+/// `; providers: first token led by A (median) against B: <judged>; …`,
+/// or nothing with fewer than two served providers. "Led" names the
+/// ranking; only the judged comparison states a direction.
+fn provider_leaders(p: &Providers) -> String {
+    let one = |what: &str, c: &Option<Comparison>| {
+        c.as_ref().map(|c| {
+            format!(
+                "{what} led by {} ({}) against {}: {}",
+                c.a,
+                format::point(Unit::of(c.metric), &c.median_a),
+                c.b,
+                judged(c)
+            )
+        })
+    };
+    let parts: Vec<String> = [
+        one("first token", &p.first_token_leader),
+        one("throughput", &p.throughput_leader),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; providers: {}", parts.join("; "))
+    }
 }
 
 fn direction_word(d: Direction, up: &'static str, down: &'static str) -> &'static str {
