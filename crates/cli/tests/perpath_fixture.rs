@@ -445,6 +445,9 @@ prompts = {docs}
 expect_route = "docs"
 {field}
 
+[prompts]
+list = ["unused: the path has its own"]
+
 [phases]
 warm = 10
 "#,
