@@ -85,7 +85,9 @@ fn phases(full: bool) -> PhasesSection {
                 idle_gap: Duration::from_secs(3),
                 paths: None,
             }),
-            warm: 24.into(),
+            // Twelve per path: enough for the chat path's three extra
+            // database round trips to stand out of the provider's spread.
+            warm: 36.into(),
             fresh: 8.into(),
             // Six per strategy: the fewest with which the rank test can
             // separate two providers (5 against 5 is the least; one
@@ -316,7 +318,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     // The upstream: the built-in provider profile (quickstart, steady, bulk)
     // with short answers so the whole demo stays near two minutes.
     let mut profile = Profile::builtin();
-    profile.pin_tokens(if a.full { 64 } else { 24 });
+    profile.pin_tokens(if a.full { 64 } else { 12 });
     let settings = Settings {
         profile: Some(profile),
         seed: a.seed,
