@@ -189,7 +189,7 @@ impl Observer for Progress {
             }
         };
         self.bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}] {left} · {msg}")
+            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}] {left}{msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .with_key("left", left),
         );
@@ -212,7 +212,7 @@ impl Observer for Progress {
             .map(|t| format!(" · TTFT {}", firsttoken_report::format::ms(t)))
             .unwrap_or_default();
         self.bar.set_message(format!(
-            "{}{}{ttft} · {} failed · ${spent_usd:.4}",
+            " · {}{}{ttft} · {} failed · ${spent_usd:.4}",
             row.phase,
             if row.sample.warmup { " warm-up" } else { "" },
             self.failed
