@@ -17,6 +17,8 @@
 //! - [`finding`]: findings as data — estimate, interval, n and a
 //!   [`Direction`] decided from the interval, never from the point's sign.
 //!   Analysis writes no sentences; the report stage words every finding.
+//! - [`findings`]: the findings a report opens with, ranked by the user
+//!   wait time each explains ([`rank_findings`]).
 //! - [`frame`]: rows validated into a compact table ([`Frame`]);
 //!   [`mod@group`]: grouping by ten keys (provenance always one of them);
 //!   [`session`]: per-session medians and pooled distributions.
@@ -53,6 +55,7 @@ pub mod compare;
 pub mod diagnose;
 pub mod estimate;
 pub mod finding;
+pub mod findings;
 pub mod frame;
 pub mod group;
 pub mod rank;
@@ -69,6 +72,7 @@ pub use analysis::{Analysis, analyze};
 pub use compare::{Comparison, compare};
 pub use estimate::{Ci, Estimate, Percentile, Stat, min_n};
 pub use finding::{Direction, Finding};
+pub use findings::{FindingKind, MAX_FINDINGS, RankedFinding, rank_findings};
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
 pub use group::{Group, GroupKey, GroupLabel, group};
 pub use run_summary::{PhaseSummary, RunSummary, Summary};

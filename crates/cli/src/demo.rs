@@ -207,6 +207,26 @@ async fn listen() -> anyhow::Result<(TcpListener, String)> {
 /// short enough that the scaled demo stays near two minutes.
 const DB_RTT: Duration = Duration::from_millis(40);
 
+/// The scaled demo's providers keep their medians with a narrower spread
+/// (p90 = [`SPREAD_P90`] × the median instead of about 1.6×): at a dozen
+/// requests per path, the upstream's own spread would otherwise hide the
+/// app's mechanisms that `--full`'s counts show at the built-in spread.
+fn narrow_spread(profile: &mut Profile) {
+    use firsttoken_emulator::profile::Ttft;
+    use firsttoken_emulator::rng::LogNormal;
+    for p in &mut profile.providers {
+        if let Ttft::LogNormal(l) = &p.ttft {
+            let median = l.mu().exp();
+            if let Some(n) = LogNormal::from_median_p90(median, median * SPREAD_P90) {
+                p.ttft = Ttft::LogNormal(n);
+            }
+        }
+    }
+}
+
+/// The scaled demo's provider p90 ÷ median.
+const SPREAD_P90: f64 = 1.25;
+
 /// The user's network: a cable connection (RTT 25 ms, 50 Mbit/s).
 const NETWORK: firsttoken_shape::Profile = firsttoken_shape::Profile::Cable;
 
@@ -319,6 +339,9 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     // with short answers so the whole demo stays near two minutes.
     let mut profile = Profile::builtin();
     profile.pin_tokens(if a.full { 64 } else { 12 });
+    if !a.full {
+        narrow_spread(&mut profile);
+    }
     let settings = Settings {
         profile: Some(profile),
         seed: a.seed,

@@ -332,7 +332,7 @@ fn a_session_against_the_fixture_app_reports_each_path_on_its_own() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("path chat: behaves like a one-at-a-time server")),
+            .any(|l| l.starts_with("chat: behaves like a one-at-a-time server")),
         "{lines:#?}"
     );
 }

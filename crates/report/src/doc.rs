@@ -4,7 +4,8 @@
 //! sentences ([`crate::words`]) and numbers ([`crate::format`]) in the same
 //! order.
 
-use firsttoken_analyze::MetricSummary;
+use firsttoken_analyze::group::GroupLabel;
+use firsttoken_analyze::{MetricSummary, rank_findings};
 use firsttoken_record::session::Provenance;
 
 use crate::ReportInput;
@@ -85,10 +86,29 @@ fn section(title: &str, lines: Vec<String>) -> Section {
     }
 }
 
-/// Lay out a report.
+/// A group's label, short: its values in key order (`before · chat ·
+/// emulated`); the table's header names the keys.
+pub fn group_label(l: &GroupLabel) -> String {
+    l.parts
+        .iter()
+        .map(|(_, v)| v.to_string())
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The title of the findings section.
+pub const FINDINGS_TITLE: &str = "Findings, ranked by the user wait they explain";
+
+/// Lay out a report: the findings first, then the sections.
 pub fn build(input: &ReportInput<'_>) -> Doc {
     let analysis = input.analysis;
     let mut doc = Doc::default();
+    let findings = rank_findings(analysis, input.comparisons);
+    let mut opening: Vec<String> = findings.iter().map(words::finding_line).collect();
+    if opening.is_empty() {
+        opening.push(words::NO_FINDINGS.to_string());
+    }
+    doc.sections.push(section(FINDINGS_TITLE, opening));
     doc.sections.push(section(
         "Sessions",
         input
@@ -96,7 +116,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
             .iter()
             .map(|s| {
                 format!(
-                    "session {} · {} · code {} · network {} · vantage {}",
+                    "session {} · {} · code_version={} · network {} · vantage {}",
                     s.id,
                     s.provenance.as_str(),
                     s.labels.code_version,
@@ -111,23 +131,30 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
         "TTFT by group (pooled over sessions, 95% bootstrap CI)",
         Vec::new(),
     );
+    let keys: Vec<&str> = analysis.keys.iter().map(|k| k.as_str()).collect();
+    let group_head = format!("group: {}", keys.join(" · "));
     let mut t = TableData {
-        header: header(&["group", "n", "errors", "p50", "p90", "p95", "p99"]),
+        header: header(&[&group_head, "n", "errors", "p50", "p90", "p95", "p99"]),
         rows: Vec::new(),
     };
     let mut per_session = TableData {
-        header: header(&["group", "sessions", "median of session medians", "range"]),
+        header: header(&[
+            &group_head,
+            "sessions",
+            "median of session medians",
+            "range",
+        ]),
         rows: Vec::new(),
     };
     for g in &analysis.groups {
         let u = Unit::of(g.pooled.metric);
-        t.rows.push(summary_row(g.label.to_string(), &g.pooled));
+        t.rows.push(summary_row(group_label(&g.label), &g.pooled));
         let range = match (g.min_session_median, g.max_session_median) {
             (Some(a), Some(b)) => format!("{} – {}", format::value(u, a), format::value(u, b)),
             _ => format::DASH.into(),
         };
         per_session.rows.push(vec![
-            g.label.to_string(),
+            group_label(&g.label),
             g.sessions.len().to_string(),
             format::opt(u, g.median_of_session_medians),
             range,
@@ -291,7 +318,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
 
     let mut limits = section(
         "Claims and limits: what this data cannot support",
-        analysis.limits.items.iter().map(words::limit).collect(),
+        words::limit_lines(&analysis.limits),
     );
     if limits.lines.is_empty() {
         limits.lines.push(words::limits(&analysis.limits));

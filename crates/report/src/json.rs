@@ -1,10 +1,11 @@
 //! The report as JSON: `{"schema": "firsttoken.report.v1", "sessions",
-//! "analysis", "comparisons", "text"}` — the analysis as data (findings with
-//! their estimates, intervals, n and direction) and, in `text`, the same
+//! "analysis", "comparisons", "findings", "text"}` — the analysis as data
+//! (findings with their estimates, intervals, n and direction), the ranked
+//! findings the report opens with ([`rank_findings`]) and, in `text`, the same
 //! sentences the terminal and Markdown reports show, section by section.
 //! The shape is documented by `docs/schema/report.v1.schema.json` ([`REPORT_SCHEMA`]).
 
-use firsttoken_analyze::{Analysis, Comparison};
+use firsttoken_analyze::{Analysis, Comparison, RankedFinding, rank_findings};
 use serde::Serialize;
 
 use crate::doc::build;
@@ -32,6 +33,7 @@ struct Report<'a> {
     sessions: Vec<SessionRef<'a>>,
     analysis: &'a Analysis,
     comparisons: &'a [Comparison],
+    findings: Vec<RankedFinding>,
     text: Vec<Text>,
 }
 
@@ -78,6 +80,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
             .collect(),
         analysis: input.analysis,
         comparisons: input.comparisons,
+        findings: rank_findings(input.analysis, input.comparisons),
         text,
     };
     // Plain data with string keys: serialization cannot fail.

@@ -22,8 +22,15 @@ pub fn render(doc: &Doc, title: &str) -> String {
     let mut out = format!("# {}\n", cell(title));
     for s in &doc.sections {
         out.push_str(&format!("\n## {}\n\n", cell(&s.title)));
+        // The findings are ranked: an ordered list, their own numbers.
+        let ranked = s.title == crate::doc::FINDINGS_TITLE;
         for l in &s.lines {
-            out.push_str(&format!("- {}\n", cell(l)));
+            let bullet = if ranked && l.starts_with(|c: char| c.is_ascii_digit()) {
+                ""
+            } else {
+                "- "
+            };
+            out.push_str(&format!("{bullet}{}\n", cell(l)));
         }
         for t in &s.tables {
             out.push('\n');

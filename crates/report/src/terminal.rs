@@ -1,7 +1,7 @@
 //! The report for a terminal: headed sections, tables that fit 100 columns.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{CellAlignment, ContentArrangement, Table};
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 
 use crate::doc::{Doc, build};
 use crate::{Exporter, ReportError, ReportInput};
@@ -25,7 +25,7 @@ pub fn render(doc: &Doc, width: u16) -> String {
     for s in &doc.sections {
         out.push_str(&format!("\n== {}\n", s.title));
         for l in &s.lines {
-            for w in wrap(l, usize::from(width).saturating_sub(4).max(20)) {
+            for w in wrap(l, usize::from(width).max(24)) {
                 out.push_str(&w);
                 out.push('\n');
             }
@@ -37,12 +37,23 @@ pub fn render(doc: &Doc, width: u16) -> String {
                 .set_content_arrangement(ContentArrangement::Dynamic)
                 .set_width(width);
             table.set_header(t.header.clone());
-            for r in &t.rows {
-                table.add_row(r.iter().enumerate().map(|(i, c)| stacked(i, c)));
+            let rows: Vec<Vec<String>> = t
+                .rows
+                .iter()
+                .map(|r| r.iter().enumerate().map(|(i, c)| stacked(i, c)).collect())
+                .collect();
+            let floors = word_floors(&t.header, &rows, width);
+            for r in rows {
+                table.add_row(r);
             }
-            for i in 1..t.header.len() {
+            for (i, floor) in floors.into_iter().enumerate() {
                 if let Some(c) = table.column_mut(i) {
-                    c.set_cell_alignment(CellAlignment::Right);
+                    if i > 0 {
+                        c.set_cell_alignment(CellAlignment::Right);
+                    }
+                    if let Some(w) = floor {
+                        c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(w)));
+                    }
                 }
             }
             out.push_str(&table.to_string());
@@ -53,22 +64,95 @@ pub fn render(doc: &Doc, width: u16) -> String {
 }
 
 /// A cell laid out in lines that break where a reader expects, so a narrow
-/// column never splits a number: a group's keys one per line (first
-/// column), an interval under its point, a withheld value's counts under
-/// its reason.
+/// column never splits a number: a label (first column) as it is, to be
+/// wrapped between its words; an interval under its point, a withheld
+/// value's counts under its reason.
 fn stacked(column: usize, cell: &str) -> String {
-    if column == 0 && cell.contains('=') {
-        return cell.replace(", ", "\n");
+    if column == 0 {
+        return cell.to_string();
     }
     cell.replace(" [", "\n[").replace(" (n = ", "\n(n = ")
 }
 
-/// Word-wrap `line` to `width` characters: `  ` before the first line, `    ` before the rest.
+/// The least width of each column that keeps its longest word whole
+/// (padding included): every column when the table still fits `width`
+/// that way, else the label column only, so a label never breaks inside
+/// a word (`code_version=af|ter`).
+fn word_floors(header: &[String], rows: &[Vec<String>], width: u16) -> Vec<Option<u16>> {
+    let longest = |i: usize| {
+        std::iter::once(header.get(i))
+            .chain(rows.iter().map(|r| r.get(i)))
+            .flatten()
+            .flat_map(|c| c.split_whitespace())
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let mut floors: Vec<u16> = (0..header.len())
+        .map(|i| u16::try_from(longest(i) + 2).unwrap_or(u16::MAX))
+        .collect();
+    let borders = floors.len() + 1;
+    // A label whole on one line, when the other columns' words still fit.
+    let label = rows
+        .iter()
+        .filter_map(|r| r.first())
+        .map(|c| c.chars().count() + 2)
+        .max()
+        .unwrap_or(0);
+    let rest: usize = floors.iter().skip(1).map(|&f| usize::from(f)).sum();
+    if let Some(first) = floors.first_mut()
+        && label + rest + borders <= usize::from(width)
+    {
+        *first = (*first).max(u16::try_from(label).unwrap_or(u16::MAX));
+    }
+    let total: usize = floors.iter().map(|&f| usize::from(f)).sum::<usize>() + borders;
+    if total <= usize::from(width) {
+        floors.into_iter().map(Some).collect()
+    } else {
+        floors
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (i == 0).then_some(f))
+            .collect()
+    }
+}
+
+/// The words of a line, a label's parts glued by ` · ` kept as one
+/// (`before · chat`), so a label never breaks across lines; likewise a
+/// pointer (`→ §routes`).
+fn words(line: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut glue = false;
+    for w in line.split_whitespace() {
+        match out.last_mut() {
+            Some(last) if w == "·" => {
+                last.push_str(" ·");
+                glue = true;
+            }
+            _ if w == "→" => {
+                out.push(w.to_string());
+                glue = true;
+            }
+            Some(last) if glue => {
+                last.push(' ');
+                last.push_str(w);
+                glue = false;
+            }
+            _ => out.push(w.to_string()),
+        }
+    }
+    out
+}
+
+/// Word-wrap `line` to `width` columns, indent included: `  ` before the
+/// first line, `    ` before the rest.
 fn wrap(line: &str, width: usize) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
-    for word in line.split_whitespace() {
-        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+    for word in words(line) {
+        let word = word.as_str();
+        let room = width - if out.is_empty() { 2 } else { 4 };
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > room {
             out.push(std::mem::take(&mut cur));
         }
         if !cur.is_empty() {
@@ -92,8 +176,8 @@ mod tests {
     #[test]
     fn cells_break_between_numbers_not_inside_them() {
         assert_eq!(
-            stacked(0, "code_version=after, path=chat"),
-            "code_version=after\npath=chat"
+            stacked(0, "after · chat · emulated"),
+            "after · chat · emulated"
         );
         assert_eq!(
             stacked(1, "329 ms [320 ms, 349 ms]"),
@@ -108,8 +192,14 @@ mod tests {
 
     #[test]
     fn wrap_keeps_words_and_width() {
-        let w = wrap("alpha beta gamma delta epsilon", 12);
+        let w = wrap("alpha beta gamma delta epsilon", 16);
         assert_eq!(w, vec!["  alpha beta", "    gamma delta", "    epsilon"]);
         assert_eq!(wrap("", 10), vec!["  "]);
+        // A label's parts stay together.
+        let w = wrap("alpha beta before · chat · emulated gamma", 30);
+        assert_eq!(
+            w,
+            vec!["  alpha beta", "    before · chat · emulated", "    gamma"]
+        );
     }
 }

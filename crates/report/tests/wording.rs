@@ -230,14 +230,8 @@ fn two_paths_of_very_different_speed_are_never_pooled_in_words() {
         text[s..s + text[s..].find(to).unwrap()].to_string()
     };
     let overhead = section("== App overhead", "== Connection");
-    assert!(
-        overhead.contains("path chat: the app adds 1.50 s"),
-        "{overhead}"
-    );
-    assert!(
-        overhead.contains("path docs: the app adds 100 ms"),
-        "{overhead}"
-    );
+    assert!(overhead.contains("chat: the app adds 1.50 s"), "{overhead}");
+    assert!(overhead.contains("docs: the app adds 100 ms"), "{overhead}");
     assert!(
         overhead.contains("all paths pooled (chat, docs), summary only: the app adds"),
         "{overhead}"
@@ -245,18 +239,18 @@ fn two_paths_of_very_different_speed_are_never_pooled_in_words() {
     assert_eq!(overhead.matches(": the app adds").count(), 3, "{overhead}");
     let wall = section("== Concurrency wall", "== Cold start");
     assert!(
-        wall.contains("path chat: behaves like a one-at-a-time server"),
+        wall.contains("chat: behaves like a one-at-a-time server"),
         "{wall}"
     );
     assert!(
-        wall.contains("path docs: too few samples to judge concurrency"),
+        wall.contains("docs: too few samples to judge concurrency"),
         "{wall}"
     );
     // chat's own c=5 ratio, not diluted by docs' fast requests.
     let chat = a
         .concurrency
         .iter()
-        .find(|w| words::paths_label(&w.paths) == "path chat")
+        .find(|w| words::paths_label(&w.paths) == "chat")
         .unwrap();
     let r5 = chat.levels[2].ratio.estimate.point().unwrap();
     assert!((r5 - 3.0).abs() < 0.2, "{r5}");

@@ -5,7 +5,9 @@
 //! time and rendered with minijinja (auto-escaping: every string from the
 //! data, session labels included, is escaped).
 //!
-//! The page shows the sessions covered (with a banner when any data is
+//! The page opens with the findings (`id="findings"`: at most eight, ranked
+//! by the user wait each explains, each linking to its section and plot),
+//! then shows the sessions covered (with a banner when any data is
 //! emulated, synthetic or imported), the grouped TTFT percentiles with
 //! their CIs, every comparison and its verdict (those asked for first:
 //! `compare`'s and the demo's before/after), each diagnostic's numbers and
@@ -113,6 +115,7 @@ pub fn render(input: &ReportInput<'_>) -> Result<String, HtmlError> {
             plots::providers(&analysis.providers),
         ),
         limits: view::limits(analysis),
+        findings: view::findings(analysis, input.comparisons),
         plots: view::PagePlots {
             ttft_cdf: plots::ttft_cdf(&cdf),
             session_box: plots::session_boxes(&boxes, what),

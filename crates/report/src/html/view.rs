@@ -26,6 +26,33 @@ pub(crate) struct Page {
     pub sections: Vec<Section>,
     pub limits: LimitsView,
     pub plots: PagePlots,
+    pub findings: Vec<FindingView>,
+}
+
+/// One of the findings the page opens with.
+#[derive(Debug, Serialize)]
+pub(crate) struct FindingView {
+    pub rank: usize,
+    pub text: String,
+    pub wait: String,
+    pub section: &'static str,
+    pub section_name: &'static str,
+    pub plot: &'static str,
+}
+
+/// The ranked findings, worded ([`crate::words::finding`]).
+pub(crate) fn findings(a: &Analysis, comparisons: &[Comparison]) -> Vec<FindingView> {
+    firsttoken_analyze::rank_findings(a, comparisons)
+        .iter()
+        .map(|f| FindingView {
+            rank: f.rank,
+            text: words::finding(f),
+            wait: words::wait(f),
+            section: f.section,
+            section_name: words::section_name(f.section),
+            plot: f.plot,
+        })
+        .collect()
 }
 
 /// The plots that sit outside the diagnostic sections.
@@ -335,15 +362,24 @@ pub(crate) fn comparisons(a: &Analysis, requested: &[Comparison]) -> Vec<Compari
 pub(crate) fn limits(a: &Analysis) -> LimitsView {
     LimitsView {
         summary: words::limits(&a.limits),
-        items: a
-            .limits
-            .items
-            .iter()
-            .map(|l| LimitView {
-                kind: words::limit_kind(l).to_string(),
-                message: words::limit(l),
-            })
-            .collect(),
+        // One line per kind, in the order first found (as limit_lines).
+        items: {
+            let mut kinds: Vec<&'static str> = Vec::new();
+            for l in &a.limits.items {
+                let k = words::limit_kind(l);
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+            kinds
+                .into_iter()
+                .zip(words::limit_lines(&a.limits))
+                .map(|(kind, message)| LimitView {
+                    kind: kind.to_string(),
+                    message,
+                })
+                .collect()
+        },
     }
 }
 

@@ -17,7 +17,11 @@ use firsttoken_record::session::Provenance;
 
 use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
+mod findings;
+mod limits;
 mod routes;
+pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
+pub use limits::limit_lines;
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
 
 /// The phrase for a finding that states no direction.
@@ -33,9 +37,11 @@ fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
     }
 }
 
-/// A sentence under a scope label (`code_version=v2: …`) when the report
-/// covers several setups, so no figure reads as pooled across them.
+/// A sentence under a scope label (`v2: …`, the setup's values: see
+/// [`short_scope`]) when the report covers several setups, so no figure
+/// reads as pooled across them.
 pub fn scoped(scope: &str, sentence: String) -> String {
+    let scope = short_scope(scope);
     if scope.is_empty() {
         sentence
     } else {
@@ -43,12 +49,32 @@ pub fn scoped(scope: &str, sentence: String) -> String {
     }
 }
 
-/// The name of the app paths a diagnostic describes: `path chat`, or
+/// A scope or label as its values only: `code_version=before` → `before`,
+/// `code_version=v2 · path chat` → `v2 · chat`; the Sessions section
+/// names the keys.
+pub fn short_scope(scope: &str) -> String {
+    scope
+        .split(" · ")
+        .map(|p| {
+            let p = p.strip_prefix("path ").unwrap_or(p);
+            // `key=value` parts only: a pooled summary's label keeps its words.
+            if p.contains('=') && !p.contains('(') {
+                firsttoken_analyze::findings::short_label(p, None)
+            } else {
+                p.to_string()
+            }
+        })
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The name of the app paths a diagnostic describes: `chat`, or
 /// `all paths pooled (chat, docs), summary only` for the pooled figure;
 /// empty when the app has no named paths.
 pub fn paths_label(paths: &PathScope) -> String {
     match paths {
-        PathScope::One { path: Some(p) } => format!("path {p}"),
+        PathScope::One { path: Some(p) } => p.clone(),
         PathScope::Pooled { paths } if !paths.is_empty() => {
             format!("all paths pooled ({}), summary only", paths.join(", "))
         }
@@ -69,11 +95,12 @@ pub trait Entry {
     fn paths(&self) -> Option<&PathScope> {
         None
     }
-    /// Its full label: scope and path (`code_version=v2 · path chat`),
-    /// empty when there is nothing to tell apart.
+    /// Its full label, short: the setup's values and the path
+    /// (`v2 · chat`), empty when there is nothing to tell apart.
     fn label(&self) -> String {
         let paths = self.paths().map(paths_label).unwrap_or_default();
-        match (self.scope(), paths.as_str()) {
+        let scope = short_scope(self.scope());
+        match (scope.as_str(), paths.as_str()) {
             ("", p) => p.to_string(),
             (s, "") => s.to_string(),
             (s, p) => format!("{s} · {p}"),
@@ -607,7 +634,7 @@ fn list(ids: &[String]) -> String {
 }
 
 /// A percentile's name: `median`, `p95`.
-fn percentile_name(p: f64) -> String {
+pub(crate) fn percentile_name(p: f64) -> String {
     if p == 50.0 {
         "median".to_string()
     } else {

@@ -1,0 +1,227 @@
+use super::*;
+use crate::testutil::{meta, row, spread};
+use crate::{Frame, Settings, analyze};
+use firsttoken_record::session::{PromptRef, Provenance, SampleRow, SessionMeta};
+use firsttoken_record::vocab::Destination;
+
+/// One session with a slow chat path (+600 ms), fresh connections costing
+/// 300 ms, a one-at-a-time wall on chat, a cold probe and a router that
+/// sends 16 of 20 document questions to chat.
+fn session() -> (Vec<SampleRow>, Vec<SessionMeta>) {
+    let mut m = meta("s", Provenance::Measured);
+    m.spec = serde_json::json!({"config": {"app": {"paths": [
+        {"name": "chat"}, {"name": "docs"}, {"name": "router", "expect_route": "docs"}
+    ]}}});
+    let mut rows = Vec::new();
+    for (path, center) in [("chat", 1600.0), ("docs", 1000.0)] {
+        for t in spread(center, 50.0, 40) {
+            let mut r = row("s", "warm", Some(path), Some(t));
+            r.sample.route = Some(path.into());
+            rows.push(r);
+        }
+    }
+    for i in 0..20u32 {
+        let astray = i % 5 != 0;
+        let t = if astray { 1600.0 } else { 1000.0 } + f64::from(i);
+        let mut r = row("s", "warm", Some("router"), Some(t));
+        r.sample.route = Some(if astray { "chat" } else { "docs" }.into());
+        r.prompt = Some(PromptRef {
+            index: i,
+            hash: format!("{i:012x}"),
+        });
+        rows.push(r);
+    }
+    for t in spread(1900.0, 50.0, 30) {
+        rows.push(row("s", "fresh", Some("chat"), Some(t)));
+    }
+    rows.push(row("s", "cold", Some("chat"), Some(4000.0)));
+    for (i, t) in spread(900.0, 40.0, 30).into_iter().enumerate() {
+        let mut r = row("s", "direct", Some("direct"), Some(t));
+        r.dest = Destination::Direct {
+            strategy: Some("default".into()),
+        };
+        let _ = i;
+        rows.push(r);
+    }
+    for k in [1u32, 3, 5] {
+        for t in spread(1600.0 * f64::from(k + 1) / 2.0, 40.0, 20) {
+            let mut r = row("s", "concurrency", Some("chat"), Some(t));
+            r.concurrency = Some(k);
+            rows.push(r);
+        }
+    }
+    (rows, vec![m])
+}
+
+fn ranked() -> (Analysis, Vec<RankedFinding>) {
+    let (rows, sessions) = session();
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[], &Settings::new(5));
+    let f = rank_findings(&a, &[]);
+    (a, f)
+}
+
+#[test]
+fn findings_are_ranked_by_the_wait_they_explain() {
+    let (a, f) = ranked();
+    assert!(!f.is_empty() && f.len() <= MAX_FINDINGS);
+    let ranks: Vec<usize> = f.iter().map(|x| x.rank).collect();
+    assert_eq!(ranks, (1..=f.len()).collect::<Vec<_>>());
+    let waits: Vec<f64> = f
+        .iter()
+        .filter_map(|x| x.wait_ms.map(|e| e.point))
+        .collect();
+    assert!(waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
+    // The wall at c=5 explains the most: (ratio − 1) × baseline median,
+    // about (3 − 1) × 1600 ms.
+    let top = &f[0];
+    let FindingKind::Concurrency {
+        level,
+        verdict,
+        baseline_ms,
+    } = top.kind
+    else {
+        panic!("the wall first: {top:?}")
+    };
+    assert_eq!((level, verdict), (5, WallVerdict::OneAtATime));
+    let r = top.finding.estimate.estimate().unwrap();
+    let w = top.wait_ms.unwrap();
+    assert!((w.point - (r.point - 1.0) * baseline_ms).abs() < 1e-6);
+    assert!((w.ci.lower - (r.ci.lower - 1.0) * baseline_ms).abs() < 1e-6);
+    assert!((3000.0..3400.0).contains(&w.point), "{w:?}");
+    assert_eq!((top.section, top.plot), ("concurrency", "concurrency"));
+    assert_eq!(top.groups, vec!["chat".to_string()]);
+    // The overhead's wait is its own median difference.
+    let o = a
+        .overhead
+        .iter()
+        .find(|o| {
+            o.paths
+                == PathScope::One {
+                    path: Some("chat".into()),
+                }
+        })
+        .unwrap();
+    let of = f
+        .iter()
+        .find(|x| x.kind == FindingKind::Overhead && x.groups == ["chat"])
+        .unwrap();
+    assert_eq!(
+        of.wait_ms.map(|e| e.point),
+        o.overhead_median.estimate.point()
+    );
+}
+
+#[test]
+fn only_changes_are_ranked_and_pooled_summaries_never() {
+    let (_, f) = ranked();
+    for x in &f {
+        assert!(!x.groups.iter().any(|g| g.contains("pooled")), "{x:?}");
+        match &x.kind {
+            FindingKind::Misrouting { .. } if x.wait_ms.is_none() => {}
+            _ => {
+                assert!(x.finding.direction.is_change(), "{x:?}");
+                let ci = x.wait_ms.unwrap().ci;
+                assert!(ci.lower > 0.0, "a wait whose interval excludes zero: {x:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn misrouting_weighs_the_route_difference_by_the_share_astray() {
+    let (a, f) = ranked();
+    let m = f
+        .iter()
+        .find(|x| matches!(x.kind, FindingKind::Misrouting { .. }))
+        .expect("the router's misrouting is a finding");
+    let FindingKind::Misrouting {
+        astray,
+        reported,
+        route_difference,
+        ref route,
+        ref expected,
+        ..
+    } = m.kind
+    else {
+        unreachable!()
+    };
+    assert_eq!((route.as_str(), expected.as_str()), ("chat", "docs"));
+    assert_eq!((astray, reported), (16, 20));
+    let chat_docs = a.routes[0]
+        .comparisons
+        .iter()
+        .find(|c| c.a == "chat" && c.b == "docs")
+        .unwrap();
+    assert_eq!(route_difference.estimate, chat_docs.median_difference);
+    let d = chat_docs.median_difference.point().unwrap();
+    assert!((m.wait_ms.unwrap().point - d * 0.8).abs() < 1e-6);
+    assert_eq!(m.groups, vec!["router".to_string()]);
+    assert_eq!(m.section, "routes");
+}
+
+fn cmp(a: &str, diff: f64, lower: f64, upper: f64, direction: Direction) -> Comparison {
+    let (rows, sessions) = session();
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let base = analyze(&frame, &sessions, &[], &Settings::new(5));
+    let mut c = base.routes[0].comparisons[0].clone();
+    c.a = a.into();
+    c.b = "base".into();
+    c.median_difference = Stat::Ok(Estimate {
+        point: diff,
+        standard_error: 1.0,
+        ci: Ci {
+            level: 0.95,
+            lower,
+            upper,
+        },
+    });
+    c.direction = direction;
+    c
+}
+
+#[test]
+fn an_interval_reaching_zero_is_not_a_finding_and_the_list_is_capped() {
+    let frame = Frame::from_rows(&[], &[]).unwrap();
+    let empty = analyze(&frame, &[], &[], &Settings::new(1));
+    let mut cs = vec![cmp(
+        "noise",
+        -900.0,
+        -2000.0,
+        50.0,
+        Direction::NoDetectableDifference,
+    )];
+    for i in 0..10 {
+        let d = 100.0 * f64::from(i + 1);
+        cs.push(cmp(
+            &format!("c{i}"),
+            -d,
+            -d - 20.0,
+            -d + 20.0,
+            Direction::Decrease,
+        ));
+    }
+    let f = rank_findings(&empty, &cs);
+    assert_eq!(f.len(), MAX_FINDINGS);
+    assert!(f.iter().all(|x| x.groups[0] != "noise"));
+    let names: Vec<&str> = f.iter().map(|x| x.groups[0].as_str()).collect();
+    assert_eq!(names, ["c9", "c8", "c7", "c6", "c5", "c4", "c3", "c2"]);
+    // A decrease explains wait saved: its magnitude, its interval flipped.
+    let w = f[0].wait_ms.unwrap();
+    assert_eq!((w.point, w.ci.lower, w.ci.upper), (1000.0, 980.0, 1020.0));
+    assert_eq!(f[0].section, "comparisons");
+}
+
+#[test]
+fn short_labels_keep_values_only() {
+    assert_eq!(
+        short_label("code_version=before", Some("chat")),
+        "before · chat"
+    );
+    assert_eq!(short_label("", Some("chat")), "chat");
+    assert_eq!(short_label("code_version=after", None), "after");
+    assert_eq!(
+        short_label("code_version=v2, network=4g", Some("docs")),
+        "v2 · 4g · docs"
+    );
+}
