@@ -59,6 +59,9 @@ pub enum FindingKind {
     Overhead,
     /// Fresh − warm TTFT.
     Connection,
+    /// A new connection's own set-up (DNS + TCP + TLS), measured directly:
+    /// stated when the fresh − warm TTFT difference is lost in the spread.
+    ConnectionSetup,
     /// TTFT at `level` ÷ the baseline's.
     Concurrency {
         /// Requests in flight.
@@ -112,7 +115,7 @@ impl FindingKind {
         match self {
             FindingKind::Comparison { .. } => 0,
             FindingKind::Overhead => 1,
-            FindingKind::Connection => 2,
+            FindingKind::Connection | FindingKind::ConnectionSetup => 2,
             FindingKind::Concurrency { .. } => 3,
             FindingKind::ColdStart { .. } => 4,
             FindingKind::PathDifference { .. } => 5,
@@ -126,7 +129,7 @@ impl FindingKind {
         match self {
             FindingKind::Comparison { .. } => "comparisons",
             FindingKind::Overhead => "overhead",
-            FindingKind::Connection => "connection",
+            FindingKind::Connection | FindingKind::ConnectionSetup => "connection",
             FindingKind::Concurrency { .. } => "concurrency",
             FindingKind::ColdStart { .. } => "cold",
             FindingKind::PathDifference { .. } | FindingKind::Misrouting { .. } => "routes",
@@ -139,7 +142,9 @@ impl FindingKind {
         match self {
             FindingKind::Concurrency { .. } => "concurrency",
             FindingKind::Providers { .. } => "providers",
-            FindingKind::Overhead | FindingKind::Connection => "waterfall",
+            FindingKind::Overhead | FindingKind::Connection | FindingKind::ConnectionSetup => {
+                "waterfall"
+            }
             FindingKind::ColdStart { .. } => "session-box",
             _ => "ttft-cdf",
         }
@@ -273,12 +278,21 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
         }
     }
     for c in &a.connection {
-        if let Some(path) = one_path(&c.paths)
-            && c.cost_median.direction.is_change()
-        {
+        let Some(path) = one_path(&c.paths) else {
+            continue;
+        };
+        if c.cost_median.direction.is_change() {
             let f = c.cost_median;
             push(
                 FindingKind::Connection,
+                vec![short_label(&c.scope, path)],
+                f,
+                wait_of(&f),
+            );
+        } else if c.setup.direction == Direction::Increase {
+            let f = c.setup;
+            push(
+                FindingKind::ConnectionSetup,
                 vec![short_label(&c.scope, path)],
                 f,
                 wait_of(&f),

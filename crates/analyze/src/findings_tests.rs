@@ -225,3 +225,48 @@ fn short_labels_keep_values_only() {
         "v2 · 4g · docs"
     );
 }
+
+/// A new connection's set-up, measured directly, is a finding when the
+/// fresh − warm TTFT difference is lost in the answers' spread.
+#[test]
+fn connection_setup_stands_in_for_a_ttft_difference_lost_in_the_spread() {
+    let m = meta("s", Provenance::Measured);
+    let mut rows = Vec::new();
+    // Warm median 200 ms: set-up beyond 5 % of it (10 ms) is a finding.
+    for t in spread(200.0, 80.0, 20) {
+        rows.push(row("s", "warm", Some("chat"), Some(t)));
+    }
+    for (i, t) in spread(226.0, 80.0, 20).into_iter().enumerate() {
+        let mut r = row("s", "fresh", Some("chat"), Some(t));
+        r.sample.connect_ms = Some(0.5);
+        r.sample.tls_ms = Some(25.0 + (i % 3) as f64);
+        rows.push(r);
+    }
+    let sessions = vec![m];
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[], &Settings::new(5));
+    let c = &a.connection[0];
+    assert!(!c.cost_median.direction.is_change(), "{c:?}");
+    let f = rank_findings(&a, &[]);
+    let s = f
+        .iter()
+        .find(|x| x.kind == FindingKind::ConnectionSetup)
+        .expect("the set-up is a finding");
+    assert_eq!(s.groups, vec!["chat".to_string()]);
+    let w = s.wait_ms.unwrap();
+    assert!((25.0..28.0).contains(&w.point), "{w:?}");
+    assert!(!f.iter().any(|x| x.kind == FindingKind::Connection));
+
+    // The same set-up under answers ten times slower is within their noise.
+    for r in &mut rows {
+        r.sample.ttft_ms = r.sample.ttft_ms.map(|t| t * 10.0);
+    }
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[], &Settings::new(5));
+    assert_eq!(
+        a.connection[0].setup.direction,
+        Direction::NoDetectableDifference
+    );
+    let f = rank_findings(&a, &[]);
+    assert!(!f.iter().any(|x| x.kind == FindingKind::ConnectionSetup));
+}

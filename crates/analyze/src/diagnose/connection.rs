@@ -53,7 +53,9 @@ pub struct ConnectionCost {
     /// Cost median − (dns + connect + tls medians), ms.
     pub other_ms: Option<f64>,
     /// The median of each fresh request's own set-up (DNS + TCP connect +
-    /// TLS handshake), judged against 0 (n: fresh requests with stamps).
+    /// TLS handshake), judged against 0 with a noise band of the settings'
+    /// noise threshold × the warm median TTFT, so a set-up too small to
+    /// matter to a user's wait is no finding (n: fresh requests with stamps).
     /// Measured directly, it is not blurred by the spread of the answer's
     /// first token, which the TTFT difference above carries twice.
     pub setup: Finding,
@@ -132,7 +134,10 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         }
         let samples = Samples::from_finite(v);
         let n = samples.len();
-        Finding::difference(samples.stat(Percentile::P50, settings), n, 0)
+        let band = ws
+            .percentile(Percentile::P50)
+            .map_or(0.0, |m| m * settings.noise_threshold());
+        Finding::with_band(samples.stat(Percentile::P50, settings), 0.0, band, n, 0)
     };
     let tls_by_handshake = {
         let of = |k: HandshakeKind| -> Vec<u32> {

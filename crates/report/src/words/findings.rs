@@ -80,6 +80,10 @@ pub fn finding(f: &RankedFinding) -> String {
         }
         FindingKind::Connection if up => format!("{g}: a new connection adds {ms_stat}, {n}"),
         FindingKind::Connection => format!("{g}: a new connection lowers TTFT: {signed}, {n}"),
+        FindingKind::ConnectionSetup => format!(
+            "{g}: a new connection spends {ms_stat} setting up, n = {}",
+            x.n_a
+        ),
         FindingKind::Concurrency { level, verdict, .. } => {
             let r = stat(Unit::Ratio, &x.estimate);
             let what = match (verdict, up) {

@@ -254,10 +254,10 @@ pub fn connection(c: &ConnectionCost) -> String {
             "; set-up per new connection: {}",
             withheld(&s.estimate, s.n_a, s.n_b)
         ),
-        // Set-up time is never negative; an interval that reaches zero
-        // means no stamps worth a claim.
+        // Set-up time is never negative: short of an increase, its
+        // interval reaches into the noise band around zero.
         _ => format!(
-            "; set-up per new connection: {NO_DIFFERENCE} from zero: {}",
+            "; set-up per new connection {}, within the noise of TTFT",
             stat(Unit::Ms, &s.estimate)
         ),
     });
