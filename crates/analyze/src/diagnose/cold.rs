@@ -7,6 +7,12 @@
 //! *cold* when it lies above the warm p95 (or, with fewer than 20 warm
 //! values, above the warm maximum). Each excess is a [`Finding`]: an
 //! increase only when the probe lies above the warm median's whole interval.
+//!
+//! A probe on a new connection (a visitor back after a while gets one) is
+//! judged by its TTFT less its own set-up — DNS, TCP connect and TLS, as
+//! stamped — so a handshake is not taken for a cold start: the warm
+//! requests it is compared with had none, and connection cost has its own
+//! diagnostic.
 
 use firsttoken_record::session::Provenance;
 use serde::Serialize;
@@ -31,12 +37,15 @@ pub struct ColdProbe {
     pub path: Option<String>,
     /// Its TTFT; `None` when it failed.
     pub ttft_ms: Option<f64>,
+    /// Its own connection set-up (DNS + connect + TLS), left out of the
+    /// judgement; `None` on a reused connection or without stamps.
+    pub setup_ms: Option<f64>,
     /// Error kind when it failed.
     pub error: Option<String>,
-    /// TTFT − warm median, with the warm median's CI carried over
-    /// (n: 1 probe, warm values); `None` when the probe failed.
+    /// TTFT less set-up − warm median, with the warm median's CI carried
+    /// over (n: 1 probe, warm values); `None` when the probe failed.
     pub excess: Option<Finding>,
-    /// TTFT ÷ warm median.
+    /// TTFT less set-up ÷ warm median.
     pub ratio: Option<f64>,
     /// Above the warm p95 (above the warm maximum with under 20 warm values).
     pub beyond_warm: Option<bool>,
@@ -97,7 +106,13 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         .iter()
         .map(|&i| {
             let o = frame.obs(i);
-            let ttft = (o.error.is_none() && !o.ttft.is_nan()).then_some(o.ttft);
+            let raw = (o.error.is_none() && !o.ttft.is_nan()).then_some(o.ttft);
+            let parts = [Metric::Dns, Metric::Connect, Metric::Tls].map(|m| m.of(o));
+            let setup_ms = parts
+                .iter()
+                .any(|x| !x.is_nan())
+                .then(|| parts.iter().filter(|x| !x.is_nan()).sum::<f64>());
+            let ttft = raw.map(|t| t - setup_ms.unwrap_or(0.0));
             let excess = ttft.map(|t| {
                 let stat = match warm_median {
                     Stat::Ok(m) => Stat::Ok(Estimate {
@@ -118,7 +133,8 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
                 seq: o.seq,
                 started_at: format_rfc3339(o.started_ms),
                 path: frame.str(o.path).map(str::to_string),
-                ttft_ms: ttft,
+                ttft_ms: raw,
+                setup_ms,
                 error: o.error.map(|e| e.as_str().to_string()),
                 excess,
                 ratio: ttft
@@ -229,5 +245,32 @@ mod tests {
         assert_eq!(c.probes[3].error.as_deref(), Some("timeout"));
         assert_eq!(p.started_at, "2026-11-30T02:31:00.000Z");
         assert!(c.probes[3].excess.is_none(), "a failed probe has no excess");
+    }
+
+    #[test]
+    fn a_new_connections_set_up_is_not_taken_for_a_cold_start() {
+        // Warm 250 ms ± 5; a probe on a new connection at 280 ms paid 28 ms
+        // of TLS and 1 ms of connect: 251 ms of its own, no cold start. One
+        // at 700 ms with the same set-up is one.
+        let mut rows: Vec<_> = spread(250.0, 5.0, 30)
+            .into_iter()
+            .map(|t| row("s", "warm", Some("chat"), Some(t)))
+            .collect();
+        for t in [280.0, 700.0] {
+            let mut r = row("s", "cold", Some("chat"), Some(t));
+            // Stamps are cumulative from the start: connect ends at 1 ms,
+            // TLS at 29 ms.
+            r.sample.connect_ms = Some(1.0);
+            r.sample.tls_ms = Some(29.0);
+            rows.push(r);
+        }
+        let c = &cold_start(&frame(&rows), &Settings::new(2))[0];
+        let (warmish, cold) = (&c.probes[0], &c.probes[1]);
+        assert_eq!(warmish.ttft_ms, Some(280.0), "the stored TTFT is kept");
+        assert_eq!(warmish.setup_ms, Some(29.0));
+        assert_eq!(warmish.beyond_warm, Some(false));
+        assert_ne!(warmish.excess.unwrap().direction, Direction::Increase);
+        assert_eq!(cold.beyond_warm, Some(true));
+        assert_eq!(cold.excess.unwrap().direction, Direction::Increase);
     }
 }
