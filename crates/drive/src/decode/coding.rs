@@ -269,6 +269,10 @@ impl Inflater {
                     }
                     match r {
                         BrotliResult::NeedsMoreOutput => continue,
+                        // With its input used up and the buffer full the
+                        // decoder may still hold output that needs no more
+                        // input: drain it now, not when the next chunk comes.
+                        BrotliResult::NeedsMoreInput if out_off == out.len() => continue,
                         BrotliResult::NeedsMoreInput => return Ok(()),
                         BrotliResult::ResultSuccess => {
                             self.ended = true;
@@ -346,6 +350,39 @@ mod tests {
         }
         inf.finish()?;
         Ok(out)
+    }
+
+    /// Found by the `inflate` fuzz target: fed whole, a br stream whose
+    /// input ran out just as the 16 KiB buffer filled released 16,384
+    /// bytes; split, 24,088. The rest waited for the next chunk, which
+    /// would have delayed the stamp of any content in it.
+    #[test]
+    fn br_output_is_released_without_waiting_for_more_input() {
+        // fuzz/regressions/inflate/br-output-held-until-next-chunk
+        // without its selector byte: a truncated br stream.
+        let hex = concat!(
+            "d8020202bd847122c3a17524c2bb570152adac2367002c15000000006c840183a8a6be635be324822effffffffffffffffff",
+            "fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7933e91249e"
+        );
+        let body: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let released = |split: usize| {
+            let mut inf = Inflater::new(Coding::Brotli).unwrap();
+            let mut out = 0;
+            for c in body.chunks(split) {
+                inf.feed(c, &mut |p| {
+                    out += p.len();
+                    true
+                })
+                .unwrap();
+            }
+            out
+        };
+        let whole = released(body.len());
+        assert!(whole > PIECE, "fed whole, only {whole} bytes came out");
+        assert_eq!(whole, released(1), "one byte at a time");
+        assert_eq!(whole, released(7), "seven bytes at a time");
     }
 
     #[test]

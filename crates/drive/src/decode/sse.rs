@@ -216,8 +216,15 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => {
+                // Each invalid byte becomes U+FFFD (3 bytes), so a name can
+                // decode to three times its line: bounded like the data.
+                let name = String::from_utf8_lossy(value);
+                if name.len() > self.max {
+                    let start = self.event_start.unwrap_or(self.line_start);
+                    return self.refuse(start, name.len());
+                }
                 self.event.clear();
-                self.event.push_str(&String::from_utf8_lossy(value));
+                self.event.push_str(&name);
             }
             // `id` and `retry` change reconnection state only; a one-shot
             // measurement never reconnects, so they are read and ignored.
@@ -298,6 +305,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Found by the `decode` fuzz target: an event name of invalid UTF-8
+    /// decodes to 3 bytes a byte, so the parser held three times its bound.
+    #[test]
+    fn an_invalid_utf8_event_name_is_held_to_the_bound() {
+        let mut p = SseParser::with_max(64);
+        let mut line = b"event: ".to_vec();
+        line.extend([0xD2; 50]);
+        line.push(b'\n');
+        let mut events = 0;
+        p.feed(&line, &mut |_| events += 1);
+        assert!(p.buffered() <= 64, "holds {} bytes", p.buffered());
+        let o = p
+            .oversize()
+            .expect("a 150-byte name is over a 64-byte bound");
+        assert_eq!((o.offset, o.bytes, o.max), (0, 150, 64));
+        // A valid name of the same raw length is kept as it is.
+        let mut p = SseParser::with_max(64);
+        p.feed(b"event: add\ndata: x\n\n", &mut |e| {
+            assert_eq!(e.event, "add");
+            events += 1;
+        });
+        assert_eq!((events, p.oversize()), (1, None));
     }
 
     #[test]
