@@ -362,6 +362,16 @@ fn demo_runs_both_apps_and_writes_the_report() {
             assert_eq!(p[key]["direction"], direction, "{version} {key}: {p:#}");
         }
     }
+    // "before"'s chat path is slower than its document path (the three
+    // extra round trips), with an interval above zero.
+    let routes = &scoped("routes", "before")[0];
+    let chat_docs = routes["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["a"] == "chat" && c["b"] == "docs")
+        .unwrap_or_else(|| panic!("chat against docs: {routes:#}"));
+    assert_eq!(chat_docs["direction"], "increase", "{chat_docs:#}");
     // The cold start, in "before" only, beyond the warm p95 on the chat path.
     let cold = scoped("cold", "before");
     let chat = cold
