@@ -168,6 +168,17 @@ pub(crate) struct Obs {
 }
 
 impl Obs {
+    /// The request's own connection set-up, DNS + connect + TLS (each as
+    /// [`Metric::of`] gives it), ms; `None` without any of those stamps
+    /// (a reused connection).
+    pub(crate) fn setup_ms(&self) -> Option<f64> {
+        let parts = [Metric::Dns, Metric::Connect, Metric::Tls].map(|m| m.of(self));
+        parts
+            .iter()
+            .any(|x| !x.is_nan())
+            .then(|| parts.iter().filter(|x| !x.is_nan()).sum())
+    }
+
     /// Counted in statistics: not a warm-up.
     pub fn counted(&self) -> bool {
         !self.warmup

@@ -107,11 +107,7 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         .map(|&i| {
             let o = frame.obs(i);
             let raw = (o.error.is_none() && !o.ttft.is_nan()).then_some(o.ttft);
-            let parts = [Metric::Dns, Metric::Connect, Metric::Tls].map(|m| m.of(o));
-            let setup_ms = parts
-                .iter()
-                .any(|x| !x.is_nan())
-                .then(|| parts.iter().filter(|x| !x.is_nan()).sum::<f64>());
+            let setup_ms = o.setup_ms();
             let ttft = raw.map(|t| t - setup_ms.unwrap_or(0.0));
             let excess = ttft.map(|t| {
                 let stat = match warm_median {

@@ -127,10 +127,7 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
             if o.warmup || o.error.is_some() {
                 continue;
             }
-            let parts = [Metric::Dns, Metric::Connect, Metric::Tls].map(|m| m.of(o));
-            if parts.iter().any(|x| !x.is_nan()) {
-                v.push(parts.iter().filter(|x| !x.is_nan()).sum());
-            }
+            v.extend(o.setup_ms());
         }
         let samples = Samples::from_finite(v);
         let n = samples.len();
