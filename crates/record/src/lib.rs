@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 pub mod export;
 mod percentile;
 pub mod session;
+pub mod span;
 pub mod store;
 pub mod vocab;
 
@@ -230,6 +231,11 @@ pub struct Sample {
     /// on a new connection (whose phases are the ones stamped).
     #[serde(default)]
     pub retried_stale: bool,
+    /// The W3C trace id firsttoken sent in this request's `traceparent`
+    /// header (32 lowercase hex digits), `None` when it sent none. The
+    /// app's spans for this request carry the same id ([`span::SpanRow`]).
+    #[serde(default)]
+    pub trace_id: Option<String>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -270,6 +276,7 @@ impl Sample {
             server_timing: None,
             content_encoding: None,
             retried_stale: false,
+            trace_id: None,
             error: None,
         }
     }
