@@ -464,6 +464,9 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         server_timing: r.typed_json::<BTreeMap<String, f64>>("server_timing")?,
         content_encoding: r.opt_text("content_encoding")?,
         retried_stale: r.bool("retried_stale")?,
+        // Not stored yet: nothing sends a traceparent until the trace
+        // column exists (schema version 5).
+        trace_id: None,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
