@@ -122,7 +122,10 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
                     }),
                     too_small => too_small,
                 };
-                Finding::difference(stat, 1, ws.len())
+                let material = warm_median
+                    .point()
+                    .map_or(0.0, |m| m.abs() * settings.noise_threshold());
+                Finding::difference(stat, material, 1, ws.len())
             });
             ColdProbe {
                 session_id: frame.session_id(o).to_string(),

@@ -24,8 +24,22 @@ pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wai
 pub use limits::limit_lines;
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
 
-/// The phrase for a finding that states no direction.
+/// The phrase for a finding that states no direction and whose interval
+/// lies inside the material band.
 pub const NO_DIFFERENCE: &str = "no detectable difference";
+
+/// The phrase for a finding whose interval reaches the null and past the
+/// material band: neither a change nor its absence is shown.
+pub const INCONCLUSIVE: &str = "inconclusive at this n";
+
+/// The phrase for an undecided direction: [`NO_DIFFERENCE`] or
+/// [`INCONCLUSIVE`] (and, for the other directions, the former).
+pub fn undecided(d: Direction) -> &'static str {
+    match d {
+        Direction::Inconclusive => INCONCLUSIVE,
+        _ => NO_DIFFERENCE,
+    }
+}
 
 /// Why a change has no interval: `too few samples (n = 3, needs 10)`.
 fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
@@ -159,6 +173,9 @@ pub fn overhead(o: &Overhead) -> String {
         Direction::NoDetectableDifference => {
             format!("{NO_DIFFERENCE} between the app and the bare model at the median: {d}")
         }
+        Direction::Inconclusive => {
+            format!("app vs the bare model at the median: {INCONCLUSIVE}: {d}")
+        }
     };
     s.push_str(&format!(
         " (app {}, direct {}",
@@ -217,6 +234,10 @@ pub fn connection(c: &ConnectionCost) -> String {
         ),
         Direction::NoDetectableDifference => format!(
             "{NO_DIFFERENCE} between fresh and reused connections at the median: {}",
+            signed_stat(Unit::Ms, &f.estimate)
+        ),
+        Direction::Inconclusive => format!(
+            "fresh vs reused connections at the median: {INCONCLUSIVE}: {}",
             signed_stat(Unit::Ms, &f.estimate)
         ),
     };
@@ -305,6 +326,10 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
         (WallVerdict::Scales, Direction::Decrease) => {
             format!("TTFT falls to {at}: scales over the levels tried")
         }
+        (WallVerdict::Scales, Direction::Inconclusive) => format!(
+            "{at} against the baseline ({}), clear of the serial model {serial}: scales (whether TTFT rises at all is {INCONCLUSIVE})",
+            w.baseline
+        ),
         (WallVerdict::Scales, _) => format!(
             "{NO_DIFFERENCE} from the baseline ({}): {at} (ideal {}, serial model {serial}): scales",
             w.baseline,
@@ -343,9 +368,17 @@ pub fn cold(c: &ColdStart) -> String {
         .filter(|p| p.beyond_warm == Some(true))
         .count();
     let warm = stat(Unit::Ms, &c.warm_median);
+    let inconclusive = judged
+        .iter()
+        .any(|f| f.direction == Direction::Inconclusive);
     let mut s = if above == 0 {
         format!(
-            "{NO_DIFFERENCE} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
+            "{} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
+            if inconclusive {
+                INCONCLUSIVE
+            } else {
+                NO_DIFFERENCE
+            },
             judged.len(),
             ratios.join(", ")
         )
@@ -375,7 +408,7 @@ fn judged(c: &Comparison) -> String {
         Direction::TooFewSamples => withheld_comparison(c),
         _ if c.better() => format!("faster: {d}"),
         _ if c.worse() => format!("slower: {d}"),
-        _ => format!("{NO_DIFFERENCE}: {d}"),
+        d_ => format!("{}: {d}", undecided(d_)),
     }
 }
 
@@ -483,7 +516,7 @@ fn direction_word(d: Direction, up: &'static str, down: &'static str) -> &'stati
     match d {
         Direction::Increase => up,
         Direction::Decrease => down,
-        Direction::NoDetectableDifference => NO_DIFFERENCE,
+        Direction::NoDetectableDifference | Direction::Inconclusive => undecided(d),
         Direction::TooFewSamples => "too few samples",
     }
 }
@@ -536,10 +569,23 @@ pub fn drift(d: &Drift) -> String {
         .map(day_change)
         .collect();
     if moved.is_empty() {
-        format!(
-            "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
-            d.days.len()
-        )
+        let open = d
+            .changes
+            .iter()
+            .filter(|c| c.app.direction == Direction::Inconclusive)
+            .count();
+        if open == 0 {
+            format!(
+                "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
+                d.days.len()
+            )
+        } else {
+            format!(
+                "no day-to-day change in app TTFT shown over {} days; {open} of {} day pairs {INCONCLUSIVE}",
+                d.days.len(),
+                d.changes.len()
+            )
+        }
     } else {
         moved.join("; ")
     }
@@ -566,12 +612,20 @@ pub fn comparison(c: &Comparison) -> String {
             signed_stat(u, &c.median_difference)
         )
     } else {
-        format!(
-            "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
-            c.a,
-            c.b,
-            signed_stat(u, &c.median_difference)
-        )
+        match c.direction {
+            Direction::Inconclusive => format!(
+                "{} vs {} ({what}): {INCONCLUSIVE}: median {}",
+                c.a,
+                c.b,
+                signed_stat(u, &c.median_difference)
+            ),
+            _ => format!(
+                "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
+                c.a,
+                c.b,
+                signed_stat(u, &c.median_difference)
+            ),
+        }
     };
     if c.relative_median_difference.is_some() {
         s.push_str(&format!(
@@ -600,6 +654,7 @@ pub fn verdict(c: &Comparison) -> &'static str {
     match c.direction {
         Direction::TooFewSamples => "too few samples",
         Direction::NoDetectableDifference => NO_DIFFERENCE,
+        Direction::Inconclusive => INCONCLUSIVE,
         _ if c.worse() => "slower",
         _ => "faster",
     }
