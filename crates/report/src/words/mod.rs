@@ -341,7 +341,7 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
 /// Cold probes against the warm median.
 pub fn cold(c: &ColdStart) -> String {
     let failed = c.probes.iter().filter(|p| p.error.is_some()).count();
-    let Some(m) = c.warm_median.point() else {
+    if c.warm_median.point().is_none() {
         let why = match c.warm_median {
             Stat::TooSmall { n, needed } => too_few(n, needed),
             Stat::Ok(_) => String::new(),
@@ -362,11 +362,6 @@ pub fn cold(c: &ColdStart) -> String {
         .filter(|f| f.direction == Direction::Increase)
         .count();
     let ratios: Vec<String> = c.probes.iter().filter_map(|p| p.ratio.map(ratio)).collect();
-    let beyond = c
-        .probes
-        .iter()
-        .filter(|p| p.beyond_warm == Some(true))
-        .count();
     let warm = stat(Unit::Ms, &c.warm_median);
     let inconclusive = judged
         .iter()
@@ -383,11 +378,16 @@ pub fn cold(c: &ColdStart) -> String {
             ratios.join(", ")
         )
     } else {
+        // A probe counts when it passes the warm p95 (the warm maximum
+        // with under 20 warm values): see analyze's cold module.
+        let threshold = match c.warm_p95.point() {
+            Some(p95) => format!("the warm p95 {}", ms(p95)),
+            None => format!("all {} warm requests", c.warm_n),
+        };
         format!(
-            "cold start: {above} of {} probe(s) slower than the warm median {warm} (at {} of {}); {beyond} beyond the warm p95",
+            "cold start: {above} of {} probe(s) beyond {threshold} (at {} of the warm median {warm})",
             judged.len(),
             ratios.join(", "),
-            ms(m)
         )
     };
     if let Some(r) = c.median_ratio.filter(|_| ratios.len() > 1) {
