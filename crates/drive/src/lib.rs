@@ -45,7 +45,8 @@ mod tunnel;
 
 pub use connect::tls_config;
 pub use exec::{
-    Finished, Gate, GateAnswer, RequestSource, SessionSample, Stop, Unlimited, run_session,
+    Finished, Gate, GateAnswer, RequestSource, SessionSample, StepWait, Stop, Unlimited,
+    run_session,
 };
 pub use probe::run_probe;
 pub use slot::Slot;
