@@ -14,15 +14,19 @@
 //! ```
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use firsttoken_drive::{Gate, GateAnswer, StepWait};
 use firsttoken_plan::protocol::Dest;
 use tokio::sync::watch;
 
-/// A shared on/off switch; clones flip the same switch.
+/// A shared on/off switch; clones flip the same switch. It also counts the
+/// requests its gate let start (warm-ups included), so a live view can show
+/// how many are in flight (started − stored).
 #[derive(Debug, Clone)]
 pub struct Pause {
     tx: Arc<watch::Sender<bool>>,
+    started: Arc<AtomicU64>,
 }
 
 impl Default for Pause {
@@ -36,6 +40,7 @@ impl Pause {
     pub fn new() -> Pause {
         Pause {
             tx: Arc::new(watch::Sender::new(false)),
+            started: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -52,6 +57,11 @@ impl Pause {
             now = *p;
         });
         now
+    }
+
+    /// Requests let start so far, warm-ups included.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
     }
 
     /// True while on.
@@ -76,7 +86,14 @@ pub(crate) struct Paused {
 
 impl Gate for Paused {
     fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a> {
-        self.inner.allows(requests)
+        Box::pin(async move {
+            let ok = self.inner.allows(requests).await;
+            if ok {
+                let n = u64::try_from(requests.len()).unwrap_or(u64::MAX);
+                self.pause.started.fetch_add(n, Ordering::Relaxed);
+            }
+            ok
+        })
     }
 
     fn between_steps(&self) -> StepWait<'_> {
@@ -120,6 +137,7 @@ mod tests {
             .expect("resumes once off");
         // Launches are the inner gate's business, paused or not.
         pause.set(true);
-        assert!(gate.allows(&[Dest::App(0)]).await);
+        assert!(gate.allows(&[Dest::App(0), Dest::App(0)]).await);
+        assert_eq!(pause.started(), 2);
     }
 }
