@@ -1,7 +1,8 @@
-//! `firsttoken run --watch` in a real terminal: tmux runs a session against
-//! the emulator, the test reads the screen, pauses and resumes it with `p`
-//! and stops it with `q`, then checks the store (samples kept, session
-//! partial). Without tmux the test says so and passes outside CI; in CI
+//! `firsttoken run --watch` and `probe --watch` in a real terminal: tmux
+//! runs a session against the emulator, the test reads the screen, pauses
+//! and resumes it with `p` and stops it with `q`, then checks the store
+//! (samples kept, session partial); a probe's view is stopped with `q` and
+//! its summary follows. Without tmux the test says so and passes outside CI; in CI
 //! (`CI` set) a missing tmux fails it.
 
 mod common;
@@ -188,4 +189,58 @@ fn the_live_view_pauses_resumes_and_stops_cleanly() {
     let samples = lines.len() - 1;
     assert!(samples as u64 >= held, "{samples} stored, {held} seen");
     assert!(Path::new(&store).exists());
+}
+
+#[test]
+fn the_probe_view_shows_requests_in_flight_and_q_ends_it_with_the_summary() {
+    if !have_tmux() {
+        return;
+    }
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let command = format!(
+        "{} probe {} -n 100000 -c 4 --watch; echo $? > {}; sleep 60",
+        env!("CARGO_BIN_EXE_firsttoken"),
+        emu.url(),
+        exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("firsttoken-watch-probe-{}", std::process::id()),
+    };
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ft",
+        "-x",
+        "110",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = tmux.wait_for("probe requests on the live view", |s| {
+        s.contains("probe") && s.contains("TTFT p50 [95% CI]") && stored(s) > 20
+    });
+    // Four workers: never more than four requests in flight; no pause in
+    // a probe.
+    let before = &s[..s.find(" in flight").expect("an in-flight count")];
+    let in_flight: u64 = before.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(in_flight <= 4, "{s}");
+    assert!(!s.contains("p pause"), "{s}");
+    tmux.key("q");
+    let start = Instant::now();
+    while !exit_file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the probe did not end within 60 s of q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "1");
+    let s = tmux.screen();
+    assert!(s.contains("interrupted"), "{s}");
 }

@@ -48,7 +48,7 @@ pub use exec::{
     Finished, Gate, GateAnswer, RequestSource, SessionSample, StepWait, Stop, Unlimited,
     run_session,
 };
-pub use probe::run_probe;
+pub use probe::{run_probe, run_probe_gated};
 pub use slot::Slot;
 
 use firsttoken_record::ErrorKind;

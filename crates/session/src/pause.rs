@@ -64,6 +64,15 @@ impl Pause {
         self.started.load(Ordering::Relaxed)
     }
 
+    /// `inner` wrapped so that it waits for this switch between steps and
+    /// counts the requests it lets start ([`Pause::started`]).
+    pub fn gate(&self, inner: Arc<dyn Gate>) -> Arc<dyn Gate> {
+        Arc::new(Paused {
+            inner,
+            pause: self.clone(),
+        })
+    }
+
     /// True while on.
     pub fn is_paused(&self) -> bool {
         *self.tx.borrow()

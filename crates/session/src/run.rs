@@ -137,10 +137,7 @@ pub async fn run_session(
             let (protocol, source, run_cancel) =
                 (protocol.clone(), source.clone(), run_cancel.clone());
             let gate: Arc<dyn firsttoken_drive::Gate> = match &spec.pause {
-                Some(pause) => Arc::new(crate::pause::Paused {
-                    inner: budget.clone(),
-                    pause: pause.clone(),
-                }),
+                Some(pause) => pause.gate(budget.clone()),
                 None => budget.clone(),
             };
             tokio::spawn(async move { execute(&protocol, source, gate, tx, run_cancel).await })

@@ -169,6 +169,7 @@ async fn watched(mut spec: SessionSpec, store: &Store) -> anyhow::Result<Outcome
         &spec.protocol,
         spec.config.session.budget_usd,
         pause,
+        true,
         cancel.clone(),
     )
     .context("cannot start the live view (run without --watch)")?;

@@ -1,11 +1,14 @@
-//! `firsttoken run --watch`: a live terminal view of a running session.
+//! `firsttoken run --watch` and `probe --watch`: a live terminal view of a
+//! running session or probe.
 //!
 //! [`Watch`] is the session's [`Observer`]: the recorder hands it every
-//! stored sample (the same stream the store gets), it folds them into a
+//! stored sample (the same stream the store gets; the probe hands it each
+//! sample as it prints it otherwise), it folds them into a
 //! [`state::LiveState`], and a thread of its own draws that state four
 //! times a second with ratatui and reads the keys: `q` (or Esc, Ctrl-C)
 //! stops the session as Ctrl-C does (samples kept, cleanup runs), `p`
-//! holds it between steps ([`Pause`]). The drawing thread never touches
+//! holds a session between steps ([`Pause`]; a probe is one step, so there
+//! `p` is not offered). The drawing thread never touches
 //! the measuring tasks: it copies the state under a short lock and draws
 //! from the copy.
 
@@ -39,12 +42,14 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Take over the terminal and start drawing a session running
-    /// `protocol`; `q` cancels `cancel`, `p` flips `pause`.
+    /// Take over the terminal and start drawing a run of `protocol`; `q`
+    /// cancels `cancel`, `p` flips `pause` when `can_pause`. `pause`'s gate
+    /// counts the requests started (see [`Pause::gate`]).
     pub fn start(
         protocol: &Protocol,
         budget_usd: Option<f64>,
         pause: Pause,
+        can_pause: bool,
         cancel: CancellationToken,
     ) -> io::Result<Watch> {
         let state = Arc::new(Mutex::new(LiveState::new(protocol, budget_usd)));
@@ -55,7 +60,7 @@ impl Watch {
             std::thread::Builder::new()
                 .name("watch".into())
                 .spawn(move || {
-                    let r = ui_loop(terminal, &state, &done, &pause, &cancel);
+                    let r = ui_loop(terminal, &state, &done, &pause, can_pause, &cancel);
                     ratatui::restore();
                     r
                 })?
@@ -76,6 +81,11 @@ impl Watch {
                 .unwrap_or_else(|_| Err(io::Error::other("the live view's thread panicked"))),
             None => Ok(()),
         }
+    }
+
+    /// A probe's sample of group `name`.
+    pub fn sample(&self, name: &str, sample: &firsttoken_record::Sample) {
+        self.with(|s| s.sample(name.to_string(), sample, None, 0.0));
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut LiveState) -> R) -> R {
@@ -111,6 +121,7 @@ fn ui_loop(
     state: &Mutex<LiveState>,
     done: &AtomicBool,
     pause: &Pause,
+    can_pause: bool,
     cancel: &CancellationToken,
 ) -> io::Result<()> {
     let settings = Settings::new(0);
@@ -123,6 +134,7 @@ fn ui_loop(
             paused: pause.is_paused(),
             started: pause.started(),
             stopping,
+            can_pause,
         };
         terminal.draw(|f| view::draw(f, &snapshot, status, &settings))?;
         if !event::poll(FRAME)? {
@@ -138,7 +150,7 @@ fn ui_loop(
         match k.code {
             _ if ctrl_c => stop(pause, cancel, &mut stopping),
             KeyCode::Char('q') | KeyCode::Esc => stop(pause, cancel, &mut stopping),
-            KeyCode::Char('p') if !stopping => {
+            KeyCode::Char('p') if can_pause && !stopping => {
                 pause.toggle();
             }
             _ => {}

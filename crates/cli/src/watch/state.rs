@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use firsttoken_analyze::samples::Samples;
 use firsttoken_analyze::{Percentile, Settings, Stat};
 use firsttoken_plan::protocol::Protocol;
-use firsttoken_record::PhaseKind;
 use firsttoken_record::session::SampleRow;
+use firsttoken_record::{PhaseKind, Sample};
 
 /// Most recent errors kept with their messages.
 pub const LAST_ERRORS: usize = 5;
@@ -94,11 +94,19 @@ impl LiveState {
         }
     }
 
-    /// Take one stored sample into the view.
+    /// Take one stored session sample into the view.
     pub fn record(&mut self, row: &SampleRow, spent_usd: f64) {
+        let lag = row
+            .intended_start_ms
+            .map(|intended| (row.actual_start_ms - intended).max(0.0));
+        self.sample(group_name(row), &row.sample, lag, spent_usd);
+    }
+
+    /// Take one sample of group `name` into the view; `lag` is its
+    /// open-loop start lag, ms, if it was an arrival.
+    pub fn sample(&mut self, name: String, s: &Sample, lag: Option<f64>, spent_usd: f64) {
         self.stored += 1;
         self.spent_usd = spent_usd;
-        let name = group_name(row);
         let i = match self.groups.iter().position(|(n, _)| *n == name) {
             Some(i) => i,
             None => {
@@ -107,14 +115,13 @@ impl LiveState {
             }
         };
         let g = &mut self.groups[i].1;
-        let s = &row.sample;
         if s.warmup {
             g.warmups += 1;
             return;
         }
         g.done += 1;
-        if let (Some(intended), actual) = (row.intended_start_ms, row.actual_start_ms) {
-            self.start_lag_ms.push((actual - intended).max(0.0));
+        if let Some(lag) = lag {
+            self.start_lag_ms.push(lag);
         }
         match &s.error {
             Some(e) => {
@@ -216,7 +223,7 @@ mod tests {
     use super::*;
     use firsttoken_plan::protocol::{Dest, Planned, Step};
     use firsttoken_record::session::Provenance;
-    use firsttoken_record::{Connection, Destination, ErrorKind, Sample, SampleError, UtcTime};
+    use firsttoken_record::{Connection, Destination, ErrorKind, SampleError, UtcTime};
 
     fn row(phase: PhaseKind, path: &str, ttft: Option<f64>, warmup: bool) -> SampleRow {
         let mut s = Sample::empty(0, 0, Connection::Reused);

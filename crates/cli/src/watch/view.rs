@@ -21,6 +21,8 @@ pub struct Status {
     pub started: u64,
     /// `q` was pressed: stopping.
     pub stopping: bool,
+    /// `p` is offered (a session; a probe is one step).
+    pub can_pause: bool,
 }
 
 /// Draw the whole view.
@@ -52,6 +54,8 @@ pub fn draw(f: &mut Frame, s: &LiveState, status: Status, settings: &Settings) {
     );
     let help = if status.stopping {
         "stopping: requests in flight are abandoned, samples kept, cleanup runs"
+    } else if !status.can_pause {
+        "q stop (requests in flight are abandoned, the summary follows)"
     } else if status.paused {
         "q stop (samples kept, cleanup runs) · p resume"
     } else {
@@ -314,6 +318,7 @@ mod tests {
             paused: false,
             started: 33,
             stopping: false,
+            can_pause: true,
         });
         insta::assert_snapshot!(out);
         assert!(out.contains("warm · chat"), "{out}");
@@ -328,6 +333,7 @@ mod tests {
             paused: true,
             started: 31,
             stopping: false,
+            can_pause: true,
         });
         assert!(out.contains("PAUSED between steps"), "{out}");
         assert!(out.contains("p resume"), "{out}");
