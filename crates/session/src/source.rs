@@ -74,6 +74,7 @@ fn base_spec(
     spec.proxy = proxy;
     spec.format = format;
     spec.compressed = compressed;
+    spec.trace_context = session.traced();
     spec.tls.resume = session.tls_resume;
     if let Some(n) = session.max_event_bytes {
         spec.max_event_bytes = n;
@@ -395,6 +396,25 @@ mod tests {
         assert!(src.app.iter().all(|s| s.compressed));
         assert!(src.direct.iter().all(|(s, _)| s.compressed));
         assert!(src.ping.iter().all(|s| s.compressed));
+    }
+
+    /// Trace context is on by default for every destination; `[session]
+    /// trace_context = false` turns it off (issue 12, part 1).
+    #[test]
+    fn trace_context_is_on_unless_the_config_says_false() {
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let cfg = Config::parse(base, "f.toml").unwrap();
+        assert!(cfg.session.traced());
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| s.trace_context));
+        assert!(src.direct.iter().all(|(s, _)| s.trace_context));
+        assert!(src.ping.iter().all(|s| s.trace_context));
+        let text = base.replace("# trace_context = false", "trace_context = false");
+        let cfg = Config::parse(&text, "f.toml").unwrap();
+        assert!(!cfg.session.traced());
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| !s.trace_context));
+        assert!(src.direct.iter().all(|(s, _)| !s.trace_context));
     }
 
     /// `cacert` under `[session]` makes the app's paths and ping trust

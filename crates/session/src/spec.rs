@@ -33,6 +33,9 @@ pub struct Overrides {
     pub emulated: bool,
     /// Run a large session (see [`firsttoken_plan::config::LARGE_SESSION_REQUESTS`]).
     pub yes: bool,
+    /// Send a `traceparent` with every request (`Some(false)`: none), over
+    /// the config's `[session] trace_context`.
+    pub trace_context: Option<bool>,
 }
 
 /// Everything a session needs, checked: the config with its overrides
@@ -84,6 +87,11 @@ impl SessionSpec {
             }
             config.session.budget_usd = Some(b);
         }
+        if let Some(t) = o.trace_context {
+            config.session.trace_context = Some(t);
+        }
+        // Stored resolved, so the session row says whether it was traced.
+        config.session.trace_context = Some(config.session.traced());
         if let Some(s) = &o.store {
             config.session.store = Some(s.clone());
         }

@@ -57,6 +57,12 @@ pub struct RunArgs {
     /// Label samples `emulated` (the target is the emulator or an app over it).
     #[arg(long)]
     pub emulated: bool,
+    /// Send a W3C traceparent header (a fresh trace id per request, stored on the sample) so the app's OpenTelemetry spans join their requests; the default unless the config says `trace_context = false`.
+    #[arg(long, overrides_with = "no_trace_context")]
+    pub trace_context: bool,
+    /// Send no traceparent header.
+    #[arg(long, overrides_with = "trace_context")]
+    pub no_trace_context: bool,
     /// No progress and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -85,6 +91,11 @@ fn overrides(a: &RunArgs) -> anyhow::Result<Overrides> {
         budget_usd: a.budget_usd,
         emulated: a.emulated,
         yes: a.yes,
+        trace_context: match (a.trace_context, a.no_trace_context) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
     })
 }
 

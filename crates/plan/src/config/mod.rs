@@ -155,6 +155,18 @@ pub struct SessionSection {
     /// `no_proxy`, as curl reads them; `""`: no proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// Send a W3C `traceparent` header with every request (a fresh trace id
+    /// each, stored on the sample) so the app's OpenTelemetry spans join
+    /// their samples. Unset: on ([`SessionSection::traced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_context: Option<bool>,
+}
+
+impl SessionSection {
+    /// Whether requests carry a `traceparent`: on unless set to false.
+    pub fn traced(&self) -> bool {
+        self.trace_context.unwrap_or(true)
+    }
 }
 
 /// Phase order.
