@@ -267,12 +267,14 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
             real(&format!("server_timing[{k:?}]"), *v)?;
         }
     }
-    if let Some(t) = &s.trace_id {
-        if !crate::span::is_trace_id(t) {
-            return Err(format!(
-                "trace_id {t:?} is not 32 lowercase hex digits (not all zero)"
-            ));
-        }
+    if let Some(t) = s
+        .trace_id
+        .as_deref()
+        .filter(|t| !crate::span::is_trace_id(t))
+    {
+        return Err(format!(
+            "trace_id {t:?} is not 32 lowercase hex digits (not all zero)"
+        ));
     }
     if !r.dest.fits(r.phase) {
         return Err(format!("a {} request cannot go to {:?}", r.phase, r.dest));
