@@ -4,7 +4,9 @@
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
+use firsttoken_collect::TraceRegistry;
 use firsttoken_drive::RequestSource;
+use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::env::expand_env;
 use firsttoken_plan::protocol::{Dest, Planned};
@@ -27,6 +29,9 @@ pub struct Source {
     tokens: Vec<String>,
     /// Per app path: its requests carry no token.
     anonymous: Vec<bool>,
+    /// Where the trace id of every traced request is registered, when a
+    /// span receiver runs.
+    traces: Option<TraceRegistry>,
 }
 
 /// JSON-escape `s` for use inside a JSON string literal.
@@ -240,6 +245,7 @@ impl Source {
             path_prompts,
             tokens: Vec::new(),
             anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
+            traces: None,
         })
     }
 
@@ -274,6 +280,12 @@ impl Source {
         }
         let (i, text) = self.prompt_text(planned);
         Some(prompt_ref(i, text))
+    }
+
+    /// Register the trace id of every traced request in `registry` before
+    /// it is sent.
+    pub fn set_trace_registry(&mut self, registry: TraceRegistry) {
+        self.traces = Some(registry);
     }
 
     /// Use these bearer tokens on app requests.
@@ -316,6 +328,12 @@ pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
 }
 
 impl RequestSource for Source {
+    fn traced(&self, trace: &TraceContext) {
+        if let Some(r) = &self.traces {
+            r.insert_hex(&trace.trace_id);
+        }
+    }
+
     fn spec(&self, dest: Dest) -> &ProbeSpec {
         match dest {
             Dest::App(i) => &self.app[i.min(self.app.len() - 1)],

@@ -36,6 +36,9 @@ pub struct Overrides {
     /// Send a `traceparent` with every request (`Some(false)`: none), over
     /// the config's `[session] trace_context`.
     pub trace_context: Option<bool>,
+    /// Listen for the app's spans (OTLP/HTTP) on this address, over the
+    /// config's `[traces] listen`.
+    pub otlp_listen: Option<String>,
 }
 
 /// Everything a session needs, checked: the config with its overrides
@@ -86,6 +89,9 @@ impl SessionSpec {
                 )));
             }
             config.session.budget_usd = Some(b);
+        }
+        if let Some(l) = &o.otlp_listen {
+            config.traces.listen = Some(l.clone());
         }
         if let Some(t) = o.trace_context {
             config.session.trace_context = Some(t);

@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Send no traceparent header.
     #[arg(long, overrides_with = "trace_context")]
     pub no_trace_context: bool,
+    /// Listen for the app's OpenTelemetry spans (OTLP/HTTP, POST /v1/traces) on this address while the session runs, e.g. 127.0.0.1:4318, and store those of the session's requests (over the config's [traces] listen).
+    #[arg(long, value_name = "ADDR")]
+    pub otlp_listen: Option<String>,
     /// No progress and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -96,6 +99,7 @@ fn overrides(a: &RunArgs) -> anyhow::Result<Overrides> {
             (_, true) => Some(false),
             _ => None,
         },
+        otlp_listen: a.otlp_listen.clone(),
     })
 }
 
@@ -154,6 +158,15 @@ pub async fn run_spec(
             "{}",
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
         );
+    }
+    if let Some(t) = &outcome.traces {
+        for (warning, line) in super::summary::traces(t) {
+            if warning {
+                eprintln!("warning: {line}");
+            } else if !quiet {
+                outln!("{line}");
+            }
+        }
     }
     Ok(outcome)
 }

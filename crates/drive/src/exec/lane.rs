@@ -192,6 +192,7 @@ fn build<S: RequestSource>(
     let mut request = source.request(&lane.planned);
     let trace = traced.then(TraceContext::random).flatten();
     if let Some(t) = &trace {
+        source.traced(t);
         // One traceparent: ours replaces any the config set, so the stored
         // trace id is the one the app sees.
         request.headers.retain(|(n, _)| n.as_str() != TRACE_HEADER);
