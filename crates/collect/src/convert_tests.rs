@@ -88,3 +88,60 @@ fn values_without_a_json_form_are_named() {
     assert_eq!(any_value_json(Some(&v)), Value::from("NaN"));
     assert_eq!(any_value_json(None), Value::Null);
 }
+
+/// What the real Python SDK's OTLP/HTTP exporter sent (three batches,
+/// captured from `tests/fixtures/traced_app.py` in crates/cli, run on
+/// PostgreSQL, for one request with `traceparent:
+/// 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`): the FastAPI
+/// server span is the child of the span firsttoken named, and the four
+/// psycopg spans are its children.
+#[test]
+fn the_python_sdks_protobuf_export_converts() {
+    let mut spans = Vec::new();
+    for b in [
+        &include_bytes!("../tests/data/python-sdk-export-0.pb")[..],
+        &include_bytes!("../tests/data/python-sdk-export-1.pb")[..],
+        &include_bytes!("../tests/data/python-sdk-export-2.pb")[..],
+    ] {
+        let c = convert(&decode_protobuf(b).unwrap(), "s");
+        assert_eq!(c.malformed, 0);
+        spans.extend(c.spans);
+    }
+    assert!(
+        spans
+            .iter()
+            .all(|s| s.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736")
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|s| s.service.as_deref() == Some("traced-fixture"))
+    );
+    let server: Vec<_> = spans
+        .iter()
+        .filter(|s| s.kind == SpanKind::Server)
+        .collect();
+    assert_eq!(server.len(), 1);
+    let server = server[0];
+    assert_eq!(server.name, "POST /api/chat");
+    assert_eq!(server.parent_span_id.as_deref(), Some("00f067aa0ba902b7"));
+    assert_eq!(server.attributes["http.status_code"], Value::from(200));
+    let db: Vec<_> = spans
+        .iter()
+        .filter(|s| s.attr_str("db.system") == Some("postgresql"))
+        .collect();
+    assert_eq!(db.len(), 4);
+    for d in &db {
+        assert_eq!(d.kind, SpanKind::Client);
+        assert_eq!(d.parent_span_id.as_ref(), Some(&server.span_id));
+        assert!(
+            d.duration_ns() >= 50_000_000,
+            "pg_sleep(0.05): {}",
+            d.duration_ns()
+        );
+        assert!(
+            d.start_unix_nano >= server.start_unix_nano && d.end_unix_nano <= server.end_unix_nano
+        );
+    }
+    assert!(server.duration_ns() >= 200_000_000);
+}
