@@ -1,8 +1,9 @@
-//! `firsttoken init`, `run`, `sessions`, `export`, `import`, `cleanup`:
+//! `firsttoken init`, `run`, `sessions`, `export`, `import`, `import-spans`, `cleanup`:
 //! sessions from config to store.
 
 mod progress;
 mod run;
+mod spans;
 mod summary;
 
 use std::io::Write;
@@ -16,6 +17,7 @@ use firsttoken_record::store::{Store, mask_url};
 
 pub use firsttoken_session::DEFAULT_STORE;
 pub use run::{RunArgs, exit_code, run, run_spec};
+pub use spans::{ImportSpansArgs, import_spans};
 
 /// `firsttoken init`.
 #[derive(Debug, Args)]
