@@ -1,7 +1,8 @@
 //! `firsttoken import-spans` (issue 12): OTLP JSON lines as the
 //! OpenTelemetry Collector's file exporter writes them, joined to a stored
 //! session by the trace ids its samples sent; spans of other traces are
-//! counted, a line that is not OTLP is named, a re-import stores nothing twice.
+//! counted, a line that is not OTLP is named, a re-import stores nothing twice;
+//! the session's JSONL export carries the spans to another store.
 
 mod common;
 
@@ -116,6 +117,41 @@ fn spans_from_a_collector_file_join_their_session() {
         "{}",
         text(&out.stdout)
     );
+
+    // The session's JSONL export carries its spans, and an import into
+    // another store keeps them under the new session id.
+    let out = firsttoken(&["export", "--store", &store, "--session", &session], &[]);
+    assert_code(&out, 0);
+    let export = text(&out.stdout);
+    assert_eq!(
+        export.matches("\"schema\":\"firsttoken.span.v1\"").count(),
+        3
+    );
+    let exported = dir.path().join("export.jsonl");
+    std::fs::write(&exported, &export).unwrap();
+    let other = dir.path().join("other.db").display().to_string();
+    let out = firsttoken(
+        &["import", "--store", &other, exported.to_str().unwrap()],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("3 spans"),
+        "{}",
+        text(&out.stdout)
+    );
+    let (new_id, copied) = rt.block_on(async {
+        let s = Store::open(&other).await.unwrap();
+        let id = s.sessions().await.unwrap().remove(0).id;
+        let spans = s.spans(&id).await.unwrap();
+        (id, spans)
+    });
+    assert_ne!(new_id, session);
+    let mut want = spans.clone();
+    for s in &mut want {
+        s.session_id.clone_from(&new_id);
+    }
+    assert_eq!(copied, want);
 
     let out = firsttoken(
         &["import-spans", "--store", &store, "--session", "nope", f],
