@@ -145,3 +145,31 @@ fn the_python_sdks_protobuf_export_converts() {
     }
     assert!(server.duration_ns() >= 200_000_000);
 }
+
+proptest::proptest! {
+    /// Whatever bytes arrive, decoding returns an error or a request whose
+    /// conversion keeps only well-formed ids: never a panic.
+    #[test]
+    fn arbitrary_bodies_never_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+        for decoded in [decode_protobuf(&body), decode_json(&body)] {
+            if let Ok(req) = decoded {
+                for s in convert(&req, "s").spans {
+                    proptest::prop_assert!(firsttoken_record::span::is_trace_id(&s.trace_id));
+                    proptest::prop_assert_eq!(s.span_id.len(), 16);
+                }
+            }
+        }
+    }
+
+    /// A valid export with one byte changed still never panics.
+    #[test]
+    fn mutated_real_exports_never_panic(at in 0usize..2617, byte in proptest::num::u8::ANY) {
+        let mut body = include_bytes!("../tests/data/python-sdk-export-2.pb").to_vec();
+        let i = at % body.len();
+        body[i] = byte;
+        if let Ok(req) = decode_protobuf(&body) {
+            let c = convert(&req, "s");
+            proptest::prop_assert!(c.spans.iter().all(|s| s.parent_span_id.as_ref().is_none_or(|p| p.len() == 16)));
+        }
+    }
+}
