@@ -244,3 +244,54 @@ async fn collecting_without_trace_context_is_a_config_error() {
     let e = SessionSpec::new(cfg, Overrides::default()).err().unwrap();
     assert!(e.to_string().contains("traces.listen"), "{e}");
 }
+
+/// Ctrl-C: the receiver still waits the grace period and keeps what
+/// arrived, so every stored request's span is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_session_keeps_the_spans_that_arrived() {
+    let port = free_port().await;
+    let listen = format!("127.0.0.1:{port}");
+    let base = app(format!("http://{listen}/v1/traces")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db").display().to_string())
+        .await
+        .unwrap();
+    let mut cfg = config(&base, &listen, "");
+    cfg.phases = Config::parse(
+        &format!(
+            "[app]\nbase_url = \"{base}\"\n[[app.paths]]\nname = \"chat\"\npath = \"/api/chat\"\nbody = '{{}}'\n[prompts]\nlist = [\"one\"]\n[phases]\ncold = {{ count = 3, idle_gap = \"1s\" }}\n"
+        ),
+        "phases.toml",
+    )
+    .unwrap()
+    .phases;
+    let spec = SessionSpec::new(cfg, Overrides::default()).unwrap();
+    let cancel = CancellationToken::new();
+    // Ctrl-C the moment the first sample is stored, during the next idle gap.
+    let mut first = CancelOnFirst(cancel.clone());
+    let outcome = run_session(&spec, &store, &mut first, cancel)
+        .await
+        .unwrap();
+    assert!(matches!(outcome.meta.status, SessionStatus::Partial { .. }));
+    let rows = store.samples(&outcome.meta.id).await.unwrap();
+    assert_eq!(rows.len(), 1, "cancelled after the first");
+    let t = outcome.traces.unwrap();
+    assert_eq!(t.stored, rows.len() as u64, "{t:?}");
+    let spans = store.spans(&outcome.meta.id).await.unwrap();
+    for r in &rows {
+        let trace = r.sample.trace_id.as_deref().unwrap();
+        assert!(
+            spans.iter().any(|s| s.trace_id == trace),
+            "the span of {trace} was kept"
+        );
+    }
+}
+
+/// Cancels the session when its first sample is stored.
+struct CancelOnFirst(CancellationToken);
+
+impl firsttoken_session::Observer for CancelOnFirst {
+    fn recorded(&mut self, _row: &firsttoken_record::session::SampleRow, _spent: f64) {
+        self.0.cancel();
+    }
+}
