@@ -84,6 +84,9 @@ pub(crate) struct Running {
     stop: CancellationToken,
     server: JoinHandle<std::io::Result<()>>,
     writer: JoinHandle<Written>,
+    /// Tells the writer to store what it has and stop, whether or not a
+    /// connection still holds a sender.
+    done: CancellationToken,
     grace: Duration,
     cap: usize,
 }
@@ -114,13 +117,21 @@ pub(crate) fn start(
         stop.clone(),
     ));
     let cap = cfg.max_spans();
-    let writer = tokio::spawn(write(store.clone(), session_id.to_string(), rx, cap));
+    let done = CancellationToken::new();
+    let writer = tokio::spawn(write(
+        store.clone(),
+        session_id.to_string(),
+        rx,
+        cap,
+        done.clone(),
+    ));
     Running {
         collector,
         listen,
         stop,
         server,
         writer,
+        done,
         grace: cfg.grace(),
         cap,
     }
@@ -132,14 +143,19 @@ impl Running {
     pub(crate) async fn finish(self) -> TraceOutcome {
         tokio::time::sleep(self.grace).await;
         self.stop.cancel();
-        let _ = tokio::time::timeout(STOP_WAIT, self.server).await;
-        let counts = self.collector.counts();
-        // The last sender: the writer sees the channel close once it is gone.
-        drop(self.collector);
+        let mut server = self.server;
+        if tokio::time::timeout(STOP_WAIT, &mut server).await.is_err() {
+            // A connection that will not finish (a slow or stuck exporter).
+            server.abort();
+        }
+        // What the handlers handed on is stored; a request still in flight
+        // after this finds nobody taking its spans and counts them unsent.
+        self.done.cancel();
         let written = self.writer.await.unwrap_or_else(|e| Written {
             error: Some(format!("the span writer stopped: {e}")),
             ..Written::default()
         });
+        let counts = self.collector.counts();
         TraceOutcome {
             listen: self.listen,
             stored: written.appended.stored,
@@ -155,12 +171,14 @@ impl Running {
     }
 }
 
-/// Stores the spans received on `rx` in batches, until it closes.
+/// Stores the spans received on `rx` in batches, until it closes or
+/// `done`: then what is already queued is stored and the queue closed.
 async fn write(
     store: Store,
     session_id: String,
     mut rx: mpsc::Receiver<Vec<SpanRow>>,
     cap: usize,
+    done: CancellationToken,
 ) -> Written {
     let mut out = Written::default();
     let mut buf: Vec<SpanRow> = Vec::new();
@@ -176,6 +194,16 @@ async fn write(
                 }
                 None => break,
             },
+            () = done.cancelled() => {
+                rx.close();
+                while let Some(spans) = rx.recv().await {
+                    buf.extend(spans);
+                    if buf.len() >= BATCH {
+                        flush(&store, &session_id, &mut buf, cap, &mut out).await;
+                    }
+                }
+                break;
+            }
             _ = tick.tick() => {
                 if !buf.is_empty() {
                     flush(&store, &session_id, &mut buf, cap, &mut out).await;

@@ -295,3 +295,54 @@ impl firsttoken_session::Observer for CancelOnFirst {
         self.0.cancel();
     }
 }
+
+/// An exporter that starts an upload and never finishes it does not keep
+/// the session from ending: the receiver stops a bounded time after the
+/// grace period, and the spans already handed on are stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_exporter_does_not_hold_the_session() {
+    use tokio::io::AsyncWriteExt;
+    let port = free_port().await;
+    let listen = format!("127.0.0.1:{port}");
+    let base = app(format!("http://{listen}/v1/traces")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db").display().to_string())
+        .await
+        .unwrap();
+    let spec = SessionSpec::new(
+        config(&base, &listen, "grace = \"1s\""),
+        Overrides::default(),
+    )
+    .unwrap();
+    let stuck = tokio::spawn(async move {
+        // Wait for the receiver, then send half a request and hold it.
+        let mut s = loop {
+            if let Ok(s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                break s;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        s.write_all(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\nabc")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop(s);
+    });
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        run_session(&spec, &store, &mut Quiet, CancellationToken::new()),
+    )
+    .await
+    .expect("the session ends although an upload never finishes")
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    stuck.abort();
+    let n = store.samples(&outcome.meta.id).await.unwrap().len() as u64;
+    let t = outcome.traces.unwrap();
+    assert_eq!(t.stored, n, "{t:?}");
+}
