@@ -194,6 +194,7 @@ fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> 
             },
         )]
         .into(),
+        traces: Default::default(),
     }
 }
 

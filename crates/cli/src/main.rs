@@ -60,6 +60,8 @@ enum Command {
     Export(session::ExportArgs),
     /// Read a JSONL export into the store (marked imported).
     Import(session::ImportArgs),
+    /// Read an app's spans (OTLP JSON lines, as the OpenTelemetry Collector's file exporter writes) into a stored session.
+    ImportSpans(session::ImportSpansArgs),
     /// Retry a session's test-account cleanup.
     Cleanup(session::CleanupArgs),
     /// Run the reference streaming LLM app (the system under test in demos).
@@ -101,6 +103,7 @@ fn main() -> ExitCode {
             Command::Sessions(args) => session::sessions(args).await,
             Command::Export(args) => session::export(args).await,
             Command::Import(args) => session::import(args).await,
+            Command::ImportSpans(args) => session::import_spans(args).await,
             Command::Cleanup(args) => session::cleanup(args).await,
             Command::Report(args) => report::report(args).await,
             Command::Compare(args) => report::compare(args).await,

@@ -96,6 +96,9 @@ pub struct ProbeArgs {
     /// Ask for a compressed response as a browser does (Accept-Encoding: gzip, deflate, br, zstd) and decode it, like curl --compressed. Without it the probe asks for identity and an encoded response fails as `decode`.
     #[arg(long)]
     compressed: bool,
+    /// Send a W3C traceparent header with a fresh trace id per request (shown in --json output as trace_id), so the app's OpenTelemetry spans can be found by it.
+    #[arg(long)]
+    trace_context: bool,
     /// Deadline for DNS + TCP + TLS, e.g. 10s, 500ms (at most 24h).
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     connect_timeout: Duration,
@@ -171,6 +174,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         spec.format = a.format.parse::<StreamFormat>()?;
         spec.max_event_bytes = a.max_event_bytes;
         spec.compressed = a.compressed;
+        spec.trace_context = a.trace_context;
         spec.tls.insecure = a.insecure;
         spec.tls.resume = a.tls_resume;
         spec.proxy =

@@ -41,6 +41,7 @@ mod probe;
 mod request;
 mod slot;
 mod tap;
+pub mod trace;
 mod tunnel;
 
 pub use connect::tls_config;

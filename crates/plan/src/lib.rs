@@ -501,6 +501,10 @@ pub struct ProbeSpec {
     /// gzip, deflate, br, zstd`) and decode them; otherwise `identity`,
     /// and an encoded response fails as `decode`.
     pub compressed: bool,
+    /// Send a W3C `traceparent` header (a fresh random trace id per
+    /// request, sampled) so the app's OpenTelemetry spans can be joined to
+    /// the sample, which stores the trace id.
+    pub trace_context: bool,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -535,6 +539,7 @@ impl ProbeSpec {
             route_header: DEFAULT_ROUTE_HEADER.into(),
             route_field: None,
             compressed: false,
+            trace_context: false,
         }
     }
 

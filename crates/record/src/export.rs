@@ -14,10 +14,15 @@
 //!   (`session_id`, `phase`, `path`, `strategy`, `concurrency`,
 //!   `intended_start_ms`, `actual_start_ms`, `started_at`, `provenance`) with
 //!   the measurement under `sample`, exactly the `firsttoken probe --json`
-//!   object of `docs/schema/sample.v1.schema.json`.
+//!   object of `docs/schema/sample.v1.schema.json`;
+//! - `{"schema": "firsttoken.span.v1", …}`: a server-side [`SpanRow`] of the
+//!   session (`session_id`, `trace_id`, `span_id`, `parent_span_id`, `name`,
+//!   `kind`, `service`, `start_unix_nano`, `end_unix_nano`, `error`,
+//!   `attributes`, `events`), secrets already redacted by the store.
 //!
-//! [`write_session_jsonl`] writes a session line, then its samples: the
-//! form `firsttoken import` reads. [`write_jsonl`] writes sample lines only.
+//! [`write_session_jsonl`] writes a session line, then its samples, and
+//! [`write_spans_jsonl`] its spans after them: the form `firsttoken import`
+//! reads ([`read_export`]). [`write_jsonl`] writes sample lines only.
 //! Readers ignore members they do not know; a new incompatible shape gets
 //! a new `schema` version.
 //!
@@ -34,6 +39,7 @@ use std::io::{BufRead, Write};
 use serde::Serialize;
 
 use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
+use crate::span::SpanRow;
 use crate::store::{Cell, SAMPLE_COLUMNS, StoreError, sample_cells};
 
 /// The JSON Schema (draft 2020-12) of one export line; its `sample` member
@@ -44,6 +50,8 @@ pub const EXPORT_SCHEMA: &str = include_str!("../../../docs/schema/export.v1.sch
 pub const SESSION_LINE_SCHEMA: &str = "firsttoken.session.v1";
 /// `schema` of a sample line.
 pub const SAMPLE_ROW_LINE_SCHEMA: &str = "firsttoken.sample_row.v1";
+/// `schema` of a span line.
+pub const SPAN_LINE_SCHEMA: &str = "firsttoken.span.v1";
 /// The tag an imported session keeps its original id in.
 pub const IMPORTED_FROM_TAG: &str = "imported_from";
 /// The tag an imported session keeps its original provenance in.
@@ -81,6 +89,25 @@ pub fn write_session_jsonl(
 ) -> std::io::Result<()> {
     write_line(&mut w, SESSION_LINE_SCHEMA, session)?;
     write_jsonl(rows, w)
+}
+
+/// Writes one `firsttoken.span.v1` line per span.
+pub fn write_spans_jsonl(spans: &[SpanRow], mut w: impl Write) -> std::io::Result<()> {
+    for s in spans {
+        write_line(&mut w, SPAN_LINE_SCHEMA, s)?;
+    }
+    w.flush()
+}
+
+/// Everything a JSON Lines export holds, in file order per kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExportContents {
+    /// Session lines.
+    pub sessions: Vec<SessionMeta>,
+    /// Sample lines.
+    pub rows: Vec<SampleRow>,
+    /// Span lines.
+    pub spans: Vec<SpanRow>,
 }
 
 /// Writes a header row and one CSV record per sample (see the module docs).
@@ -125,10 +152,19 @@ pub fn csv_field(s: &str) -> String {
 /// (nothing is marked imported here; [`mark_imported`] and
 /// [`crate::store::Store::insert_imported`] do that). Blank lines are
 /// skipped. A line that is not JSON, has no or an unknown `schema`, or does
-/// not fit its schema is an error naming its 1-based line number.
+/// not fit its schema is an error naming its 1-based line number. Span
+/// lines are read and left out ([`read_export`] keeps them).
 pub fn read_jsonl(r: impl BufRead) -> Result<(Vec<SessionMeta>, Vec<SampleRow>), StoreError> {
+    let c = read_export(r)?;
+    Ok((c.sessions, c.rows))
+}
+
+/// Reads a JSON Lines export, span lines included (see [`read_jsonl`] for
+/// what is refused).
+pub fn read_export(r: impl BufRead) -> Result<ExportContents, StoreError> {
     let mut sessions = Vec::new();
     let mut rows = Vec::new();
+    let mut spans = Vec::new();
     for (i, line) in r.lines().enumerate() {
         let line_no = i + 1;
         let line = line.map_err(|source| StoreError::Read {
@@ -155,15 +191,21 @@ pub fn read_jsonl(r: impl BufRead) -> Result<(Vec<SessionMeta>, Vec<SampleRow>),
             Some(SAMPLE_ROW_LINE_SCHEMA) => rows.push(
                 serde_json::from_value(v).map_err(|e| bad(format!("bad sample record: {e}")))?,
             ),
+            Some(SPAN_LINE_SCHEMA) => spans
+                .push(serde_json::from_value(v).map_err(|e| bad(format!("bad span record: {e}")))?),
             Some(other) => {
                 return Err(bad(format!(
-                    "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA} and {SAMPLE_ROW_LINE_SCHEMA})"
+                    "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
                 )));
             }
             None => return Err(bad("no \"schema\" member".into())),
         }
     }
-    Ok((sessions, rows))
+    Ok(ExportContents {
+        sessions,
+        rows,
+        spans,
+    })
 }
 
 /// Pairs each session read from an export with its samples (in file

@@ -141,3 +141,60 @@ fn mark_imported_keeps_numbers_and_marks_everything() {
         assert_eq!(a.actual_start_ms, b.actual_start_ms);
     }
 }
+
+/// Span lines (issue 12): they validate, read back equal, and a malformed
+/// one is refused by the schema.
+#[test]
+fn span_lines_validate_and_round_trip() {
+    use firsttoken_record::span::{SpanEvent, SpanKind, SpanRow};
+    let mut full = SpanRow::new(
+        "s-1",
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7",
+        "POST /chat",
+    );
+    full.parent_span_id = Some("b7ad6b7169203331".into());
+    full.kind = SpanKind::Server;
+    full.service = Some("app".into());
+    full.start_unix_nano = 1_764_590_400_000_000_000;
+    full.end_unix_nano = 1_764_590_400_250_000_000;
+    full.error = true;
+    full.attributes
+        .insert("http.response.status_code".into(), 200.into());
+    full.events.push(SpanEvent {
+        name: "first token".into(),
+        time_unix_nano: 1_764_590_400_100_000_000,
+        attributes: Default::default(),
+    });
+    let bare = SpanRow::new(
+        "s-1",
+        "4bf92f3577b34da6a3ce929d0e0e4736",
+        "1111111111111111",
+        "SELECT",
+    );
+    let meta = full_session("s-1", "2026-11-30T01:00:00.000Z");
+    let rows = vec![full_row("s-1", 0, 1.0)];
+    let mut buf = Vec::new();
+    export::write_session_jsonl(&meta, &rows, &mut buf).unwrap();
+    export::write_spans_jsonl(&[full.clone(), bare.clone()], &mut buf).unwrap();
+    let v = validator();
+    let text = String::from_utf8(buf.clone()).unwrap();
+    for line in text.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = v.iter_errors(&line).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+    }
+    let back = export::read_export(buf.as_slice()).unwrap();
+    assert_eq!(back.sessions, vec![meta]);
+    assert_eq!(back.rows, rows);
+    assert_eq!(back.spans, vec![full, bare.clone()]);
+    // read_jsonl reads the same file and leaves the spans out.
+    let (s, r) = export::read_jsonl(buf.as_slice()).unwrap();
+    assert_eq!((s.len(), r.len()), (1, 1));
+    let mut bad: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    bad["trace_id"] = "4BF92F3577B34DA6A3CE929D0E0E4736".into();
+    assert!(
+        !v.is_valid(&bad),
+        "an upper-case trace id is not an export's"
+    );
+}

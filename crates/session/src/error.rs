@@ -45,6 +45,16 @@ pub enum SessionError {
     /// The result store failed.
     #[error(transparent)]
     Store(#[from] firsttoken_record::StoreError),
+    /// The span receiver cannot listen on its address; nothing was started.
+    #[error(
+        "cannot listen for spans on {addr}: {source} — is another collector using it? Nothing was started or stored."
+    )]
+    Listen {
+        /// The configured address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The measuring client cannot run at all (e.g. an unusable CA file).
     #[error(transparent)]
     Drive(#[from] firsttoken_drive::DriveError),

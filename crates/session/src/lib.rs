@@ -8,7 +8,10 @@
 //! charges the [`Budget`] that the executor asks before each request. At the
 //! end — also after Ctrl-C, a store error, the budget or a crashed task — the
 //! accounts are deleted by exact id, the residue counted, and the session row
-//! finished as `complete` or `partial` with the reason.
+//! finished as `complete` or `partial` with the reason. With `[traces]
+//! listen`, an OTLP/HTTP receiver collects the app's spans of the session's
+//! requests from before the first request until a grace period after the
+//! last, and stores them next to the samples ([`TraceOutcome`]).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), firsttoken_session::SessionError> {
@@ -34,6 +37,7 @@ mod recorder;
 mod run;
 mod source;
 mod spec;
+mod traces;
 
 pub use accounts::clean_up;
 pub use budget::{Budget, price};
@@ -43,3 +47,4 @@ pub use pause::Pause;
 pub use run::{Outcome, run_session};
 pub use source::{Source, prompt_ref};
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};
+pub use traces::TraceOutcome;

@@ -17,7 +17,9 @@ use firsttoken_record::{Store, UtcTime};
 
 use crate::accounts::{Accounts, clean_up, sign_up};
 use crate::recorder::{Recorded, Recorder};
+use crate::traces::{self, TraceOutcome};
 use crate::{Budget, Observer, SessionError, SessionSpec, Source};
+use firsttoken_collect::TraceRegistry;
 
 /// How a session ended. The session row in the store says the same.
 #[derive(Debug)]
@@ -32,6 +34,8 @@ pub struct Outcome {
     pub failed: u64,
     /// Requests in flight at an interruption that were abandoned, not stored.
     pub cancelled_in_flight: u64,
+    /// What span collection did, when `[traces] listen` was set.
+    pub traces: Option<TraceOutcome>,
 }
 
 impl Outcome {
@@ -58,6 +62,8 @@ pub async fn run_session(
     let cfg = &spec.config;
     let mut source = spec.source.clone();
     preflight(&source, spec).await?;
+    // Bound before anything is created, so a taken port stops nothing half-way.
+    let listener = traces::bind(&cfg.traces).await?;
     let code_version = match &spec.code_version {
         Some(v) => v.clone(),
         None => match &cfg.app.version_path {
@@ -95,6 +101,13 @@ pub async fn run_session(
         client_lag_p99_ms: None,
     };
     store.create_session(&meta).await?;
+    // The receiver runs before the first request; every traced request's id
+    // is registered before it is sent.
+    let collecting = listener.map(|l| {
+        let registry = TraceRegistry::new();
+        source.set_trace_registry(registry.clone());
+        traces::start(l, &cfg.traces, store, &meta.id, registry)
+    });
     observer.started(&meta, protocol.announced() as u64);
 
     let mut accounts = Accounts::default();
@@ -156,7 +169,13 @@ pub async fn run_session(
     if let Some(e) = &recorded.store_error {
         failure = Some(e.clone());
     }
-    let cleanup = finish_accounts(spec, &app_spec, &accounts).await;
+    // The grace period for late spans runs while the accounts are cleaned up.
+    let (cleanup, traces) = tokio::join!(finish_accounts(spec, &app_spec, &accounts), async {
+        match collecting {
+            Some(c) => Some(c.finish().await),
+            None => None,
+        }
+    });
     let lag_p99 = firsttoken_record::percentile(&recorded.lags_ms, 99.0);
     let status = match (&failure, &stop) {
         (Some(f), _) => SessionStatus::Partial { reason: f.clone() },
@@ -191,6 +210,7 @@ pub async fn run_session(
         done: recorded.done,
         failed: recorded.failed,
         cancelled_in_flight,
+        traces,
     })
 }
 

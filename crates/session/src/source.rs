@@ -4,7 +4,9 @@
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 
+use firsttoken_collect::TraceRegistry;
 use firsttoken_drive::RequestSource;
+use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::env::expand_env;
 use firsttoken_plan::protocol::{Dest, Planned};
@@ -27,6 +29,9 @@ pub struct Source {
     tokens: Vec<String>,
     /// Per app path: its requests carry no token.
     anonymous: Vec<bool>,
+    /// Where the trace id of every traced request is registered, when a
+    /// span receiver runs.
+    traces: Option<TraceRegistry>,
 }
 
 /// JSON-escape `s` for use inside a JSON string literal.
@@ -74,6 +79,7 @@ fn base_spec(
     spec.proxy = proxy;
     spec.format = format;
     spec.compressed = compressed;
+    spec.trace_context = session.traced();
     spec.tls.resume = session.tls_resume;
     if let Some(n) = session.max_event_bytes {
         spec.max_event_bytes = n;
@@ -239,6 +245,7 @@ impl Source {
             path_prompts,
             tokens: Vec::new(),
             anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
+            traces: None,
         })
     }
 
@@ -273,6 +280,12 @@ impl Source {
         }
         let (i, text) = self.prompt_text(planned);
         Some(prompt_ref(i, text))
+    }
+
+    /// Register the trace id of every traced request in `registry` before
+    /// it is sent.
+    pub fn set_trace_registry(&mut self, registry: TraceRegistry) {
+        self.traces = Some(registry);
     }
 
     /// Use these bearer tokens on app requests.
@@ -315,6 +328,12 @@ pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
 }
 
 impl RequestSource for Source {
+    fn traced(&self, trace: &TraceContext) {
+        if let Some(r) = &self.traces {
+            r.insert_hex(&trace.trace_id);
+        }
+    }
+
     fn spec(&self, dest: Dest) -> &ProbeSpec {
         match dest {
             Dest::App(i) => &self.app[i.min(self.app.len() - 1)],
@@ -395,6 +414,25 @@ mod tests {
         assert!(src.app.iter().all(|s| s.compressed));
         assert!(src.direct.iter().all(|(s, _)| s.compressed));
         assert!(src.ping.iter().all(|s| s.compressed));
+    }
+
+    /// Trace context is on by default for every destination; `[session]
+    /// trace_context = false` turns it off (issue 12, part 1).
+    #[test]
+    fn trace_context_is_on_unless_the_config_says_false() {
+        let base = firsttoken_plan::config::DEFAULT_CONFIG;
+        let cfg = Config::parse(base, "f.toml").unwrap();
+        assert!(cfg.session.traced());
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| s.trace_context));
+        assert!(src.direct.iter().all(|(s, _)| s.trace_context));
+        assert!(src.ping.iter().all(|s| s.trace_context));
+        let text = base.replace("# trace_context = false", "trace_context = false");
+        let cfg = Config::parse(&text, "f.toml").unwrap();
+        assert!(!cfg.session.traced());
+        let src = Source::new(&cfg).unwrap();
+        assert!(src.app.iter().all(|s| !s.trace_context));
+        assert!(src.direct.iter().all(|(s, _)| !s.trace_context));
     }
 
     /// `cacert` under `[session]` makes the app's paths and ping trust

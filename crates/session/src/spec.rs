@@ -33,6 +33,12 @@ pub struct Overrides {
     pub emulated: bool,
     /// Run a large session (see [`firsttoken_plan::config::LARGE_SESSION_REQUESTS`]).
     pub yes: bool,
+    /// Send a `traceparent` with every request (`Some(false)`: none), over
+    /// the config's `[session] trace_context`.
+    pub trace_context: Option<bool>,
+    /// Listen for the app's spans (OTLP/HTTP) on this address, over the
+    /// config's `[traces] listen`.
+    pub otlp_listen: Option<String>,
 }
 
 /// Everything a session needs, checked: the config with its overrides
@@ -87,6 +93,14 @@ impl SessionSpec {
             }
             config.session.budget_usd = Some(b);
         }
+        if let Some(l) = &o.otlp_listen {
+            config.traces.listen = Some(l.clone());
+        }
+        if let Some(t) = o.trace_context {
+            config.session.trace_context = Some(t);
+        }
+        // Stored resolved, so the session row says whether it was traced.
+        config.session.trace_context = Some(config.session.traced());
         if let Some(s) = &o.store {
             config.session.store = Some(s.clone());
         }

@@ -1,8 +1,9 @@
-//! `firsttoken init`, `run`, `sessions`, `export`, `import`, `cleanup`:
+//! `firsttoken init`, `run`, `sessions`, `export`, `import`, `import-spans`, `cleanup`:
 //! sessions from config to store.
 
 mod progress;
 mod run;
+mod spans;
 mod summary;
 
 use std::io::Write;
@@ -16,6 +17,7 @@ use firsttoken_record::store::{Store, mask_url};
 
 pub use firsttoken_session::DEFAULT_STORE;
 pub use run::{RunArgs, exit_code, run, run_spec};
+pub use spans::{ImportSpansArgs, import_spans};
 
 /// `firsttoken init`.
 #[derive(Debug, Args)]
@@ -152,7 +154,9 @@ pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     };
     match a.format {
         ExportFormat::Jsonl => {
-            firsttoken_record::export::write_session_jsonl(&meta, &rows, &mut out)?
+            firsttoken_record::export::write_session_jsonl(&meta, &rows, &mut out)?;
+            let spans = store.spans(&meta.id).await?;
+            firsttoken_record::export::write_spans_jsonl(&spans, &mut out)?;
         }
         ExportFormat::Csv => firsttoken_record::export::write_csv(&rows, &mut out)?,
     }
@@ -174,12 +178,24 @@ pub struct ImportArgs {
 /// there first or imported before) is skipped with a message. The whole
 /// file is checked before the store is touched.
 pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    use firsttoken_record::export::{IMPORTED_FROM_TAG, group_for_import, read_jsonl};
+    use firsttoken_record::export::{IMPORTED_FROM_TAG, group_for_import, read_export};
     let f = std::fs::File::open(&a.file)
         .with_context(|| format!("cannot open {}", a.file.display()))?;
-    let (sessions, rows) = read_jsonl(std::io::BufReader::new(f))
+    let contents = read_export(std::io::BufReader::new(f))
         .with_context(|| format!("cannot import {}", a.file.display()))?;
-    let groups = group_for_import(sessions, rows)
+    if let Some(s) = contents
+        .spans
+        .iter()
+        .find(|s| !contents.sessions.iter().any(|m| m.id == s.session_id))
+    {
+        bail!(
+            "{}: a span names session {}, which has no session line; nothing was imported",
+            a.file.display(),
+            s.session_id
+        );
+    }
+    let mut spans = contents.spans;
+    let groups = group_for_import(contents.sessions, contents.rows)
         .with_context(|| format!("cannot import {}", a.file.display()))?;
     if groups.is_empty() {
         bail!(
@@ -214,8 +230,31 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let imported = store.insert_imported(&meta, &rows).await?;
+        // The session's spans follow it under its new id (after the session
+        // is committed: an interrupted import keeps the samples, and
+        // re-importing the spans alone is `import-spans`).
+        let mut own: Vec<_> = spans
+            .iter()
+            .filter(|s| s.session_id == meta.id)
+            .cloned()
+            .collect();
+        spans.retain(|s| s.session_id != meta.id);
+        for s in &mut own {
+            s.session_id.clone_from(&imported.id);
+        }
+        let mut stored = 0;
+        for chunk in own.chunks(1000) {
+            stored += store
+                .append_spans(
+                    &imported.id,
+                    chunk,
+                    firsttoken_record::span::MAX_SPANS_PER_SESSION,
+                )
+                .await?
+                .stored;
+        }
         outln!(
-            "imported session {} as {} ({} samples)",
+            "imported session {} as {} ({} samples, {stored} spans)",
             meta.id,
             imported.id,
             rows.len()

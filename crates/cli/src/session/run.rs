@@ -59,6 +59,15 @@ pub struct RunArgs {
     /// Label samples `emulated` (the target is the emulator or an app over it).
     #[arg(long)]
     pub emulated: bool,
+    /// Send a W3C traceparent header (a fresh trace id per request, stored on the sample) so the app's OpenTelemetry spans join their requests; the default unless the config says `trace_context = false`.
+    #[arg(long, overrides_with = "no_trace_context")]
+    pub trace_context: bool,
+    /// Send no traceparent header.
+    #[arg(long, overrides_with = "trace_context")]
+    pub no_trace_context: bool,
+    /// Listen for the app's OpenTelemetry spans (OTLP/HTTP, POST /v1/traces) on this address while the session runs, e.g. 127.0.0.1:4318, and store those of the session's requests (over the config's [traces] listen).
+    #[arg(long, value_name = "ADDR")]
+    pub otlp_listen: Option<String>,
     /// No progress and no summary.
     #[arg(long, short, conflicts_with = "watch")]
     pub quiet: bool,
@@ -94,6 +103,12 @@ fn overrides(a: &RunArgs) -> anyhow::Result<Overrides> {
         budget_usd: a.budget_usd,
         emulated: a.emulated,
         yes: a.yes,
+        trace_context: match (a.trace_context, a.no_trace_context) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        otlp_listen: a.otlp_listen.clone(),
     })
 }
 
@@ -156,6 +171,15 @@ pub async fn run_spec(
             "{}",
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
         );
+    }
+    if let Some(t) = &outcome.traces {
+        for (warning, line) in super::summary::traces(t) {
+            if warning {
+                eprintln!("warning: {line}");
+            } else if !quiet {
+                outln!("{line}");
+            }
+        }
     }
     Ok(outcome)
 }

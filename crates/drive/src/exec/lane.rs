@@ -16,6 +16,7 @@ use firsttoken_plan::protocol::{Dest, Planned};
 use super::slots::Home;
 use super::{Finished, Gate, RequestSource, SessionSample, Stop};
 use crate::slot::Slot;
+use crate::trace::{TRACEPARENT as TRACE_HEADER, TraceContext};
 
 /// What every lane of a run shares.
 pub(super) struct Run<S, T> {
@@ -161,6 +162,7 @@ where
         lane: &Lane,
         request: &RequestTemplate,
         warmup: bool,
+        trace: Option<&TraceContext>,
     ) -> Option<()> {
         let fresh = lane.planned.fresh && !warmup;
         let started = Instant::now();
@@ -172,6 +174,7 @@ where
             return None;
         };
         sample.warmup = warmup;
+        sample.trace_id = trace.map(|t| t.trace_id.clone());
         let actual_start = started.saturating_duration_since(self.origin);
         let out = SessionSample {
             planned: lane.planned.clone(),
@@ -188,6 +191,25 @@ where
     }
 }
 
+/// The request for `lane`, with a fresh `traceparent` when `traced`: drawn
+/// here, before the request's clock starts.
+fn build<S: RequestSource>(
+    source: &S,
+    lane: &Lane,
+    traced: bool,
+) -> (RequestTemplate, Option<TraceContext>) {
+    let mut request = source.request(&lane.planned);
+    let trace = traced.then(TraceContext::random).flatten();
+    if let Some(t) = &trace {
+        source.traced(t);
+        // One traceparent: ours replaces any the config set, so the stored
+        // trace id is the one the app sees.
+        request.headers.retain(|(n, _)| n.as_str() != TRACE_HEADER);
+        request.headers.push(t.header());
+    }
+    (request, trace)
+}
+
 /// Run one lane: warm-up when asked, the measured request (after every
 /// lane of its burst is ready, when `together`), then hand the slot back.
 pub(super) async fn run<S, T>(
@@ -202,16 +224,19 @@ where
     T: From<SessionSample> + Send + 'static,
 {
     let _ = async {
+        let traced = run.source.spec(lane.planned.dest).trace_context;
         if warm_up {
-            let request = run.source.request(&lane.planned);
-            run.send(&mut slot, &lane, &request, true).await?;
+            let (request, trace) = build(&*run.source, &lane, traced);
+            run.send(&mut slot, &lane, &request, true, trace.as_ref())
+                .await?;
         }
         // Built before the barrier, so a burst's requests start together.
-        let request = run.source.request(&lane.planned);
+        let (request, trace) = build(&*run.source, &lane, traced);
         if let Some(b) = together {
             run.unless_abandoned(b.wait()).await?;
         }
-        run.send(&mut slot, &lane, &request, false).await
+        run.send(&mut slot, &lane, &request, false, trace.as_ref())
+            .await
     }
     .await;
     (lane, slot)

@@ -55,6 +55,10 @@ pub trait RequestSource: Send + Sync {
     fn spec(&self, dest: Dest) -> &ProbeSpec;
     /// The request to send for `planned`.
     fn request(&self, planned: &Planned) -> RequestTemplate;
+    /// Called with the trace context of a request (warm-ups included)
+    /// before it is sent, when its spec asks for trace context: a span
+    /// receiver learns the trace ids that are the session's.
+    fn traced(&self, _trace: &crate::trace::TraceContext) {}
 }
 
 /// Whether more requests may start: the budget. drive only asks, before

@@ -98,6 +98,58 @@ pub struct Config {
     /// Prices per model in USD per million tokens, used when a stream reports no cost.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Collecting the app's OpenTelemetry spans while the session runs.
+    #[serde(default, skip_serializing_if = "TracesSection::is_off")]
+    pub traces: TracesSection,
+}
+
+/// The grace period after the last request during which late spans are
+/// still kept, unless `[traces] grace` says otherwise.
+pub const DEFAULT_TRACES_GRACE: Duration = Duration::from_secs(2);
+
+/// The longest `[traces] grace` accepted.
+pub const MAX_TRACES_GRACE: Duration = Duration::from_secs(600);
+
+/// `[traces]`: an OTLP/HTTP receiver for the app's spans.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracesSection {
+    /// Address to listen on for OTLP/HTTP (`POST /v1/traces`), e.g.
+    /// `127.0.0.1:4318`. Absent: no receiver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// How long after the last request spans are still kept (default
+    /// [`DEFAULT_TRACES_GRACE`]): an exporter sends its batch a moment
+    /// after the request ended.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub grace: Option<Duration>,
+    /// The most spans the session stores (default and upper bound
+    /// `firsttoken_record::span::MAX_SPANS_PER_SESSION`); the rest are
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_spans: Option<usize>,
+}
+
+impl TracesSection {
+    /// True when no receiver is configured.
+    pub fn is_off(&self) -> bool {
+        self.listen.is_none() && self.grace.is_none() && self.max_spans.is_none()
+    }
+
+    /// The grace period.
+    pub fn grace(&self) -> Duration {
+        self.grace.unwrap_or(DEFAULT_TRACES_GRACE)
+    }
+
+    /// The span cap.
+    pub fn max_spans(&self) -> usize {
+        self.max_spans
+            .unwrap_or(firsttoken_record::span::MAX_SPANS_PER_SESSION)
+    }
 }
 
 /// `[session]`.
@@ -155,6 +207,18 @@ pub struct SessionSection {
     /// `no_proxy`, as curl reads them; `""`: no proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// Send a W3C `traceparent` header with every request (a fresh trace id
+    /// each, stored on the sample) so the app's OpenTelemetry spans join
+    /// their samples. Unset: on ([`SessionSection::traced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_context: Option<bool>,
+}
+
+impl SessionSection {
+    /// Whether requests carry a `traceparent`: on unless set to false.
+    pub fn traced(&self) -> bool {
+        self.trace_context.unwrap_or(true)
+    }
 }
 
 /// Phase order.

@@ -260,10 +260,56 @@ impl Config {
                 "must be a positive number".into(),
             ));
         }
+        self.validate_traces(&invalid)?;
         if self.prompts.list.is_empty() && self.prompts.file.is_none() {
             return Err(invalid(
                 "prompts",
                 "give prompts.list or prompts.file".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// `[traces]`: a socket address, a bounded grace, a cap within the
+    /// store's, and trace context on (without it no span is the session's).
+    fn validate_traces(
+        &self,
+        invalid: &dyn Fn(&str, String) -> ConfigError,
+    ) -> Result<(), ConfigError> {
+        let t = &self.traces;
+        if let Some(l) = &t.listen {
+            if l.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    "traces.listen",
+                    format!("{l:?} is not an address to listen on, e.g. \"127.0.0.1:4318\""),
+                ));
+            }
+            if !self.session.traced() {
+                return Err(invalid(
+                    "traces.listen",
+                    "collecting spans needs session.trace_context: without a traceparent no span can be joined to its request".into(),
+                ));
+            }
+        }
+        if t.grace() > MAX_TRACES_GRACE {
+            return Err(invalid(
+                "traces.grace",
+                format!(
+                    "must be at most {} s, got {:?}",
+                    MAX_TRACES_GRACE.as_secs(),
+                    t.grace()
+                ),
+            ));
+        }
+        let cap = firsttoken_record::span::MAX_SPANS_PER_SESSION;
+        if let Some(n) = t.max_spans
+            && !(1..=cap).contains(&n)
+        {
+            return Err(invalid(
+                "traces.max_spans",
+                format!("must be from 1 to {cap}, got {n}"),
             ));
         }
         Ok(())

@@ -16,7 +16,9 @@
 //!   its place in it (seq, phase, path, strategy, concurrency, intended and
 //!   actual start), provenance, every stamp of the probe, token counts, ITL
 //!   summary, status, request id, provider, route, cost, Server-Timing and
-//!   TLS (JSON) and the error.
+//!   TLS (JSON) and the error, and (version 5) the trace id it sent;
+//! - `spans`: the app's server-side spans of a session ([`SPAN_COLUMNS`]),
+//!   stored in batches up to a per-session cap ([`Store::append_spans`]).
 //!
 //! Column decisions, the same in both backends: `*_at` times are
 //! [`UtcTime`] as RFC 3339 UTC text (text order is time order); `phase` is
@@ -52,6 +54,7 @@ mod error;
 mod postgres;
 mod redact;
 mod schema;
+mod spans;
 mod sqlite;
 
 use std::path::Path;
@@ -62,6 +65,7 @@ pub use postgres::PgStore;
 pub use redact::{REDACTED, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
 pub(crate) use schema::{Cell, sample_cells};
+pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
 
 use crate::session::{Cleanup, SampleRow, SessionMeta, SessionStatus, new_session_id};

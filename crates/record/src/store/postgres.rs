@@ -596,3 +596,5 @@ fn describe_server(cfg: &tokio_postgres::Config) -> String {
         None => format!("localhost:{port}"),
     }
 }
+
+mod spans;

@@ -21,7 +21,11 @@
 //!   created, recorded as it is created;
 //! - version 4 adds, at the end of `samples`, `proxy_ms`,
 //!   `content_encoding`, `retried_stale` and the prompt's identity
-//!   (`prompt_index`, `prompt_hash`).
+//!   (`prompt_index`, `prompt_hash`);
+//! - version 5 adds `samples.trace_id` (the W3C trace id the request sent)
+//!   and the `spans` table (see [`super::spans`]): ids as lowercase hex,
+//!   times as 64-bit integer ns since the Unix epoch, `kind` `CHECK`ed
+//!   against the [`crate::span::SpanKind`] text forms.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -40,6 +44,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("migrations/sqlite/0002_phase_check.sql")),
     (3, include_str!("migrations/sqlite/0003_test_accounts.sql")),
     (4, include_str!("migrations/sqlite/0004_wire_facts.sql")),
+    (5, include_str!("migrations/sqlite/0005_spans.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -51,6 +56,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
         include_str!("migrations/postgres/0003_test_accounts.sql"),
     ),
     (4, include_str!("migrations/postgres/0004_wire_facts.sql")),
+    (5, include_str!("migrations/postgres/0005_spans.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -96,7 +102,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 45] = [
+pub const SAMPLE_COLUMNS: [&str; 46] = [
     "session_id",
     "seq",
     "phase",
@@ -142,12 +148,16 @@ pub const SAMPLE_COLUMNS: [&str; 45] = [
     "retried_stale",
     "prompt_index",
     "prompt_hash",
+    "trace_id",
 ];
 
-/// How many of [`SAMPLE_COLUMNS`] the first migration creates; the rest
-/// come from version 4.
+/// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
+/// [`V4_SAMPLE_COLUMNS`] come from version 4, the rest from version 5.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
+/// How many of [`SAMPLE_COLUMNS`] version 4 adds.
+#[cfg(test)]
+const V4_SAMPLE_COLUMNS: usize = 5;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,6 +267,15 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
             real(&format!("server_timing[{k:?}]"), *v)?;
         }
     }
+    if let Some(t) = s
+        .trace_id
+        .as_deref()
+        .filter(|t| !crate::span::is_trace_id(t))
+    {
+        return Err(format!(
+            "trace_id {t:?} is not 32 lowercase hex digits (not all zero)"
+        ));
+    }
     if !r.dest.fits(r.phase) {
         return Err(format!("a {} request cannot go to {:?}", r.phase, r.dest));
     }
@@ -329,6 +348,7 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
         r.prompt
             .as_ref()
             .map_or(Cell::Null, |p| Cell::Text(p.hash.clone())),
+        opt_text(&s.trace_id),
     ])
 }
 
@@ -464,9 +484,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         server_timing: r.typed_json::<BTreeMap<String, f64>>("server_timing")?,
         content_encoding: r.opt_text("content_encoding")?,
         retried_stale: r.bool("retried_stale")?,
-        // Not stored yet: nothing sends a traceparent until the trace
-        // column exists (schema version 5).
-        trace_id: None,
+        trace_id: r.opt_text("trace_id")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -500,7 +518,19 @@ mod tests {
 
     #[test]
     fn every_sample_column_appears_in_both_migrations() {
-        let (v1_cols, v4_cols) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+        let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+        let (v4_cols, v5_cols) = later.split_at(V4_SAMPLE_COLUMNS);
+        for col in v5_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                SQLITE_MIGRATIONS[4].1.contains(&pat),
+                "sqlite v5 lacks {col}"
+            );
+            assert!(
+                POSTGRES_MIGRATIONS[4].1.contains(&pat),
+                "postgres v5 lacks {col}"
+            );
+        }
         for col in v4_cols {
             let pat = format!("ADD COLUMN {col} ");
             assert!(

@@ -611,3 +611,5 @@ fn query_sessions(
     }
     Ok(out)
 }
+
+mod spans;

@@ -301,6 +301,7 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.proxy_ms = Some(0.875);
     s.content_encoding = Some("gzip".into());
     s.retried_stale = true;
+    s.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),
