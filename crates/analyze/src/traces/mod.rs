@@ -147,6 +147,13 @@ pub fn attach_traces(
     }
     let mut t = explain(rows, sessions, spans, groups, &analysis.settings);
     stats::link_overhead(&mut t.splits, &analysis.overhead);
+    // Spans break the overhead down where Server-Timing could not.
+    if t.splits.iter().any(|s| s.traced > 0) {
+        analysis
+            .limits
+            .items
+            .retain(|l| *l != crate::diagnose::Limit::NoServerTiming);
+    }
     analysis.traces = Some(t);
 }
 

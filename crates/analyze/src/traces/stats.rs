@@ -43,7 +43,8 @@ pub struct PartStat {
     /// Its total time ÷ the total server time before the first token.
     pub share_of_server: Option<f64>,
     /// Its median ÷ the path's app overhead median, when the overhead is
-    /// an increase (the interval lies above 0).
+    /// an increase (the interval lies above 0); never for the model
+    /// provider, whose call the direct requests measure as well.
     pub share_of_overhead: Option<f64>,
 }
 
@@ -238,7 +239,13 @@ pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
         let Some(total) = o.overhead_median.estimate.point() else {
             continue;
         };
-        for p in &mut s.parts {
+        // The model call is what the direct requests measure too: its time
+        // is not overhead (as Server-Timing's model phases are not).
+        for p in s
+            .parts
+            .iter_mut()
+            .filter(|p| p.category != Category::ModelProvider)
+        {
             p.share_of_overhead = p.median.point().map(|m| m / total);
         }
     }

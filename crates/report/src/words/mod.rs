@@ -20,6 +20,7 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 mod findings;
 mod limits;
 mod routes;
+pub mod traces;
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
 pub use limits::limit_lines;
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
@@ -140,8 +141,18 @@ macro_rules! path_entries {
 path_entries!(Overhead, ConnectionCost, ConcurrencyWall, ColdStart, Drift);
 entries!(Providers, Routes);
 
-/// App overhead: app TTFT − direct TTFT.
+/// App overhead: app TTFT − direct TTFT, broken down by the app's
+/// Server-Timing (or said to have none).
 pub fn overhead(o: &Overhead) -> String {
+    overhead_with(o, None)
+}
+
+/// App overhead broken down by the path's server spans when there are
+/// some (preferred over Server-Timing), else as [`overhead`].
+pub fn overhead_with(
+    o: &Overhead,
+    spans: Option<&firsttoken_analyze::traces::SpanSplit>,
+) -> String {
     if o.sessions == 0 {
         return "no session has both app and direct requests: app overhead unknown".to_string();
     }
@@ -169,6 +180,13 @@ pub fn overhead(o: &Overhead) -> String {
         s.push_str(&format!("; ping {}", ms(p)));
     }
     s.push(')');
+    if let Some(split) = spans.filter(|s| s.traced > 0) {
+        s.push_str(&traces::overhead_parts(split));
+        if o.server_timing.is_some() {
+            s.push_str(" (preferred over its Server-Timing)");
+        }
+        return s;
+    }
     match &o.server_timing {
         Some(st) => {
             let parts: Vec<String> = st
