@@ -1,9 +1,10 @@
 //! One sample joined to its spans: the server's root, the handler, and the
 //! server time split into groups.
 //!
-//! - **Root**: the span whose parent is not in the trace (firsttoken's own
-//!   id from `traceparent`, or none), preferring kind `server`, then the
-//!   earliest.
+//! - **Root**: a span of kind `server` (or unspecified) whose parent is
+//!   not in the trace (firsttoken's own id from `traceparent`, or none),
+//!   preferring kind `server`, then the earliest; an orphaned internal or
+//!   client span is not a root (the server's span was lost).
 //! - **Handler**: the longest direct child of the root that is not a
 //!   database, provider, HTTP or auth call and not an ASGI `http send` /
 //!   `http receive` event span; **queue wait** is root start → handler
@@ -28,11 +29,15 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// The root span among one trace's spans: its parent lies outside the
-/// trace; kind `server` first, then the earliest start.
+/// trace and its kind is `server` (or not given); kind `server` first, then
+/// the earliest start. An internal or client span whose parent is missing
+/// is not a root: the server's own span was lost, and the request counts
+/// as without root.
 pub(crate) fn root_of<'a>(spans: &[&'a SpanRow]) -> Option<&'a SpanRow> {
     let ids: HashSet<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
     spans
         .iter()
+        .filter(|s| matches!(s.kind, SpanKind::Server | SpanKind::Unspecified))
         .filter(|s| s.parent_span_id.as_deref().is_none_or(|p| !ids.contains(p)))
         .min_by_key(|s| (s.kind != SpanKind::Server, s.start_unix_nano))
         .copied()

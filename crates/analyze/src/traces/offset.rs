@@ -17,8 +17,10 @@
 //! tighter one: the server finished before the client saw the stream end
 //! (`C_end`), so `θ ≥ E − C_end`. A server that closes its span a little
 //! after writing its last byte can break that bound by its bookkeeping
-//! time, so end bounds are used only when they keep the interval
-//! non-empty (`used_end_bounds` says whether they were).
+//! time, so an end bound that lies past the upper bound by less than
+//! [`END_SLACK_MS`] is left out; one past it by more means the clocks moved
+//! (or a wrong join) and is kept, making the estimate inconsistent
+//! (`used_end_bounds` says whether end bounds were used).
 //!
 //! When the bounds do not intersect (the clocks drifted during the
 //! session, or the server stamped its span after it began to answer) the
@@ -103,6 +105,10 @@ pub struct OffsetEstimate {
     pub used_end_bounds: bool,
 }
 
+/// How far past the upper bound an end bound may lie and still be read as
+/// a server's span bookkeeping after its last byte, ms.
+pub const END_SLACK_MS: f64 = 1.0;
+
 /// The offset from the session's pairs; `None` without any.
 pub(crate) fn estimate(pairs: &[Pair], anchor_half_ms: f64) -> Option<OffsetEstimate> {
     if pairs.is_empty() {
@@ -119,10 +125,19 @@ pub(crate) fn estimate(pairs: &[Pair], anchor_half_ms: f64) -> Option<OffsetEsti
         .iter()
         .filter_map(|p| p.client_end_ms.map(|c| p.server_end_ms - c))
         .fold(f64::NEG_INFINITY, f64::max);
-    let used_end_bounds = end_low > max_low && end_low <= min_high;
-    if used_end_bounds {
+    // An end bound past the upper bound by less than the slack is a span
+    // closed a little after its last byte: left out. By more, it is a
+    // clock that moved (or a wrong join): kept, and the estimate is then
+    // inconsistent.
+    let used_end_bounds = if end_low > min_high + END_SLACK_MS {
+        max_low = max_low.max(end_low);
+        true
+    } else if end_low > max_low && end_low <= min_high {
         max_low = end_low;
-    }
+        true
+    } else {
+        false
+    };
     let consistent = max_low <= min_high;
     let (a, b) = if consistent {
         (max_low, min_high)
@@ -208,17 +223,25 @@ mod tests {
     }
 
     #[test]
-    fn an_end_bound_that_would_empty_the_interval_is_not_used() {
-        // The span closed 3 ms after the client saw the stream end.
+    fn an_end_bound_just_past_the_upper_one_is_bookkeeping() {
+        // The span closed 0.5 ms after the client saw the stream end.
         let p = Pair {
             server_start_ms: 105.0,
             client_write_ms: 100.0,
             client_first_byte_ms: 150.0,
-            server_end_ms: 303.0,
+            server_end_ms: 295.5,
             client_end_ms: Some(290.0),
         };
         let e = estimate(&[p], 0.0).unwrap();
         assert!(e.consistent && !e.used_end_bounds);
         assert_eq!((e.lower_ms, e.upper_ms), (-45.0, 5.0));
+        // 20 ms past: the clock moved; kept, and flagged.
+        let q = Pair {
+            server_end_ms: 315.0,
+            ..p
+        };
+        let e = estimate(&[q], 0.0).unwrap();
+        assert!(!e.consistent && e.used_end_bounds);
+        assert_eq!((e.lower_ms, e.upper_ms), (5.0, 25.0));
     }
 }

@@ -24,6 +24,9 @@ struct Sim {
     worker_free: f64,
     seq: u64,
     traced: bool,
+    /// Many workers, and a database that slows down with concurrency
+    /// (each call takes 50 ms × c): a shared resource, not a queue.
+    shared_db: bool,
 }
 
 fn ns(ms: f64) -> u64 {
@@ -39,6 +42,7 @@ impl Sim {
             worker_free: 0.0,
             seq: 0,
             traced: true,
+            shared_db: false,
         }
     }
 
@@ -70,7 +74,16 @@ impl Sim {
         let jitter = 2.0 * ((seq as f64 * 0.618_033_988_7).fract() - 0.5);
         let trace = format!("{:032x}", seq + 1);
         let arrive = t + 0.3 + 1.0; // written after 0.3 ms, one-way 1 ms
-        let start = arrive.max(self.worker_free) + 0.2;
+        let start = if self.shared_db {
+            arrive + 0.2
+        } else {
+            arrive.max(self.worker_free) + 0.2
+        };
+        let slowdown = if self.shared_db {
+            f64::from(c.unwrap_or(1))
+        } else {
+            1.0
+        };
         let mut at = start;
         let mut ids = (seq + 1) * 100;
         let mut push_ids = || {
@@ -92,7 +105,7 @@ impl Sim {
         ));
         at += 2.0;
         for i in 0..db {
-            let d = 50.0 + jitter + i as f64 * 0.1;
+            let d = (50.0 + jitter + i as f64 * 0.1) * slowdown;
             inner.push((
                 push_ids(),
                 "SELECT messages".into(),
@@ -179,7 +192,10 @@ impl Sim {
     /// 30 sequential warm requests per path, then bursts at c = 1, 3, 5
     /// on chat (30 requests each).
     fn session(theta_ms: f64) -> Sim {
-        let mut sim = Sim::new(theta_ms);
+        Sim::session_with(Sim::new(theta_ms))
+    }
+
+    fn session_with(mut sim: Sim) -> Sim {
         let mut t = 100.0;
         for i in 0..60 {
             let (path, db) = if i % 2 == 0 { ("chat", 4) } else { ("docs", 1) };
@@ -396,4 +412,47 @@ fn a_group_map_merges_groups() {
     let db = chat.parts.iter().find(|p| p.group == "database").unwrap();
     assert!((db.median.point().unwrap() - 202.0).abs() < 2.0);
     assert_eq!(db.median_calls, 5.0);
+}
+
+#[test]
+fn a_database_that_slows_under_load_shows_as_handler_time() {
+    let mut sim = Sim::new(-120.0);
+    sim.shared_db = true;
+    let t = Sim::session_with(sim).explain();
+    let w = &t.walls[0];
+    let top = w.levels.last().unwrap();
+    assert_eq!(top.handler_ratio.direction, Direction::Increase);
+    assert_ne!(top.wait_change.direction, Direction::Increase);
+    assert_eq!(w.reason, WallReason::SharedResource);
+}
+
+#[test]
+fn spans_without_a_root_and_a_drifting_clock_are_reported() {
+    let mut sim = Sim::new(0.0);
+    let mut t = 0.0;
+    for _ in 0..10 {
+        t = sim.request(t, PhaseKind::Warm, "chat", 1, None) + 5.0;
+    }
+    // The server's clock steps 50 ms ahead half-way through.
+    let late: Vec<String> = sim.rows[5..]
+        .iter()
+        .filter_map(|r| r.sample.trace_id.clone())
+        .collect();
+    for s in &mut sim.spans {
+        if late.contains(&s.trace_id) {
+            s.start_unix_nano += 50_000_000;
+            s.end_unix_nano += 50_000_000;
+        }
+    }
+    // The first request's server span was lost; its children arrived.
+    let first = sim.rows[0].sample.trace_id.clone().unwrap();
+    sim.spans
+        .retain(|s| !(s.trace_id == first && s.kind == SpanKind::Server));
+    let tr = sim.explain();
+    let c = &tr.coverage[0];
+    assert_eq!((c.requests, c.traced, c.without_root), (10, 9, 1));
+    let e = tr.sessions[0].offset.unwrap();
+    assert!(!e.consistent, "{e:?}");
+    // The interval touches both halves' bounds: 0 and +50 ms.
+    assert!(e.lower_ms <= 1.5 && e.upper_ms >= 48.5, "{e:?}");
 }
