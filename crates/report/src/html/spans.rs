@@ -9,7 +9,9 @@ use firsttoken_analyze::traces::{Waterfall, WaterfallKind};
 use serde::Serialize;
 
 use super::svg::{Area, LegendItem, PALETTE, Scale, Svg, Swatch, legend, legend_layout, truncate};
-use crate::format::ms;
+use super::view::Table;
+use crate::doc::TableData;
+use crate::format::{Cell, ms};
 use crate::words::traces::scope_label;
 
 const WIDTH: f64 = 760.0;
@@ -29,7 +31,20 @@ pub(crate) struct SpanPlot {
 #[derive(Debug, Serialize)]
 pub(crate) struct SpansView {
     pub lines: Vec<String>,
+    pub tables: Vec<Table>,
     pub plots: Vec<SpanPlot>,
+}
+
+/// A laid-out table as the page's table (the same cells as the terminal's).
+fn table(t: &TableData) -> Table {
+    let head: Vec<&str> = t.header.iter().map(String::as_str).collect();
+    let mut out = Table::new("", &head, &[]);
+    out.rows = t
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| Cell::plain(c.clone())).collect())
+        .collect();
+    out
 }
 
 /// The spans part from the analysis.
@@ -37,6 +52,7 @@ pub(crate) fn view(a: &Analysis) -> Option<SpansView> {
     let section = crate::doc_traces::section(a)?;
     let t = a.traces.as_ref()?;
     Some(SpansView {
+        tables: section.tables.iter().map(table).collect(),
         lines: section.lines,
         plots: t
             .waterfalls
