@@ -112,3 +112,27 @@ fn html() {
     let end = at + page[at..].find("</section>").unwrap();
     insta::assert_snapshot!(&page[at..end]);
 }
+
+#[test]
+fn without_spans_the_section_says_so_and_counts_every_request() {
+    let sessions = vec![traces::meta()];
+    let (rows, _) = traces::rows_and_spans();
+    let frame = firsttoken_analyze::Frame::from_rows(&rows, &sessions).unwrap();
+    let mut a = firsttoken_analyze::analyze(
+        &frame,
+        &sessions,
+        &[],
+        &firsttoken_analyze::Settings::from_sessions(&sessions),
+    );
+    firsttoken_analyze::attach_traces(&mut a, &rows, &sessions, &[], &Default::default());
+    let out = render(Format::Terminal, &ReportInput::new(&sessions, &a, &[])).unwrap();
+    assert!(
+        out.contains("No request has server spans (0 spans received"),
+        "{out}"
+    );
+    assert!(
+        out.contains("chat (warm): 0 of 30 requests have server spans; 30 without (30 had none")
+    );
+    // Nothing is explained by spans, so Server-Timing's absence still limits.
+    assert!(out.contains("the app sent no Server-Timing"));
+}

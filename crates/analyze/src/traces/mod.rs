@@ -243,23 +243,38 @@ pub fn explain(
     // Pass 2: per session, the anchor and the offset.
     let mut anchors = HashMap::new();
     let mut session_ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+    let mut seen: std::collections::HashSet<&str> = session_ids.iter().copied().collect();
     for r in rows {
-        if !session_ids.contains(&r.session_id.as_str()) {
+        if seen.insert(r.session_id.as_str()) {
             session_ids.push(r.session_id.as_str());
         }
+    }
+    // Each session's rows and joined requests, gathered once.
+    let mut own_rows: HashMap<&str, Vec<&SampleRow>> = HashMap::new();
+    for r in rows {
+        own_rows.entry(r.session_id.as_str()).or_default().push(r);
+    }
+    let mut own_joined: HashMap<&str, Vec<(usize, &SpanRow)>> = HashMap::new();
+    for &(i, root, _) in &joined {
+        own_joined
+            .entry(rows[i].session_id.as_str())
+            .or_default()
+            .push((i, root));
     }
     let mut offsets = Vec::new();
     let mut theta: HashMap<&str, OffsetEstimate> = HashMap::new();
     for id in session_ids {
-        let own = rows.iter().filter(|r| r.session_id == id);
-        let Some(anchor) = offset::anchor(own.map(|r| (r.started_at.unix_ms(), r.actual_start_ms)))
-        else {
+        let own = own_rows.get(id).map(Vec::as_slice).unwrap_or_default();
+        let Some(anchor) = offset::anchor(
+            own.iter()
+                .map(|r| (r.started_at.unix_ms(), r.actual_start_ms)),
+        ) else {
             continue;
         };
         anchors.insert(id, anchor);
         let mut pairs = Vec::new();
         let mut traced = 0;
-        for &(i, root, _) in joined.iter().filter(|j| rows[j.0].session_id == id) {
+        for &(i, root) in own_joined.get(id).map(Vec::as_slice).unwrap_or_default() {
             traced += 1;
             let r = &rows[i];
             let Some(fb) = r.sample.ttfb_ms else { continue };
