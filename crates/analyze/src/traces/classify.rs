@@ -7,7 +7,7 @@
 //! | database | a `db.system` or `db.system.name` attribute |
 //! | model provider | any `gen_ai.*` attribute; or an outgoing HTTP span to a host mapped to it |
 //! | outgoing HTTP | a client span with `http.request.method`, `server.address`, `url.full` (or the older `http.method`, `http.url`, `net.peer.name`) |
-//! | auth | a name containing `auth`, `login`, `jwt`, `oauth`, `signin` or `session` |
+//! | auth | a name containing `auth`, `login`, `jwt`, `oauth`, `signin` or `sign_in` (not `session`: a database or chat session is not auth) |
 //! | other | the rest |
 //!
 //! A [`GroupMap`] renames or merges groups (`database → postgres`,
@@ -130,7 +130,7 @@ pub fn category(span: &SpanRow) -> Category {
         return Category::OutgoingHttp;
     }
     let name = span.name.to_ascii_lowercase();
-    if ["auth", "login", "jwt", "oauth", "signin", "session"]
+    if ["auth", "login", "jwt", "oauth", "signin", "sign_in"]
         .iter()
         .any(|w| name.contains(w))
     {
@@ -211,6 +211,8 @@ mod tests {
         );
         let auth = span("verify_auth", SpanKind::Internal, &[]);
         let other = span("retrieve", SpanKind::Internal, &[]);
+        let chat_session = span("load chat session", SpanKind::Internal, &[]);
+        assert_eq!(category(&chat_session), Category::Other);
         assert_eq!(category(&db), Category::Database);
         assert_eq!(category(&db_new), Category::Database);
         assert_eq!(category(&ai), Category::ModelProvider);
