@@ -60,6 +60,10 @@ pub struct Comparison {
     pub alpha: f64,
     /// Relative median change below which nothing counts as a change.
     pub noise_threshold: f64,
+    /// The material band (absolute: the noise threshold times b's median):
+    /// an undecided difference inside it is "no detectable difference",
+    /// one reaching past it "inconclusive".
+    pub material: f64,
     /// What the median difference supports, under the rule above.
     pub direction: Direction,
 }
@@ -106,15 +110,26 @@ pub fn compare(
     let significant = mw.is_some_and(|m| m.p_value < settings.alpha())
         && median_difference.ci().is_some_and(|c| c.excludes_zero())
         && relative.is_some_and(|r| r.abs() > settings.noise_threshold());
-    let direction = match Direction::of(&median_difference, 0.0, 0.0) {
+    // The material band: the noise threshold of the baseline's median.
+    let material = median_b
+        .point()
+        .map_or(0.0, |m| m.abs() * settings.noise_threshold());
+    let direction = match Direction::of(&median_difference, 0.0, 0.0, material) {
         // No data of these sizes can pass the rank test: say so, rather than
         // "no detectable difference" beside an interval that excludes zero.
-        Direction::Increase | Direction::Decrease | Direction::NoDetectableDifference
-            if rank::smallest_p(a.len(), b.len()) >= settings.alpha() =>
+        d if d != Direction::TooFewSamples
+            && rank::smallest_p(a.len(), b.len()) >= settings.alpha() =>
         {
             Direction::TooFewSamples
         }
-        d if d.is_change() && !significant => Direction::NoDetectableDifference,
+        // A change the rank test or the noise threshold does not confirm:
+        // undecided, and inconclusive unless the interval is inside the band.
+        d if d.is_change() && !significant => match median_difference.ci() {
+            Some(c) if c.lower >= -material && c.upper <= material => {
+                Direction::NoDetectableDifference
+            }
+            _ => Direction::Inconclusive,
+        },
         d => d,
     };
     Comparison {
@@ -133,6 +148,7 @@ pub fn compare(
         mann_whitney: mw,
         cliffs_delta: cd,
         alpha: settings.alpha(),
+        material,
         noise_threshold: settings.noise_threshold(),
         direction,
     }
@@ -403,6 +419,6 @@ mod tests {
         assert!(compare_groups(&frame, &groups[0], &groups[1], Metric::Ttft, &s).is_err());
         assert!(compare_sessions(&frame, "m", "x", None, Metric::Ttft, &s).is_err());
         let c = compare_sessions(&frame, "m", "m", None, Metric::Ttft, &s).unwrap();
-        assert_eq!(c.direction, Direction::NoDetectableDifference);
+        assert!(c.direction.is_undecided(), "{c:?}");
     }
 }

@@ -7,9 +7,15 @@
 //! difference, 1 for a ratio) — and, where a noise threshold applies,
 //! above the null plus that threshold; a [`Direction::Decrease`] likewise
 //! below. An interval that reaches the null (or the noise band) is
-//! [`Direction::NoDetectableDifference`], whatever its point says; without
-//! an estimate it is [`Direction::TooFewSamples`]. The report stage turns a
-//! finding into words; analysis writes none.
+//! [`Direction::NoDetectableDifference`] when it also stays inside the
+//! *material* band around the null (a change that small is noise: the data
+//! rule out anything larger), and [`Direction::Inconclusive`] when it
+//! reaches past that band too (a material change is not ruled out: more
+//! samples are needed), whatever its point says; without an estimate it is
+//! [`Direction::TooFewSamples`]. The material band is the noise threshold
+//! times the baseline's median (a relative 5 % by default), or the ratio's
+//! noise band. The report stage turns a finding into words; analysis
+//! writes none.
 
 use serde::Serialize;
 
@@ -23,8 +29,12 @@ pub enum Direction {
     Increase,
     /// The interval lies wholly below the null (beyond any noise band).
     Decrease,
-    /// The interval reaches the null or the noise band.
+    /// The interval reaches the null or the noise band and lies within the
+    /// material band: any change is smaller than that band.
     NoDetectableDifference,
+    /// The interval reaches the null and also past the material band: the
+    /// data neither show a change nor rule out a material one at this n.
+    Inconclusive,
     /// Too few samples for an interval.
     TooFewSamples,
 }
@@ -32,18 +42,34 @@ pub enum Direction {
 impl Direction {
     /// The direction an interval supports: `stat` against the `null` value,
     /// with `band` (absolute, ≥ 0) of noise on either side.
-    pub fn of(stat: &Stat, null: f64, band: f64) -> Direction {
+    /// An interval that reaches the band is judged against the `material`
+    /// band (absolute, at least `band`): inside it, no detectable
+    /// difference; reaching past it, inconclusive.
+    pub fn of(stat: &Stat, null: f64, band: f64, material: f64) -> Direction {
+        let material = material.max(band);
         match stat.estimate() {
             None => Direction::TooFewSamples,
             Some(e) if e.ci.lower > null + band => Direction::Increase,
             Some(e) if e.ci.upper < null - band => Direction::Decrease,
-            Some(_) => Direction::NoDetectableDifference,
+            Some(e) if e.ci.lower >= null - material && e.ci.upper <= null + material => {
+                Direction::NoDetectableDifference
+            }
+            Some(_) => Direction::Inconclusive,
         }
     }
 
     /// True for [`Direction::Increase`] and [`Direction::Decrease`].
     pub fn is_change(self) -> bool {
         matches!(self, Direction::Increase | Direction::Decrease)
+    }
+
+    /// True for [`Direction::NoDetectableDifference`] and
+    /// [`Direction::Inconclusive`]: an interval that reaches the null.
+    pub fn is_undecided(self) -> bool {
+        matches!(
+            self,
+            Direction::NoDetectableDifference | Direction::Inconclusive
+        )
     }
 }
 
@@ -55,6 +81,10 @@ pub struct Finding {
     pub estimate: Stat,
     /// The value meaning "no change": 0 for a difference, 1 for a ratio.
     pub null: f64,
+    /// Half-width of the material band around the null (absolute, in the
+    /// estimate's unit): an undecided interval inside it is "no detectable
+    /// difference", one reaching past it "inconclusive".
+    pub material: f64,
     /// Values on the compared side.
     pub n_a: usize,
     /// Values on the baseline side.
@@ -64,22 +94,34 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A difference a − b, judged against 0 with no noise band.
-    pub fn difference(estimate: Stat, n_a: usize, n_b: usize) -> Finding {
-        Finding::with_band(estimate, 0.0, 0.0, n_a, n_b)
+    /// A difference a − b, judged against 0 with no noise band; `material`
+    /// (absolute) separates "no detectable difference" from "inconclusive".
+    pub fn difference(estimate: Stat, material: f64, n_a: usize, n_b: usize) -> Finding {
+        Finding::with_band(estimate, 0.0, 0.0, material, n_a, n_b)
     }
 
-    /// A ratio a ÷ b, judged against 1 with a relative noise `threshold`.
+    /// A ratio a ÷ b, judged against 1 with a relative noise `threshold`,
+    /// which is also its material band.
     pub fn ratio(estimate: Stat, threshold: f64, n_a: usize, n_b: usize) -> Finding {
-        Finding::with_band(estimate, 1.0, threshold, n_a, n_b)
+        Finding::with_band(estimate, 1.0, threshold, threshold, n_a, n_b)
     }
 
-    /// Any finding: `estimate` against `null` with `band` of noise.
-    pub fn with_band(estimate: Stat, null: f64, band: f64, n_a: usize, n_b: usize) -> Finding {
+    /// Any finding: `estimate` against `null` with `band` of noise and
+    /// `material` of relevance (see [`Direction::of`]).
+    pub fn with_band(
+        estimate: Stat,
+        null: f64,
+        band: f64,
+        material: f64,
+        n_a: usize,
+        n_b: usize,
+    ) -> Finding {
+        let material = material.max(band);
         Finding {
-            direction: Direction::of(&estimate, null, band),
+            direction: Direction::of(&estimate, null, band, material),
             estimate,
             null,
+            material,
             n_a,
             n_b,
         }
@@ -105,30 +147,48 @@ mod tests {
 
     #[test]
     fn the_interval_decides_not_the_point() {
-        // The demo's case: a negative point, an interval spanning zero.
-        let f = Finding::difference(stat(-42.0, -87.0, 48.0), 60, 60);
+        // The demo's case: a negative point, an interval spanning zero and
+        // reaching past ±30 ms (5 % of a 600 ms baseline): inconclusive.
+        let f = Finding::difference(stat(-42.0, -87.0, 48.0), 30.0, 60, 60);
+        assert_eq!(f.direction, Direction::Inconclusive);
+        let f = Finding::difference(stat(42.0, -3.0, 88.0), 30.0, 60, 60);
+        assert_eq!(f.direction, Direction::Inconclusive);
+        // The same spanning interval, inside the material band: no change
+        // that matters, and the data say so.
+        let f = Finding::difference(stat(2.0, -12.0, 14.0), 30.0, 60, 60);
         assert_eq!(f.direction, Direction::NoDetectableDifference);
-        let f = Finding::difference(stat(42.0, -3.0, 88.0), 60, 60);
-        assert_eq!(f.direction, Direction::NoDetectableDifference);
+        assert!(f.direction.is_undecided() && !f.direction.is_change());
         assert_eq!(
-            Finding::difference(stat(42.0, 3.0, 88.0), 60, 60).direction,
+            Finding::difference(stat(42.0, 3.0, 88.0), 30.0, 60, 60).direction,
             Direction::Increase
         );
         assert_eq!(
-            Finding::difference(stat(-42.0, -88.0, -3.0), 60, 60).direction,
+            Finding::difference(stat(-42.0, -88.0, -3.0), 30.0, 60, 60).direction,
             Direction::Decrease
         );
         let small = Stat::TooSmall { n: 1, needed: 2 };
         assert_eq!(
-            Finding::difference(small, 1, 60).direction,
+            Finding::difference(small, 30.0, 1, 60).direction,
             Direction::TooFewSamples
         );
     }
 
     #[test]
+    fn the_material_band_is_never_narrower_than_the_noise_band() {
+        let f = Finding::with_band(stat(1.0, -4.0, 4.0), 0.0, 5.0, 1.0, 10, 10);
+        assert_eq!(f.material, 5.0);
+        assert_eq!(f.direction, Direction::NoDetectableDifference);
+    }
+
+    #[test]
     fn a_ratio_must_clear_the_noise_band() {
+        // Above 1 but not clear of the band, and reaching past it.
         assert_eq!(
             Finding::ratio(stat(1.08, 1.03, 1.12), 0.05, 20, 20).direction,
+            Direction::Inconclusive
+        );
+        assert_eq!(
+            Finding::ratio(stat(1.01, 0.98, 1.04), 0.05, 20, 20).direction,
             Direction::NoDetectableDifference
         );
         assert_eq!(

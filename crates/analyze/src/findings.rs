@@ -231,6 +231,7 @@ fn comparison_finding(c: &Comparison) -> Finding {
     Finding {
         estimate: c.median_difference,
         null: 0.0,
+        material: c.material,
         n_a: c.n_a,
         n_b: c.n_b,
         direction: c.direction,

@@ -80,8 +80,11 @@ fn phases(full: bool) -> PhasesSection {
     } else {
         PhasesSection {
             ping: 5,
+            // Four idle-gap probes (two a path): the fewest whose before →
+            // after comparison the rank test can decide (4 against 4 gives
+            // at best p = 0.029).
             cold: Some(ColdSection {
-                count: 2,
+                count: 4,
                 idle_gap: Duration::from_secs(3),
                 paths: None,
             }),

@@ -23,6 +23,7 @@ mod refapp;
 mod report;
 mod session;
 mod shape;
+mod watch;
 
 use std::process::ExitCode;
 

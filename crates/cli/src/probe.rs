@@ -1,7 +1,7 @@
 //! `firsttoken probe`: arguments → a validated [`ProbeSpec`] → the drive
 //! stage → per-request lines or JSON, a live progress line, a summary.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,7 +16,9 @@ use firsttoken_plan::{
     Timeouts,
 };
 use firsttoken_record::Sample;
+use firsttoken_session::Pause;
 
+use crate::watch::Watch;
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
 /// HTTP version choice.
@@ -109,6 +111,11 @@ pub struct ProbeArgs {
     /// Print no summary and no progress.
     #[arg(short, long)]
     quiet: bool,
+    /// A live view in the terminal instead of the per-request lines: requests done, errors by
+    /// kind, TTFT p50/p95 with intervals, a TTFT histogram, requests in flight, the last errors.
+    /// q stops (as Ctrl-C). Falls back to the lines when stdout is not a terminal.
+    #[arg(long, conflicts_with_all = ["json", "quiet"])]
+    watch: bool,
 }
 
 impl TryFrom<ProbeArgs> for ProbeSpec {
@@ -208,6 +215,7 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let json = args.json;
     let quiet = args.quiet;
+    let watch = args.watch && std::io::stdout().is_terminal();
     let spec = match ProbeSpec::try_from(args) {
         Ok(s) => s,
         Err(e) => {
@@ -221,12 +229,34 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     }
     let cancel = crate::shutdown_token();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Sample>(1024);
-    let drive = tokio::spawn(firsttoken_drive::run_probe(spec, tx, cancel.clone()));
-    let pb = progress_bar(total, quiet);
+    let pause = Pause::new();
+    let mut view = if watch {
+        let protocol = firsttoken_plan::protocol::Protocol::probe(&spec);
+        Some(
+            Watch::start(&protocol, None, pause.clone(), false, cancel.clone())
+                .context("cannot start the live view (probe without --watch)")?,
+        )
+    } else {
+        None
+    };
+    let gate = pause.gate(std::sync::Arc::new(firsttoken_drive::Unlimited));
+    let drive = tokio::spawn(firsttoken_drive::run_probe_gated(
+        spec,
+        tx,
+        cancel.clone(),
+        gate,
+    ));
+    let pb = progress_bar(total, quiet || watch);
     let mut samples: Vec<Sample> = Vec::new();
     let mut failed = 0u64;
     let stdout = std::io::stdout();
     while let Some(s) = rx.recv().await {
+        if let Some(v) = &view {
+            v.sample("probe", &s);
+            failed += u64::from(!s.warmup && !s.is_ok());
+            samples.push(s);
+            continue;
+        }
         let line = if json {
             s.to_json_line()
         } else {
@@ -247,6 +277,10 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
         samples.push(s);
     }
     pb.finish_and_clear();
+    if let Some(mut v) = view.take() {
+        v.finish()
+            .context("the live view failed; the summary follows")?;
+    }
     let finished = match settle(drive.await)? {
         Ok(f) => f,
         Err(code) => return Ok(code),

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
-use firsttoken_analyze::compare::{PathComparison, compare_sessions, compare_sessions_per_path};
+use firsttoken_analyze::compare::{PathComparison, compare_sessions_per_path};
 use firsttoken_analyze::{
     Analysis, Comparison, Frame, FrameBuilder, GroupKey, Metric, Percentile, PhaseKind, Samples,
     Settings, analyze,
@@ -153,24 +153,6 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Compare session `a` against baseline `b` on TTFT of one phase (warm by default).
-pub fn compare_pair(
-    frame: &Frame,
-    a: &str,
-    b: &str,
-    phase: Option<PhaseKind>,
-    settings: &Settings,
-) -> anyhow::Result<Comparison> {
-    Ok(compare_sessions(
-        frame,
-        a,
-        b,
-        phase,
-        Metric::Ttft,
-        settings,
-    )?)
 }
 
 /// Session `a` against `b` on TTFT, per path (then the labelled pooled
@@ -512,9 +494,12 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The demo's closing report: both sessions grouped by code version and
-/// path, `after` compared against `before` (warm and concurrency TTFT),
-/// terminal text returned and the HTML page written — both from the same
-/// input, so the page carries the before/after verdicts too.
+/// path, `after` compared against `before` per phase (warm, concurrency and
+/// cold TTFT) and per path — never pooled over paths that behave
+/// differently, except the cold probes' labelled pooled summary (a handful
+/// a path, too few for a rank test on their own; a cold start is the
+/// app's, not a path's) — terminal text returned and the HTML page written,
+/// both from the same input, so the page carries the verdicts too.
 pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow::Result<String> {
     let store = Store::open_existing(store_url).await?;
     let loaded = load(&store, ids, true).await?;
@@ -523,14 +508,24 @@ pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow
     let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
     let mut comparisons = Vec::new();
     if let [before, after] = loaded.sessions.as_slice() {
-        for phase in [PhaseKind::Warm, PhaseKind::Concurrency] {
-            if let Ok(mut c) =
-                compare_pair(&loaded.frame, &after.id, &before.id, Some(phase), &settings)
-            {
-                // Name the sides by code version and phase: that is what the demo compares.
-                let (va, vb) = (&after.labels.code_version, &before.labels.code_version);
-                c.a = format!("{va} ({})", phase.as_str());
-                c.b = format!("{vb} ({})", phase.as_str());
+        let (va, vb) = (&after.labels.code_version, &before.labels.code_version);
+        for phase in [PhaseKind::Warm, PhaseKind::Concurrency, PhaseKind::Cold] {
+            let Ok(per_path) =
+                compare_per_path(&loaded.frame, &after.id, &before.id, Some(phase), &settings)
+            else {
+                continue;
+            };
+            for pc in per_path {
+                // Name the sides by code version, path and phase: that is
+                // what the demo compares.
+                let path = match (&pc.path, phase) {
+                    (Some(p), _) => p.as_str(),
+                    (None, PhaseKind::Cold) => "all paths pooled",
+                    (None, _) => continue,
+                };
+                let mut c = pc.comparison;
+                c.a = format!("{va} · {path} · {}", phase.as_str());
+                c.b = vb.to_string();
                 comparisons.push(c);
             }
         }

@@ -219,9 +219,34 @@ fn demo_runs_both_apps_and_writes_the_report() {
         t.contains("code_version=before") && t.contains("code_version=after"),
         "{t}"
     );
+    // Sentences wrap at 100 columns: compare them with whitespace flattened.
+    let t_flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Issue 11, item 8: the before → after verdict per phase and path;
+    // cold probes (a handful a path) also as their labelled pooled summary.
+    for side in [
+        "after · chat · warm",
+        "after · docs · warm",
+        "after · chat · concurrency",
+        "after · chat · cold",
+        "after · all paths pooled · cold",
+    ] {
+        assert!(
+            t_flat.contains(side),
+            "the before/after comparison lacks {side}: {t}"
+        );
+    }
+    // The fixes show: the chat path's warm and concurrent TTFT, and the
+    // cold probes (no cold start after the fix), each decided.
+    for fixed in [
+        "after · chat · warm is faster than before",
+        "after · chat · concurrency is faster than before",
+        "after · all paths pooled · cold is faster than before",
+    ] {
+        assert!(t_flat.contains(fixed), "{fixed}: {t}");
+    }
     assert!(
-        t.contains("after (concurrency)") && t.contains("after (warm)"),
-        "the before/after comparison: {t}"
+        !t_flat.contains("after · all paths pooled · warm"),
+        "warm paths behave differently and are not pooled: {t}"
     );
     assert!(t.contains("Concurrency wall"), "{t}");
     let page = std::fs::read_to_string(&html).expect("the HTML report");
@@ -229,7 +254,7 @@ fn demo_runs_both_apps_and_writes_the_report() {
     // Defect 6: the page carries the before/after verdicts the terminal shows
     // (old main's HTML page had no requested comparisons).
     assert!(
-        page.contains("requested, ttft") && page.contains("after (warm)"),
+        page.contains("requested, ttft") && page.contains("after · chat · warm"),
         "no before/after comparison in the page"
     );
     let sessions = firsttoken(&["sessions", "--store", &store], &[]);

@@ -45,9 +45,10 @@ mod tunnel;
 
 pub use connect::tls_config;
 pub use exec::{
-    Finished, Gate, GateAnswer, RequestSource, SessionSample, Stop, Unlimited, run_session,
+    Finished, Gate, GateAnswer, RequestSource, SessionSample, StepWait, Stop, Unlimited,
+    run_session,
 };
-pub use probe::run_probe;
+pub use probe::{run_probe, run_probe_gated};
 pub use slot::Slot;
 
 use firsttoken_record::ErrorKind;

@@ -11,7 +11,7 @@ use firsttoken_plan::{ProbeSpec, RequestTemplate};
 use firsttoken_record::Sample;
 
 use crate::DriveError;
-use crate::exec::{Finished, RequestSource, Unlimited, execute};
+use crate::exec::{Finished, Gate, RequestSource, Unlimited, execute};
 
 /// The probe's one request, whatever is planned.
 struct Probe(ProbeSpec);
@@ -35,13 +35,17 @@ pub async fn run_probe(
     tx: mpsc::Sender<Sample>,
     cancel: CancellationToken,
 ) -> Result<Finished, DriveError> {
+    run_probe_gated(spec, tx, cancel, Arc::new(Unlimited)).await
+}
+
+/// [`run_probe`] asking `gate` before every launch (a live view counts the
+/// requests it lets start, to show how many are in flight).
+pub async fn run_probe_gated(
+    spec: ProbeSpec,
+    tx: mpsc::Sender<Sample>,
+    cancel: CancellationToken,
+    gate: Arc<dyn Gate>,
+) -> Result<Finished, DriveError> {
     let protocol = Protocol::probe(&spec);
-    execute(
-        &protocol,
-        Arc::new(Probe(spec)),
-        Arc::new(Unlimited),
-        tx,
-        cancel,
-    )
-    .await
+    execute(&protocol, Arc::new(Probe(spec)), gate, tx, cancel).await
 }

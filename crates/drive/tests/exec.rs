@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use common::*;
 use firsttoken_drive::{
-    DriveError, Finished, Gate, GateAnswer, RequestSource, SessionSample, Stop, Unlimited,
-    run_session,
+    DriveError, Finished, Gate, GateAnswer, RequestSource, SessionSample, StepWait, Stop,
+    Unlimited, run_session,
 };
 use firsttoken_plan::protocol::{Dest, PhaseKind, Planned, Protocol, Step};
 use firsttoken_plan::{ConnectionMode, ProbeSpec, RequestTemplate};
@@ -354,6 +354,72 @@ async fn the_gate_stops_every_kind_of_step() {
         assert_eq!(samples.len(), allowed, "{what}: {samples:#?}");
         assert_eq!(source.built(), allowed, "{what}");
     }
+}
+
+/// Holds the run before every step after the first `free` ones until
+/// `release` is notified; counts the steps it was asked about.
+struct HoldAfter {
+    free: usize,
+    asked: AtomicUsize,
+    release: tokio::sync::Notify,
+}
+
+impl Gate for HoldAfter {
+    fn allows<'a>(&'a self, _requests: &'a [Dest]) -> GateAnswer<'a> {
+        Box::pin(std::future::ready(true))
+    }
+    fn between_steps(&self) -> StepWait<'_> {
+        let k = self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if k >= self.free {
+                self.release.notified().await;
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_gate_holds_the_run_between_steps_and_cancel_still_ends_it() {
+    let server = paced_server().await;
+    let source = Source::new(&[server.url()]);
+    // Three single requests and a burst of three; the gate lets the first
+    // two steps through, then holds.
+    let mut steps = vec![Step::One(planned(0, false, 0)); 2];
+    steps.push(Step::Burst(vec![planned(0, true, 0); 3]));
+    let protocol = Protocol { steps };
+    let gate = Arc::new(HoldAfter {
+        free: 2,
+        asked: AtomicUsize::new(0),
+        release: tokio::sync::Notify::new(),
+    });
+    // Held: after 10 s (paused clock) the two first steps are done, the
+    // burst has not started, and cancelling ends the run cleanly.
+    let (samples, result) = run(
+        protocol.clone(),
+        source.clone(),
+        gate.clone(),
+        Some(Duration::from_secs(10)),
+    )
+    .await;
+    assert_eq!(result.unwrap().stop, Stop::Cancelled);
+    let counted = samples.iter().filter(|s| !s.sample.warmup).count();
+    assert_eq!(counted, 2, "{samples:#?}");
+    assert_eq!(gate.asked.load(Ordering::SeqCst), 3);
+    // Released after a second: everything runs, the burst still together.
+    let source = Source::new(&[server.url()]);
+    let gate = Arc::new(HoldAfter {
+        free: 2,
+        asked: AtomicUsize::new(0),
+        release: tokio::sync::Notify::new(),
+    });
+    let g = gate.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        g.release.notify_one();
+    });
+    let (samples, result) = run(protocol, source, gate, None).await;
+    assert_eq!(result.unwrap().stop, Stop::Complete);
+    assert_eq!(samples.iter().filter(|s| !s.sample.warmup).count(), 5);
 }
 
 #[tokio::test(start_paused = true)]

@@ -178,7 +178,12 @@ mod tests {
 
     #[test]
     fn a_span_ending_before_it_starts_has_no_length() {
-        let mut s = SpanRow::new("s", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "x");
+        let mut s = SpanRow::new(
+            "s",
+            "4bf92f3577b34da6a3ce929d0e0e4736",
+            "00f067aa0ba902b7",
+            "x",
+        );
         s.start_unix_nano = 10;
         s.end_unix_nano = 5;
         assert_eq!(s.duration_ns(), 0);

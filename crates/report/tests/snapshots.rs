@@ -51,7 +51,7 @@ fn html() {
 
 #[test]
 fn terminal_with_nothing_to_tell() {
-    let (sessions, _, analysis) = common::no_difference();
+    let (sessions, _, analysis) = common::inconclusive();
     insta::assert_snapshot!(
         render(
             Format::Terminal,

@@ -2,7 +2,8 @@
 //!
 //! - A fixture per diagnostic whose interval spans its null value renders
 //!   "no detectable difference" in the terminal, Markdown, JSON and HTML
-//!   output.
+//!   output when the interval stays inside the material band, and
+//!   "inconclusive at this n" when it reaches past it.
 //! - Defect 8: a negative point with an interval spanning zero never says
 //!   "faster", "slower" or "adds" (old main printed "the app is faster than
 //!   the bare model at the median: -42 ms [-87 ms, 48 ms]").
@@ -13,7 +14,8 @@
 mod common;
 
 use common::{escaped, flat};
-use firsttoken_analyze::{Direction, Stat};
+use firsttoken_analyze::{Analysis, Direction, Stat};
+use firsttoken_record::{SampleRow, SessionMeta};
 use firsttoken_report::format::{self, Unit};
 use firsttoken_report::{Format, ReportInput, render, words};
 
@@ -62,21 +64,35 @@ impl Outputs {
 
 #[test]
 fn an_interval_spanning_zero_reads_no_detectable_difference_in_every_format() {
-    let (sessions, rows, a) = common::no_difference();
+    undecided_everywhere(common::no_difference(), Direction::NoDetectableDifference);
+}
+
+#[test]
+fn an_interval_reaching_past_the_material_band_reads_inconclusive_in_every_format() {
+    undecided_everywhere(common::inconclusive(), Direction::Inconclusive);
+}
+
+fn undecided_everywhere(
+    (sessions, rows, a): (Vec<SessionMeta>, Vec<SampleRow>, Analysis),
+    none: Direction,
+) {
     let input = ReportInput::new(&sessions, &a, &[]).with_rows(&rows);
     let out = outputs(&input);
-    let none = Direction::NoDetectableDifference;
+    let phrase = words::undecided(none);
 
     // The fixture really has intervals spanning the null, one per diagnostic.
     assert_eq!(a.overhead[0].overhead_median.direction, none);
     assert_eq!(a.connection[0].cost_median.direction, none);
     let top = a.concurrency[0].levels.last().unwrap();
     assert_eq!(top.ratio.direction, none, "{top:?}");
+    // Cold probes at the warm median are warm draws: their band is the warm
+    // spread up to its p95, so they read "no detectable difference" in
+    // both fixtures.
     assert!(
         a.cold[0]
             .probes
             .iter()
-            .all(|p| p.excess.unwrap().direction == none)
+            .all(|p| p.excess.unwrap().direction == Direction::NoDetectableDifference)
     );
     assert_eq!(
         a.providers[0].ttft_comparison.as_ref().unwrap().direction,
@@ -95,7 +111,11 @@ fn an_interval_spanning_zero_reads_no_detectable_difference_in_every_format() {
         ("drift", words::drift(&a.drift[0])),
     ];
     for (what, s) in &sentences {
-        assert!(s.contains(words::NO_DIFFERENCE), "{what}: {s}");
+        let phrase = match *what {
+            "cold" => words::NO_DIFFERENCE,
+            _ => phrase,
+        };
+        assert!(s.contains(phrase), "{what}: {s}");
         for word in ["faster", "slower", "adds", "costs"] {
             assert!(!s.contains(word), "{what} says {word:?}: {s}");
         }
@@ -105,7 +125,7 @@ fn an_interval_spanning_zero_reads_no_detectable_difference_in_every_format() {
 
 #[test]
 fn defect_8_a_negative_point_spanning_zero_states_no_direction() {
-    let (sessions, _, a) = common::no_difference();
+    let (sessions, _, a) = common::inconclusive();
     let o = &a.overhead[0].overhead_median;
     let e = o.estimate.estimate().unwrap();
     assert!(
@@ -114,7 +134,7 @@ fn defect_8_a_negative_point_spanning_zero_states_no_direction() {
     );
     let s = words::overhead(&a.overhead[0]);
     assert!(
-        s.starts_with("no detectable difference between the app and the bare model"),
+        s.starts_with("app vs the bare model at the median: inconclusive at this n"),
         "{s}"
     );
     let input = ReportInput::new(&sessions, &a, &[]);

@@ -136,7 +136,10 @@ pub async fn run_session(
         let runner = {
             let (protocol, source, run_cancel) =
                 (protocol.clone(), source.clone(), run_cancel.clone());
-            let gate: Arc<dyn firsttoken_drive::Gate> = budget.clone();
+            let gate: Arc<dyn firsttoken_drive::Gate> = match &spec.pause {
+                Some(pause) => pause.gate(budget.clone()),
+                None => budget.clone(),
+            };
             tokio::spawn(async move { execute(&protocol, source, gate, tx, run_cancel).await })
         };
         recorded = recorder.run(rx, &run_cancel, observer).await;

@@ -59,6 +59,9 @@ pub struct SessionSpec {
     pub protocol: Protocol,
     /// Builds every request (prompts read, secrets from the environment).
     pub source: Source,
+    /// A switch that holds the session between steps while on (a live
+    /// view's `p`); `None`: never paused.
+    pub pause: Option<crate::Pause>,
 }
 
 /// The store a session writes to when neither a flag nor the config names one.
@@ -139,6 +142,7 @@ impl SessionSpec {
             protocol,
             source,
             config,
+            pause: None,
         })
     }
 

@@ -5,8 +5,13 @@
 //! excess over the warm median carries the warm median's CI (excess =
 //! probe − median, bounds probe − upper … probe − lower). A probe counts as
 //! *cold* when it lies above the warm p95 (or, with fewer than 20 warm
-//! values, above the warm maximum). Each excess is a [`Finding`]: an
-//! increase only when the probe lies above the warm median's whole interval.
+//! values, above the warm maximum). Each excess is a [`Finding`] whose
+//! noise band reaches from the warm median's upper bound to that threshold:
+//! an increase only when the probe lies above it, since one draw from the
+//! warm distribution lands above the median's interval about half the time
+//! and above the p95 one time in twenty (above the maximum of n values, one
+//! time in n + 1). A probe inside that band is undecided: "no detectable
+//! difference" within it and the 5 % material band, else "inconclusive".
 //!
 //! A probe on a new connection (a visitor back after a while gets one) is
 //! judged by its TTFT less its own set-up — DNS, TCP connect and TLS, as
@@ -122,7 +127,16 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
                     }),
                     too_small => too_small,
                 };
-                Finding::difference(stat, 1, ws.len())
+                // The band from the median's interval up to the threshold a
+                // warm draw rarely passes (see the module's comment).
+                let band = match (&stat, threshold, warm_median.ci()) {
+                    (Stat::Ok(_), Some(th), Some(ci)) => (th - ci.upper).max(0.0),
+                    _ => 0.0,
+                };
+                let material = warm_median
+                    .point()
+                    .map_or(0.0, |m| m.abs() * settings.noise_threshold());
+                Finding::with_band(stat, 0.0, band, material, 1, ws.len())
             });
             ColdProbe {
                 session_id: frame.session_id(o).to_string(),
@@ -191,6 +205,32 @@ mod tests {
         }
         assert!(c[2].paths.is_pooled());
         assert_eq!((c[2].probes.len(), c[2].warm_n), (2, 120));
+    }
+
+    #[test]
+    fn a_warm_draw_above_the_median_is_not_a_cold_start() {
+        // The fixed app: no cold start, its probe lands a little above the
+        // warm median's interval (as half of warm requests do) and under
+        // the warm p95. Only a probe past the p95 is an increase.
+        let warm: Vec<f64> = spread(260.0, 40.0, 40);
+        let mut rows: Vec<SampleRow> = warm
+            .iter()
+            .map(|&t| row("s", "warm", Some("chat"), Some(t)))
+            .collect();
+        rows.push(row("s", "cold", Some("chat"), Some(276.0)));
+        rows.push(row("s", "cold", Some("chat"), Some(660.0)));
+        let c = &cold_start(&frame(&rows), &Settings::new(3))[0];
+        let ci = c.warm_median.ci().unwrap();
+        assert!(
+            276.0 > ci.upper,
+            "the probe is above the median's interval: {ci:?}"
+        );
+        let (near, far) = (&c.probes[0], &c.probes[1]);
+        assert_eq!(near.beyond_warm, Some(false));
+        let f = near.excess.unwrap();
+        assert!(f.direction.is_undecided(), "{f:?}");
+        assert_eq!(far.beyond_warm, Some(true));
+        assert_eq!(far.excess.unwrap().direction, Direction::Increase);
     }
 
     #[test]

@@ -103,8 +103,12 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
     let (fs, fc) = gather(frame, &fresh_rows, Metric::Ttft);
     let (ws, wc) = gather(frame, &warm_rows, Metric::Ttft);
     let label = format!("connection/{}/{}", prov.as_str(), scope.key());
+    let material = ws
+        .percentile(Percentile::P50)
+        .map_or(0.0, |m| m.abs() * settings.noise_threshold());
     let cost_median = Finding::difference(
         difference_stat(&fs, &ws, Percentile::P50, settings, &format!("{label}/p50")),
+        material,
         fs.len(),
         ws.len(),
     );
@@ -134,7 +138,14 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         let band = ws
             .percentile(Percentile::P50)
             .map_or(0.0, |m| m * settings.noise_threshold());
-        Finding::with_band(samples.stat(Percentile::P50, settings), 0.0, band, n, 0)
+        Finding::with_band(
+            samples.stat(Percentile::P50, settings),
+            0.0,
+            band,
+            band,
+            n,
+            0,
+        )
     };
     let tls_by_handshake = {
         let of = |k: HandshakeKind| -> Vec<u32> {

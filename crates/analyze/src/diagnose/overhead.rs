@@ -152,6 +152,9 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> O
     let (app_s, app_c) = gather(frame, &app_rows, Metric::Ttft);
     let (direct_s, direct_c) = gather(frame, &direct_rows, Metric::Ttft);
     let label = format!("overhead/{}/{}", prov.as_str(), scope.key());
+    let material = direct_s
+        .percentile(Percentile::P50)
+        .map_or(0.0, |m| m.abs() * settings.noise_threshold());
     let overhead_median = Finding::difference(
         difference_stat(
             &app_s,
@@ -160,6 +163,7 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> O
             settings,
             &format!("{label}/p50"),
         ),
+        material,
         app_s.len(),
         direct_s.len(),
     );

@@ -2,6 +2,7 @@
 //! library, with a progress bar and the summary at the end.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -13,9 +14,10 @@ use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::PRESETS;
 use firsttoken_record::store::Store;
 use firsttoken_report::run::LAG_FLAG_MS;
-use firsttoken_session::{Outcome, Overrides, SessionError, SessionSpec};
+use firsttoken_session::{Outcome, Overrides, Pause, SessionError, SessionSpec};
 
 use super::progress::Progress;
+use crate::watch::Watch;
 
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
@@ -58,8 +60,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub emulated: bool,
     /// No progress and no summary.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "watch")]
     pub quiet: bool,
+    /// A live view in the terminal while it runs: per phase and destination the requests done,
+    /// errors by kind, TTFT p50/p95 with intervals, a TTFT histogram, requests in flight, the
+    /// open-loop start lag, spend against the budget and the last errors. Keys: q stops cleanly
+    /// (as Ctrl-C: samples kept, cleanup runs), p pauses between steps. Falls back to the
+    /// progress bar when stdout is not a terminal.
+    #[arg(long)]
+    pub watch: bool,
     /// Run a large session: more than 100,000 planned requests, or open-loop arrivals above 1,000 per second.
     #[arg(long)]
     pub yes: bool,
@@ -123,7 +132,11 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let store = Store::open(spec.store()).await?;
-    let outcome = run_spec(&spec, &store, a.quiet).await?;
+    let outcome = if a.watch && std::io::stdout().is_terminal() {
+        watched(spec, &store).await?
+    } else {
+        run_spec(&spec, &store, a.quiet).await?
+    };
     Ok(exit_code(&outcome))
 }
 
@@ -144,6 +157,32 @@ pub async fn run_spec(
             super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
         );
     }
+    Ok(outcome)
+}
+
+/// Run a validated spec under the live view, then print the summary.
+async fn watched(mut spec: SessionSpec, store: &Store) -> anyhow::Result<Outcome> {
+    let pause = Pause::new();
+    spec.pause = Some(pause.clone());
+    let cancel = crate::shutdown_token();
+    let mut watch = Watch::start(
+        &spec.protocol,
+        spec.config.session.budget_usd,
+        pause,
+        true,
+        cancel.clone(),
+    )
+    .context("cannot start the live view (run without --watch)")?;
+    let outcome = firsttoken_session::run_session(&spec, store, &mut watch, cancel).await;
+    watch
+        .finish()
+        .context("the live view failed; the session's samples are stored")?;
+    let outcome = outcome?;
+    let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
+    outln!(
+        "{}",
+        super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
+    );
     Ok(outcome)
 }
 

@@ -104,6 +104,15 @@ where
         self.stop(Stop::Cancelled, true);
     }
 
+    /// Wait until the gate lets the next step begin; `false` when the run
+    /// halted meanwhile.
+    pub(super) async fn between_steps(&self) -> bool {
+        tokio::select! {
+            () = self.halting() => false,
+            () = self.gate.between_steps() => !self.halted(),
+        }
+    }
+
     /// The budget question, asked before every launch: may these requests
     /// (one destination each, warm-ups included) start? A halt while the
     /// gate deliberates is a no.

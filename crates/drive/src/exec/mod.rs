@@ -65,7 +65,18 @@ pub trait RequestSource: Send + Sync {
 pub trait Gate: Send + Sync {
     /// May these requests start? One destination per request, warm-ups included.
     fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a>;
+
+    /// Resolves when the next step may begin: asked before every step, so a
+    /// pause holds the run *between* steps and never stretches a burst or an
+    /// open-loop schedule (both are timed from their own step's start).
+    /// Raced against cancellation. The default never waits.
+    fn between_steps(&self) -> StepWait<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// What [`Gate::between_steps`] returns: resolves when the next step may begin.
+pub type StepWait<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
 /// A [`Gate`]'s answer, possibly after a wait.
 pub type GateAnswer<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
@@ -161,7 +172,7 @@ where
     let run = Arc::new(Run::new(source, gate, tx, cancel.child_token()));
     let mut base = 0u64;
     for step in &protocol.steps {
-        if run.halted() {
+        if run.halted() || !run.between_steps().await {
             break;
         }
         step::drive(&run, &mut slots, step, base).await?;

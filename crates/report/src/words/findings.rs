@@ -10,7 +10,7 @@ use firsttoken_analyze::{Direction, FindingKind, RankedFinding};
 
 use crate::format::{Unit, ms, signed_stat, stat};
 
-use super::NO_DIFFERENCE;
+use super::undecided;
 
 /// The short name of the section a finding points to, a word of its
 /// title: `concurrency` (section "Concurrency wall").
@@ -63,9 +63,10 @@ pub fn finding(f: &RankedFinding) -> String {
                 ..
             } => format!(
                 "{g}: {astray}/{reported} to {route}, not {expected}; \
-                 TTFT {route} vs {expected}: {NO_DIFFERENCE}"
+                 TTFT {route} vs {expected}: {}",
+                undecided(d)
             ),
-            _ => format!("{g}: {NO_DIFFERENCE}: {signed}, {n}"),
+            _ => format!("{g}: {}: {signed}, {n}", undecided(d)),
         };
     }
     match &f.kind {

@@ -25,8 +25,22 @@ pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wai
 pub use limits::limit_lines;
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
 
-/// The phrase for a finding that states no direction.
+/// The phrase for a finding that states no direction and whose interval
+/// lies inside the material band.
 pub const NO_DIFFERENCE: &str = "no detectable difference";
+
+/// The phrase for a finding whose interval reaches the null and past the
+/// material band: neither a change nor its absence is shown.
+pub const INCONCLUSIVE: &str = "inconclusive at this n";
+
+/// The phrase for an undecided direction: [`NO_DIFFERENCE`] or
+/// [`INCONCLUSIVE`] (and, for the other directions, the former).
+pub fn undecided(d: Direction) -> &'static str {
+    match d {
+        Direction::Inconclusive => INCONCLUSIVE,
+        _ => NO_DIFFERENCE,
+    }
+}
 
 /// Why a change has no interval: `too few samples (n = 3, needs 10)`.
 fn withheld(estimate: &Stat, n_a: usize, n_b: usize) -> String {
@@ -170,6 +184,9 @@ pub fn overhead_with(
         Direction::NoDetectableDifference => {
             format!("{NO_DIFFERENCE} between the app and the bare model at the median: {d}")
         }
+        Direction::Inconclusive => {
+            format!("app vs the bare model at the median: {INCONCLUSIVE}: {d}")
+        }
     };
     s.push_str(&format!(
         " (app {}, direct {}",
@@ -235,6 +252,10 @@ pub fn connection(c: &ConnectionCost) -> String {
         ),
         Direction::NoDetectableDifference => format!(
             "{NO_DIFFERENCE} between fresh and reused connections at the median: {}",
+            signed_stat(Unit::Ms, &f.estimate)
+        ),
+        Direction::Inconclusive => format!(
+            "fresh vs reused connections at the median: {INCONCLUSIVE}: {}",
             signed_stat(Unit::Ms, &f.estimate)
         ),
     };
@@ -323,6 +344,10 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
         (WallVerdict::Scales, Direction::Decrease) => {
             format!("TTFT falls to {at}: scales over the levels tried")
         }
+        (WallVerdict::Scales, Direction::Inconclusive) => format!(
+            "{at} against the baseline ({}), clear of the serial model {serial}: scales (whether TTFT rises at all is {INCONCLUSIVE})",
+            w.baseline
+        ),
         (WallVerdict::Scales, _) => format!(
             "{NO_DIFFERENCE} from the baseline ({}): {at} (ideal {}, serial model {serial}): scales",
             w.baseline,
@@ -334,7 +359,7 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
 /// Cold probes against the warm median.
 pub fn cold(c: &ColdStart) -> String {
     let failed = c.probes.iter().filter(|p| p.error.is_some()).count();
-    let Some(m) = c.warm_median.point() else {
+    if c.warm_median.point().is_none() {
         let why = match c.warm_median {
             Stat::TooSmall { n, needed } => too_few(n, needed),
             Stat::Ok(_) => String::new(),
@@ -355,24 +380,32 @@ pub fn cold(c: &ColdStart) -> String {
         .filter(|f| f.direction == Direction::Increase)
         .count();
     let ratios: Vec<String> = c.probes.iter().filter_map(|p| p.ratio.map(ratio)).collect();
-    let beyond = c
-        .probes
-        .iter()
-        .filter(|p| p.beyond_warm == Some(true))
-        .count();
     let warm = stat(Unit::Ms, &c.warm_median);
+    let inconclusive = judged
+        .iter()
+        .any(|f| f.direction == Direction::Inconclusive);
     let mut s = if above == 0 {
         format!(
-            "{NO_DIFFERENCE} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
+            "{} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
+            if inconclusive {
+                INCONCLUSIVE
+            } else {
+                NO_DIFFERENCE
+            },
             judged.len(),
             ratios.join(", ")
         )
     } else {
+        // A probe counts when it passes the warm p95 (the warm maximum
+        // with under 20 warm values): see analyze's cold module.
+        let threshold = match c.warm_p95.point() {
+            Some(p95) => format!("the warm p95 {}", ms(p95)),
+            None => format!("all {} warm requests", c.warm_n),
+        };
         format!(
-            "cold start: {above} of {} probe(s) slower than the warm median {warm} (at {} of {}); {beyond} beyond the warm p95",
+            "cold start: {above} of {} probe(s) beyond {threshold} (at {} of the warm median {warm})",
             judged.len(),
             ratios.join(", "),
-            ms(m)
         )
     };
     if let Some(r) = c.median_ratio.filter(|_| ratios.len() > 1) {
@@ -393,7 +426,7 @@ fn judged(c: &Comparison) -> String {
         Direction::TooFewSamples => withheld_comparison(c),
         _ if c.better() => format!("faster: {d}"),
         _ if c.worse() => format!("slower: {d}"),
-        _ => format!("{NO_DIFFERENCE}: {d}"),
+        d_ => format!("{}: {d}", undecided(d_)),
     }
 }
 
@@ -501,7 +534,7 @@ fn direction_word(d: Direction, up: &'static str, down: &'static str) -> &'stati
     match d {
         Direction::Increase => up,
         Direction::Decrease => down,
-        Direction::NoDetectableDifference => NO_DIFFERENCE,
+        Direction::NoDetectableDifference | Direction::Inconclusive => undecided(d),
         Direction::TooFewSamples => "too few samples",
     }
 }
@@ -554,10 +587,23 @@ pub fn drift(d: &Drift) -> String {
         .map(day_change)
         .collect();
     if moved.is_empty() {
-        format!(
-            "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
-            d.days.len()
-        )
+        let open = d
+            .changes
+            .iter()
+            .filter(|c| c.app.direction == Direction::Inconclusive)
+            .count();
+        if open == 0 {
+            format!(
+                "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
+                d.days.len()
+            )
+        } else {
+            format!(
+                "no day-to-day change in app TTFT shown over {} days; {open} of {} day pairs {INCONCLUSIVE}",
+                d.days.len(),
+                d.changes.len()
+            )
+        }
     } else {
         moved.join("; ")
     }
@@ -584,12 +630,20 @@ pub fn comparison(c: &Comparison) -> String {
             signed_stat(u, &c.median_difference)
         )
     } else {
-        format!(
-            "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
-            c.a,
-            c.b,
-            signed_stat(u, &c.median_difference)
-        )
+        match c.direction {
+            Direction::Inconclusive => format!(
+                "{} vs {} ({what}): {INCONCLUSIVE}: median {}",
+                c.a,
+                c.b,
+                signed_stat(u, &c.median_difference)
+            ),
+            _ => format!(
+                "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
+                c.a,
+                c.b,
+                signed_stat(u, &c.median_difference)
+            ),
+        }
     };
     if c.relative_median_difference.is_some() {
         s.push_str(&format!(
@@ -618,6 +672,7 @@ pub fn verdict(c: &Comparison) -> &'static str {
     match c.direction {
         Direction::TooFewSamples => "too few samples",
         Direction::NoDetectableDifference => NO_DIFFERENCE,
+        Direction::Inconclusive => INCONCLUSIVE,
         _ if c.worse() => "slower",
         _ => "faster",
     }

@@ -94,6 +94,12 @@ pub fn routes(r: &Routes) -> String {
                 c.b,
                 signed_stat(Unit::Ms, &c.median_difference)
             ),
+            Direction::Inconclusive => format!(
+                "{} vs {} at the median: {INCONCLUSIVE}: {}",
+                c.a,
+                c.b,
+                signed_stat(Unit::Ms, &c.median_difference)
+            ),
             _ => format!(
                 "{} is {} than {} at the median: {} ({} vs {})",
                 c.a,

@@ -149,8 +149,21 @@ pub fn spread(center: f64, spread: f64, n: usize) -> Vec<f64> {
 /// lower at the point, as in the demo), fresh ≈ warm, every concurrency
 /// level ≈ c = 1, cold probes at the warm median, two strategies alike,
 /// two paths alike, two days alike. Every diagnostic's interval spans its
-/// null value.
+/// null value. Values spread ±300 ms around 1 s, so every interval also
+/// reaches past the 5 % material band: inconclusive at this n.
+pub fn inconclusive() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
+    undecided(300.0)
+}
+
+/// The same session with values spread only ±10 ms: every interval spans
+/// its null value and stays inside the material band (no detectable
+/// difference).
 pub fn no_difference() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
+    undecided(10.0)
+}
+
+/// The session of [`inconclusive`] with values spread `width` ms around 1 s.
+fn undecided(width: f64) -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
     let id = "flat";
     let sessions = vec![meta(id, "v1")];
     let mut rows: Vec<SampleRow> = Vec::new();
@@ -168,10 +181,13 @@ pub fn no_difference() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
         rows.push(r);
         rows.last_mut().expect("just pushed")
     }
-    for (k, t) in spread(40.0, 4.0, 20).into_iter().enumerate() {
+    for (k, t) in spread(40.0, 4.0 * width / 300.0, 20)
+        .into_iter()
+        .enumerate()
+    {
         add(&mut rows, "ping", "ping", t * 5.0, (k % 2) as u32);
     }
-    for (k, t) in spread(1000.0, 300.0, 80).into_iter().enumerate() {
+    for (k, t) in spread(1000.0, width, 80).into_iter().enumerate() {
         add(
             &mut rows,
             "warm",
@@ -180,19 +196,22 @@ pub fn no_difference() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
             ((k / 2) % 2) as u32,
         );
     }
-    for (k, t) in spread(1050.0, 300.0, 80).into_iter().enumerate() {
+    for (k, t) in spread(1000.0 + width / 6.0, width, 80)
+        .into_iter()
+        .enumerate()
+    {
         add(&mut rows, "direct", "direct", t, 0).dest = Destination::Direct {
             strategy: Some(["default", "alt"][k % 2].into()),
         };
     }
-    for t in spread(1000.0, 300.0, 40) {
+    for t in spread(1000.0, width, 40) {
         let r = add(&mut rows, "fresh", "chat", t, 0);
         r.sample.dns_ms = Some(1.0);
         r.sample.connect_ms = Some(2.0);
         r.sample.tls_ms = Some(3.0);
     }
     for level in [1u32, 3, 5] {
-        for t in spread(1000.0, 300.0, 40) {
+        for t in spread(1000.0, width, 40) {
             add(&mut rows, "concurrency", "chat", t, 0).concurrency = Some(level);
         }
     }

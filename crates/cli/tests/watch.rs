@@ -1,0 +1,246 @@
+//! `firsttoken run --watch` and `probe --watch` in a real terminal: tmux
+//! runs a session against the emulator, the test reads the screen, pauses
+//! and resumes it with `p` and stops it with `q`, then checks the store
+//! (samples kept, session partial); a probe's view is stopped with `q` and
+//! its summary follows. Without tmux the test says so and passes outside CI; in CI
+//! (`CI` set) a missing tmux fails it.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text, write_config};
+
+/// A tmux server of the test's own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// The screen, each run of whitespace one space (lines wrap).
+    fn screen(&self) -> String {
+        let raw = text(&self.run(&["capture-pane", "-p", "-t", "ft"]).stdout);
+        raw.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The screen once `pred` holds, or a failure naming `what` after 60 s.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no {what} within 60 s; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn key(&self, k: &str) {
+        let out = self.run(&["send-keys", "-t", "ft", k]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// `N` of the header's `N/M requests stored`.
+fn stored(screen: &str) -> u64 {
+    let at = screen
+        .find("requests stored")
+        .unwrap_or_else(|| panic!("no count on the screen:\n{screen}"));
+    let head = &screen[..at];
+    let word = head.split_whitespace().last().expect("a count");
+    word.split('/').next().unwrap().parse().expect("a number")
+}
+
+fn have_tmux() -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is needed for the live-view test (CI installs it)"
+        );
+        eprintln!("SKIPPED: tmux is not installed; the live view's terminal test did not run");
+    }
+    ok
+}
+
+#[test]
+fn the_live_view_pauses_resumes_and_stops_cleanly() {
+    if !have_tmux() {
+        return;
+    }
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Long enough to outlast the test: it is stopped with q.
+    let cfg = write_config(dir.path(), &emu.base, 5000);
+    let store = dir.path().join("s.db").display().to_string();
+    let exit_file = dir.path().join("exit");
+    let command = format!(
+        "{} run -c {cfg} --store {store} --watch; echo $? > {}; sleep 60",
+        env!("CARGO_BIN_EXE_firsttoken"),
+        exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("firsttoken-watch-{}", std::process::id()),
+    };
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ft",
+        "-x",
+        "110",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The view: groups with their TTFT, the phases, the keys.
+    let s = tmux.wait_for("warm requests on the live view", |s| {
+        s.contains("warm · chat") && s.contains("p pause between steps")
+    });
+    assert!(s.contains("TTFT p50 [95% CI]"), "{s}");
+    assert!(s.contains("counted requests"), "{s}");
+    assert!(s.contains("in flight"), "{s}");
+
+    // p: held between steps; the count stops moving.
+    tmux.key("p");
+    let s = tmux.wait_for("the paused state", |s| s.contains("PAUSED between steps"));
+    std::thread::sleep(Duration::from_millis(500));
+    let held = stored(&tmux.screen());
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = tmux.screen();
+    assert_eq!(
+        stored(&later),
+        held,
+        "requests went on while paused:\n{later}"
+    );
+    assert!(s.contains("p resume"), "{s}");
+
+    // p again: it goes on.
+    tmux.key("p");
+    tmux.wait_for("requests after resuming", |s| {
+        !s.contains("PAUSED") && stored(s) > held
+    });
+
+    // q: the same clean stop as Ctrl-C.
+    tmux.key("q");
+    let start = Instant::now();
+    while !exit_file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the session did not end within 60 s of q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let code = std::fs::read_to_string(&exit_file).unwrap();
+    assert_eq!(code.trim(), "1", "a stopped session is partial: exit 1");
+    // The terminal is given back and the summary printed.
+    let s = tmux.screen();
+    assert!(s.to_lowercase().contains("partial"), "{s}");
+
+    let ids = session_ids(&store);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let export = firsttoken(
+        &[
+            "export",
+            "--store",
+            &store,
+            "--session",
+            &ids[0],
+            "--format",
+            "jsonl",
+        ],
+        &[],
+    );
+    assert_code(&export, 0);
+    let lines: Vec<serde_json::Value> = text(&export.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["status"]["state"], "partial", "{}", lines[0]);
+    let samples = lines.len() - 1;
+    assert!(samples as u64 >= held, "{samples} stored, {held} seen");
+    assert!(Path::new(&store).exists());
+}
+
+#[test]
+fn the_probe_view_shows_requests_in_flight_and_q_ends_it_with_the_summary() {
+    if !have_tmux() {
+        return;
+    }
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let exit_file = dir.path().join("exit");
+    let command = format!(
+        "{} probe {} -n 100000 -c 4 --watch; echo $? > {}; sleep 60",
+        env!("CARGO_BIN_EXE_firsttoken"),
+        emu.url(),
+        exit_file.display()
+    );
+    let tmux = Tmux {
+        socket: format!("firsttoken-watch-probe-{}", std::process::id()),
+    };
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "ft",
+        "-x",
+        "110",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = tmux.wait_for("probe requests on the live view", |s| {
+        s.contains("probe") && s.contains("TTFT p50 [95% CI]") && stored(s) > 20
+    });
+    // Four workers: never more than four requests in flight; no pause in
+    // a probe.
+    let before = &s[..s.find(" in flight").expect("an in-flight count")];
+    let in_flight: u64 = before.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(in_flight <= 4, "{s}");
+    assert!(!s.contains("p pause"), "{s}");
+    tmux.key("q");
+    let start = Instant::now();
+    while !exit_file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the probe did not end within 60 s of q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "1");
+    let s = tmux.screen();
+    assert!(s.contains("interrupted"), "{s}");
+}
