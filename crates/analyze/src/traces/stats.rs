@@ -256,13 +256,15 @@ pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
 #[serde(rename_all = "snake_case")]
 pub enum WallReason {
     /// The wait before the handler grows with concurrency, the handler's
-    /// own time does not: requests waited for the worker.
+    /// own time does not (its interval stays inside the noise band):
+    /// requests waited for the worker.
     WaitedForWorker,
     /// The handler's own time grows: a shared resource slows down.
     SharedResource,
     /// Both grow.
     Both,
-    /// Neither interval supports a change, or too few traced requests.
+    /// Neither interval supports a change, the handler's interval leaves a
+    /// material change open (inconclusive), or too few traced requests.
     CannotTell,
 }
 
@@ -300,6 +302,14 @@ pub struct WallCause {
     pub levels: Vec<WaitLevel>,
     /// Judged at the highest level.
     pub reason: WallReason,
+}
+
+/// The material band of a difference against `baseline`: the noise
+/// threshold times its median (as the other diagnostics judge differences).
+fn material(baseline: &Samples, settings: &Settings) -> f64 {
+    baseline
+        .percentile(Percentile::P50)
+        .map_or(0.0, |m| m.abs() * settings.noise_threshold())
 }
 
 /// A request's wait: receive gap plus queue wait; `None` when neither is known.
@@ -369,6 +379,7 @@ pub(super) fn walls(
                             settings,
                             &format!("{label}/c{k}/wait"),
                         ),
+                        material(&bw, settings),
                         w.len(),
                         bw.len(),
                     ),
@@ -392,7 +403,7 @@ pub(super) fn walls(
             match top.handler_ratio.direction {
                 Direction::Increase if waits => WallReason::Both,
                 Direction::Increase => WallReason::SharedResource,
-                Direction::TooFewSamples => WallReason::CannotTell,
+                Direction::TooFewSamples | Direction::Inconclusive => WallReason::CannotTell,
                 _ if waits => WallReason::WaitedForWorker,
                 _ => WallReason::CannotTell,
             }
@@ -474,6 +485,7 @@ pub(super) fn contrasts(
                         settings,
                         &format!("{label}/{what}"),
                     ),
+                    material(&y, settings),
                     x.len(),
                     y.len(),
                 )

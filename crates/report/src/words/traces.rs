@@ -9,7 +9,7 @@ use firsttoken_analyze::traces::{
 };
 use firsttoken_analyze::{Direction, Stat};
 
-use super::{NO_DIFFERENCE, withheld};
+use super::{undecided, withheld};
 use crate::format::{Unit, ms, percent, precise_ms, signed_stat, stat};
 
 /// `chat`, or `(no path)`; with the setup's values first when several.
@@ -197,9 +197,11 @@ fn change(f: &firsttoken_analyze::Finding, up: &str) -> String {
     match f.direction {
         Direction::Increase => format!("{up} by {}", signed_stat(Unit::Ms, &f.estimate)),
         Direction::Decrease => format!("fell by {}", signed_stat(Unit::Ms, &f.estimate)),
-        Direction::NoDetectableDifference => {
-            format!("{NO_DIFFERENCE} ({})", signed_stat(Unit::Ms, &f.estimate))
-        }
+        Direction::NoDetectableDifference | Direction::Inconclusive => format!(
+            "{} ({})",
+            undecided(f.direction),
+            signed_stat(Unit::Ms, &f.estimate)
+        ),
         Direction::TooFewSamples => withheld(&f.estimate, f.n_a, f.n_b),
     }
 }
@@ -221,8 +223,9 @@ pub fn wall(w: &WallCause) -> String {
             "fell to {} of the baseline's",
             stat(Unit::Ratio, &top.handler_ratio.estimate)
         ),
-        Direction::NoDetectableDifference => format!(
-            "{NO_DIFFERENCE} ({} of the baseline's)",
+        Direction::NoDetectableDifference | Direction::Inconclusive => format!(
+            "{} ({} of the baseline's)",
+            undecided(top.handler_ratio.direction),
             stat(Unit::Ratio, &top.handler_ratio.estimate)
         ),
         Direction::TooFewSamples => withheld(
@@ -277,8 +280,9 @@ pub fn contrast(c: &PathContrast, splits: &[SpanSplit]) -> String {
             "server time before the first token differs: {a} − {b} = {}",
             signed_stat(Unit::Ms, &c.before_first_token.estimate)
         ),
-        _ => format!(
-            "server time before the first token: {NO_DIFFERENCE} ({a} − {b} = {})",
+        d => format!(
+            "server time before the first token: {} ({a} − {b} = {})",
+            undecided(d),
             signed_stat(Unit::Ms, &c.before_first_token.estimate)
         ),
     };
@@ -298,7 +302,7 @@ pub fn contrast(c: &PathContrast, splits: &[SpanSplit]) -> String {
         })
         .collect();
     if changed.is_empty() {
-        format!("{head}: {total}; no part differs detectably")
+        format!("{head}: {total}; no part's difference clears its interval")
     } else {
         format!("{head}: {total}; {}", changed.join("; "))
     }
