@@ -42,6 +42,9 @@ pub struct Analysis {
     pub drift: Vec<Drift>,
     /// What the data cannot support.
     pub limits: Limits,
+    /// The app's server-side spans joined to the samples; `None` until
+    /// [`crate::traces::attach_traces`] is given spans or trace ids.
+    pub traces: Option<crate::traces::Traces>,
 }
 
 /// Analyse a frame: TTFT grouped by `keys` (pooled, with per-session
@@ -67,6 +70,7 @@ pub fn analyze(
         routes: Vec::new(),
         drift: Vec::new(),
         limits: limits(frame, sessions),
+        traces: None,
     };
     // Diagnostics describe one setup: sessions of different code versions
     // are never pooled into one overhead, wall or cold-start figure.

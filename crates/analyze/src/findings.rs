@@ -100,6 +100,14 @@ pub enum FindingKind {
         /// The TTFT difference route − expected, as judged.
         route_difference: Finding,
     },
+    /// From the server spans: the wait before the handler at `level`
+    /// against the baseline (a difference, ms).
+    QueueWait {
+        /// Requests in flight.
+        level: u32,
+        /// What the spans say about the wall.
+        reason: crate::traces::WallReason,
+    },
     /// One strategy against the fastest first token.
     Providers {
         /// The fastest strategy.
@@ -116,7 +124,7 @@ impl FindingKind {
             FindingKind::Comparison { .. } => 0,
             FindingKind::Overhead => 1,
             FindingKind::Connection | FindingKind::ConnectionSetup => 2,
-            FindingKind::Concurrency { .. } => 3,
+            FindingKind::Concurrency { .. } | FindingKind::QueueWait { .. } => 3,
             FindingKind::ColdStart { .. } => 4,
             FindingKind::PathDifference { .. } => 5,
             FindingKind::Misrouting { .. } => 6,
@@ -131,6 +139,7 @@ impl FindingKind {
             FindingKind::Overhead => "overhead",
             FindingKind::Connection | FindingKind::ConnectionSetup => "connection",
             FindingKind::Concurrency { .. } => "concurrency",
+            FindingKind::QueueWait { .. } => "spans",
             FindingKind::ColdStart { .. } => "cold",
             FindingKind::PathDifference { .. } | FindingKind::Misrouting { .. } => "routes",
             FindingKind::Providers { .. } => "providers",
@@ -140,7 +149,7 @@ impl FindingKind {
     /// The plot that shows it (the HTML page's `data-plot`).
     pub fn plot(&self) -> &'static str {
         match self {
-            FindingKind::Concurrency { .. } => "concurrency",
+            FindingKind::Concurrency { .. } | FindingKind::QueueWait { .. } => "concurrency",
             FindingKind::Providers { .. } => "providers",
             FindingKind::Overhead | FindingKind::Connection | FindingKind::ConnectionSetup => {
                 "waterfall"
@@ -333,6 +342,26 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
             baseline_ms: base,
         };
         push(kind, vec![short_label(&w.scope, path)], top.ratio, wait);
+    }
+    for w in a.traces.iter().flat_map(|t| &t.walls) {
+        let top = w
+            .levels
+            .iter()
+            .rev()
+            .find(|l| l.wait_change.direction == Direction::Increase);
+        if let Some(top) = top {
+            let kind = FindingKind::QueueWait {
+                level: top.concurrency,
+                reason: w.reason,
+            };
+            let label = short_label(&w.scope.scope, w.scope.path.as_deref());
+            push(
+                kind,
+                vec![label],
+                top.wait_change,
+                wait_of(&top.wait_change),
+            );
+        }
     }
     for c in &a.cold {
         let Some(path) = one_path(&c.paths) else {

@@ -24,6 +24,9 @@
 //!   [`session`]: per-session medians and pooled distributions.
 //! - [`diagnose`]: app overhead, connection cost, concurrency wall, cold
 //!   start, providers, paths and routes, drift, claims and limits.
+//! - [`traces`]: the app's server-side spans joined to each sample (clock
+//!   offset, queue wait, database / provider / HTTP / auth time), the
+//!   overhead split and the wall's cause ([`attach_traces`]).
 //! - [`analyze()`]: all of it at once, as one serializable [`Analysis`].
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
 //!
@@ -62,6 +65,7 @@ pub mod rank;
 pub mod run_summary;
 pub mod samples;
 pub mod session;
+pub mod traces;
 
 mod analysis;
 mod special;
@@ -77,6 +81,7 @@ pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
 pub use group::{Group, GroupKey, GroupLabel, group};
 pub use run_summary::{PhaseSummary, RunSummary, Summary};
 pub use samples::{Counts, MetricSummary, Samples};
+pub use traces::{Traces, attach_traces};
 
 use serde::Serialize;
 

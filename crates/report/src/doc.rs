@@ -209,7 +209,9 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
 
     doc.sections.push(section(
         "App overhead (app TTFT − direct TTFT)",
-        lines(&analysis.overhead, words::overhead),
+        lines(&analysis.overhead, |o| {
+            words::overhead_with(o, crate::doc_traces::split_for(analysis, o))
+        }),
     ));
     doc.sections.push(section(
         "Connection cost (fresh − warm TTFT)",
@@ -266,6 +268,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
         }
     }
     doc.sections.push(wall);
+    doc.sections.extend(crate::doc_traces::section(analysis));
 
     doc.sections
         .push(section("Cold start", lines(&analysis.cold, words::cold)));

@@ -74,6 +74,16 @@ pub fn ms(v: f64) -> String {
     value(Unit::Ms, v)
 }
 
+/// A signed duration to a tenth of a millisecond, for a clock offset
+/// whose interval is narrower than the usual three digits: `+2000.2 ms`.
+pub fn precise_ms(v: f64) -> String {
+    if v < 0.0 {
+        format!("−{:.1} ms", -v)
+    } else {
+        format!("+{v:.1} ms")
+    }
+}
+
 /// A ratio: `2.93×`.
 pub fn ratio(r: f64) -> String {
     value(Unit::Ratio, r)

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod doc;
+pub mod doc_traces;
 pub mod format;
 pub mod html;
 pub mod json;

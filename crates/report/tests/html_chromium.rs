@@ -11,6 +11,9 @@
 #[path = "../src/html/testdata.rs"]
 mod testdata;
 
+#[path = "common/traces.rs"]
+mod traces;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -175,5 +178,73 @@ fn the_report_renders_in_headless_chromium() {
     if let Some(keep) = std::env::var_os("HTML_SCREENSHOT") {
         fs::write(&keep, &png).unwrap();
         fs::write(Path::new(&keep).with_extension("html"), &html).unwrap();
+    }
+}
+
+#[test]
+fn the_span_waterfalls_render_in_headless_chromium() {
+    let (sessions, rows, analysis) = traces::analysis();
+    let input = firsttoken_report::ReportInput::new(&sessions, &analysis, &[]).with_rows(&rows);
+    let html = firsttoken_report::html::render(&input).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("spans.html");
+    fs::write(&page, &html).unwrap();
+
+    let run = chromium(dir.path(), &page, "spans", &["--dump-dom".to_string()]);
+    let dom = &run.stdout;
+    assert!(
+        dom.contains("</html>"),
+        "no DOM dumped; stderr:\n{}",
+        run.stderr
+    );
+    let body = &dom[dom.find("<body").expect("a body")..];
+    let body_tag = &body[..body.find('>').unwrap()];
+    assert!(
+        body_tag.contains(r#"data-js-ok="1""#),
+        "the load marker is missing: {body_tag}"
+    );
+    assert!(
+        !dom.contains("data-js-errors="),
+        "script errors: {body_tag}"
+    );
+    let errors = page_errors(&run.stderr);
+    assert!(errors.is_empty(), "page errors:\n{}", errors.join("\n"));
+    // A typical and a slow request per path: chat and docs.
+    for i in 0..4 {
+        let id = format!("span-waterfall-{i}");
+        let at = dom
+            .find(&format!(r#"data-plot="{id}""#))
+            .unwrap_or_else(|| panic!("waterfall {id} is missing"));
+        let figure = &dom[at..at + dom[at..].find("</figure>").expect("figure end")];
+        let svg = &figure[figure
+            .find("<svg")
+            .unwrap_or_else(|| panic!("{id} has no <svg>"))..];
+        // Client phases and at least the root, handler, auth, database
+        // and provider spans, each a bar.
+        let bars = svg.matches("<rect").count();
+        assert!(bars >= 10, "{id} has only {bars} bars");
+        assert!(
+            svg.contains("server: database"),
+            "{id} has no database legend"
+        );
+    }
+    if let Some(keep) = std::env::var_os("HTML_SCREENSHOT") {
+        let shot = dir.path().join("spans.png");
+        chromium(
+            dir.path(),
+            &page,
+            "spans-shot",
+            &[
+                format!("--screenshot={}", shot.display()),
+                "--window-size=1280,6000".to_string(),
+                "--hide-scrollbars".to_string(),
+            ],
+        );
+        fs::write(
+            Path::new(&keep).with_extension("spans.png"),
+            fs::read(&shot).unwrap(),
+        )
+        .unwrap();
+        fs::write(Path::new(&keep).with_extension("spans.html"), &html).unwrap();
     }
 }

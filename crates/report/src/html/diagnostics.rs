@@ -45,7 +45,7 @@ fn mix(shares: &[Share]) -> String {
         .join(", ")
 }
 
-fn overhead(o: &Overhead) -> Entry {
+fn overhead(a: &Analysis, o: &Overhead) -> Entry {
     let mut t = Table::new("TTFT in the sessions that have both", &SUMMARY_HEAD, &[]);
     t.rows.push(summary_row("app (warm)", &o.app));
     t.rows.push(summary_row("direct to provider", &o.direct));
@@ -94,7 +94,10 @@ fn overhead(o: &Overhead) -> Entry {
     }
     Entry {
         provenance: o.provenance.as_str(),
-        summary: words::scoped(&o.label(), words::overhead(o)),
+        summary: words::scoped(
+            &o.label(),
+            words::overhead_with(o, crate::doc_traces::split_for(a, o)),
+        ),
         facts,
         tables,
     }
@@ -418,7 +421,7 @@ pub(crate) fn sections(a: &Analysis, concurrency_plot: Plot, providers_plot: Plo
             title: "App overhead",
             intro: "How much later the first token arrives through the app than straight from the provider: warm app TTFT − direct TTFT, in sessions that have both.",
             plot: None,
-            entries: a.overhead.iter().map(overhead).collect(),
+            entries: a.overhead.iter().map(|o| overhead(a, o)).collect(),
             empty: "No session has both app and direct requests.",
         },
         Section {

@@ -22,6 +22,11 @@
 //! | `concurrency` | median TTFT ratio vs k, beside the serial model (k+1)/2 and the ideal 1.0 |
 //! | `providers` | providers' and strategies' median TTFT vs median tokens/s |
 //!
+//! With server spans joined (`analysis.traces`), a section `id="spans"`
+//! says where the time went and draws, per path, a typical and a slow
+//! request's client phases and server spans on one axis
+//! (`data-plot="span-waterfall-N"`).
+//!
 //! The CDF, the box plots and the waterfall need the samples themselves;
 //! without them those plots say so and everything else is shown.
 //!
@@ -36,6 +41,7 @@
 
 mod diagnostics;
 mod plots;
+mod spans;
 mod svg;
 mod view;
 
@@ -116,6 +122,7 @@ pub fn render(input: &ReportInput<'_>) -> Result<String, HtmlError> {
         ),
         limits: view::limits(analysis),
         findings: view::findings(analysis, input.comparisons),
+        spans: spans::view(analysis),
         plots: view::PagePlots {
             ttft_cdf: plots::ttft_cdf(&cdf),
             session_box: plots::session_boxes(&boxes, what),

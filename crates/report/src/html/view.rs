@@ -27,6 +27,7 @@ pub(crate) struct Page {
     pub limits: LimitsView,
     pub plots: PagePlots,
     pub findings: Vec<FindingView>,
+    pub spans: Option<super::spans::SpansView>,
 }
 
 /// One of the findings the page opens with.

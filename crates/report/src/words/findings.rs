@@ -5,6 +5,7 @@
 //! interval supports one.
 
 use firsttoken_analyze::diagnose::WallVerdict;
+use firsttoken_analyze::traces::WallReason;
 use firsttoken_analyze::{Direction, FindingKind, RankedFinding};
 
 use crate::format::{Unit, ms, signed_stat, stat};
@@ -22,6 +23,7 @@ pub fn section_name(section: &str) -> &'static str {
         "cold" => "cold",
         "routes" => "routes",
         "providers" => "providers",
+        "spans" => "spans",
         _ => "report",
     }
 }
@@ -124,6 +126,15 @@ pub fn finding(f: &RankedFinding) -> String {
             "{g}: {astray}/{reported} to {route}, not {expected}: {signed} a request, n = {}",
             x.n_a
         ),
+        FindingKind::QueueWait { level, reason } => {
+            let why = match reason {
+                WallReason::WaitedForWorker => "requests waited for the worker: ",
+                WallReason::Both => "requests waited for the worker and the handler slowed: ",
+                _ => "",
+            };
+            let verb = if up { "rose" } else { "fell" };
+            format!("{g}: {why}the wait before the handler {verb} by {signed} at c={level}, {n}")
+        }
         FindingKind::Providers { .. } => format!(
             "{g} has {} first token than {}: {signed}, {n}",
             if up { "a later" } else { "an earlier" },

@@ -5,9 +5,9 @@
 
 use firsttoken_analyze::diagnose::{Limit, LimitKind, Limits};
 
-use crate::format::{self, ms};
+use crate::format::{self, ms, too_few};
 
-use super::{limit, percentile_name};
+use super::{list, percentile_name};
 
 /// The groups part of one limit, for a list under its kind.
 fn affected(l: &Limit) -> String {
@@ -78,4 +78,137 @@ pub fn limit_lines(l: &Limits) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// One limit as a sentence.
+pub fn limit(l: &Limit) -> String {
+    match l {
+        Limit::OneVantage { vantage } => format!(
+            "every session ran from one vantage point ({}): nothing here speaks for users elsewhere",
+            if vantage.is_empty() {
+                "an unnamed host"
+            } else {
+                vantage
+            }
+        ),
+        Limit::OneNetwork { network } => format!(
+            "every session ran on one network ({}): other networks may differ",
+            if network.is_empty() {
+                "unlabelled"
+            } else {
+                network
+            }
+        ),
+        Limit::OneDay { day } => format!(
+            "every request ran on one day ({day}): no claim about other days or times of day"
+        ),
+        Limit::NoServerTiming => {
+            "the app sent no Server-Timing: its overhead cannot be broken down into its own phases"
+                .to_string()
+        }
+        Limit::EmulatedUpstream { sessions } => format!(
+            "{}: the upstream was the emulator: provider and overhead numbers are not a real provider's",
+            list(sessions)
+        ),
+        Limit::SyntheticData { sessions } => {
+            format!(
+                "{}: synthetic data: generated, not measured",
+                list(sessions)
+            )
+        }
+        Limit::ImportedData { sessions } => format!(
+            "{}: imported data: how it was measured is only as known as its export says",
+            list(sessions)
+        ),
+        Limit::SmallCell { cell, n, withheld } => {
+            let names: Vec<String> = withheld.iter().map(|p| percentile_name(p.get())).collect();
+            let needed = withheld.iter().map(|p| p.min_n()).min().unwrap_or(0);
+            format!(
+                "{}: {} withheld: {}",
+                cell.join(" · "),
+                names.join(", "),
+                too_few(*n, needed)
+            )
+        }
+        Limit::ClientLag {
+            session,
+            lag_p99_ms,
+        } => format!(
+            "session {session}: the client's own scheduling lag reached p99 = {}, so its timings may be inflated",
+            ms(*lag_p99_ms)
+        ),
+        Limit::CleanupResidue {
+            session,
+            created,
+            residual,
+            error,
+        } => {
+            let why = match (error, residual) {
+                (Some(e), _) => format!("cleanup failed ({e})"),
+                (None, Some(r)) => format!("{r} test account row(s) left behind"),
+                (None, None) => "cleanup was not verified (no count query)".to_string(),
+            };
+            format!("session {session}: {why} of {created} created")
+        }
+        Limit::PartialSession { session, reason } => format!(
+            "session {session} stopped early ({reason}): its phases may be unevenly covered"
+        ),
+        Limit::NoDirect => {
+            "no direct requests: the app's overhead cannot be separated from the model's own time"
+                .to_string()
+        }
+        Limit::NoPing => "no pings: no network baseline to tell network from app".to_string(),
+        Limit::MissingSessionMeta { sessions } => format!(
+            "rows of {} have no session metadata: their labels are unknown and they cannot be checked for lag or cleanup",
+            list(sessions)
+        ),
+        Limit::HighErrorRate {
+            phase,
+            path,
+            failed,
+            requests,
+        } => format!(
+            "{}{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
+            phase.as_str(),
+            path.as_ref()
+                .map_or(String::new(), |p| format!(" on path {p}")),
+            format::percent(Some(*failed as f64 / (*requests).max(1) as f64))
+        ),
+    }
+}
+
+/// The name of a limit's kind: `one vantage point`.
+pub fn limit_kind(l: &Limit) -> &'static str {
+    match l {
+        Limit::OneVantage { .. } => "one vantage point",
+        Limit::OneNetwork { .. } => "one network",
+        Limit::OneDay { .. } => "one day",
+        Limit::NoServerTiming => "no server timing",
+        Limit::EmulatedUpstream { .. } => "emulated upstream",
+        Limit::SyntheticData { .. } => "synthetic data",
+        Limit::ImportedData { .. } => "imported data",
+        Limit::SmallCell { .. } => "small n in some cells",
+        Limit::ClientLag { .. } => "client lag",
+        Limit::CleanupResidue { .. } => "cleanup residue",
+        Limit::PartialSession { .. } => "partial session",
+        Limit::NoDirect => "no direct baseline",
+        Limit::NoPing => "no ping baseline",
+        Limit::MissingSessionMeta { .. } => "missing session metadata",
+        Limit::HighErrorRate { .. } => "high error rate",
+    }
+}
+
+/// The limits in one line: `4 limit(s): one vantage point, one day, …`.
+pub fn limits(l: &Limits) -> String {
+    if l.items.is_empty() {
+        return "no structural limits found".to_string();
+    }
+    let mut kinds: Vec<&str> = Vec::new();
+    for item in &l.items {
+        let name = limit_kind(item);
+        if !kinds.contains(&name) {
+            kinds.push(name);
+        }
+    }
+    format!("{} limit(s): {}", l.items.len(), kinds.join(", "))
 }

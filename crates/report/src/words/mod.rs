@@ -9,8 +9,8 @@
 //! come from [`crate::format`].
 
 use firsttoken_analyze::diagnose::{
-    ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Limit, Limits, Overhead,
-    PathScope, ProviderStats, Providers, Routes, WallVerdict,
+    ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Overhead, PathScope,
+    ProviderStats, Providers, Routes, WallVerdict,
 };
 use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
 use firsttoken_record::session::Provenance;
@@ -20,8 +20,9 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 mod findings;
 mod limits;
 mod routes;
+pub mod traces;
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
-pub use limits::limit_lines;
+pub use limits::{limit, limit_kind, limit_lines, limits};
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
 
 /// The phrase for a finding that states no direction and whose interval
@@ -154,8 +155,18 @@ macro_rules! path_entries {
 path_entries!(Overhead, ConnectionCost, ConcurrencyWall, ColdStart, Drift);
 entries!(Providers, Routes);
 
-/// App overhead: app TTFT − direct TTFT.
+/// App overhead: app TTFT − direct TTFT, broken down by the app's
+/// Server-Timing (or said to have none).
 pub fn overhead(o: &Overhead) -> String {
+    overhead_with(o, None)
+}
+
+/// App overhead broken down by the path's server spans when there are
+/// some (preferred over Server-Timing), else as [`overhead`].
+pub fn overhead_with(
+    o: &Overhead,
+    spans: Option<&firsttoken_analyze::traces::SpanSplit>,
+) -> String {
     if o.sessions == 0 {
         return "no session has both app and direct requests: app overhead unknown".to_string();
     }
@@ -186,6 +197,13 @@ pub fn overhead(o: &Overhead) -> String {
         s.push_str(&format!("; ping {}", ms(p)));
     }
     s.push(')');
+    if let Some(split) = spans.filter(|s| s.traced > 0) {
+        s.push_str(&traces::overhead_parts(split));
+        if o.server_timing.is_some() {
+            s.push_str(" (preferred over its Server-Timing)");
+        }
+        return s;
+    }
     match &o.server_timing {
         Some(st) => {
             let parts: Vec<String> = st
@@ -671,7 +689,7 @@ pub fn wall_verdict(v: WallVerdict) -> &'static str {
 }
 
 /// `a, b, c and 2 more`.
-fn list(ids: &[String]) -> String {
+pub(super) fn list(ids: &[String]) -> String {
     const SHOWN: usize = 5;
     if ids.is_empty() {
         return "rows without session metadata".to_string();
@@ -695,137 +713,4 @@ pub(crate) fn percentile_name(p: f64) -> String {
     } else {
         format!("p{p}")
     }
-}
-
-/// One limit as a sentence.
-pub fn limit(l: &Limit) -> String {
-    match l {
-        Limit::OneVantage { vantage } => format!(
-            "every session ran from one vantage point ({}): nothing here speaks for users elsewhere",
-            if vantage.is_empty() {
-                "an unnamed host"
-            } else {
-                vantage
-            }
-        ),
-        Limit::OneNetwork { network } => format!(
-            "every session ran on one network ({}): other networks may differ",
-            if network.is_empty() {
-                "unlabelled"
-            } else {
-                network
-            }
-        ),
-        Limit::OneDay { day } => format!(
-            "every request ran on one day ({day}): no claim about other days or times of day"
-        ),
-        Limit::NoServerTiming => {
-            "the app sent no Server-Timing: its overhead cannot be broken down into its own phases"
-                .to_string()
-        }
-        Limit::EmulatedUpstream { sessions } => format!(
-            "{}: the upstream was the emulator: provider and overhead numbers are not a real provider's",
-            list(sessions)
-        ),
-        Limit::SyntheticData { sessions } => {
-            format!(
-                "{}: synthetic data: generated, not measured",
-                list(sessions)
-            )
-        }
-        Limit::ImportedData { sessions } => format!(
-            "{}: imported data: how it was measured is only as known as its export says",
-            list(sessions)
-        ),
-        Limit::SmallCell { cell, n, withheld } => {
-            let names: Vec<String> = withheld.iter().map(|p| percentile_name(p.get())).collect();
-            let needed = withheld.iter().map(|p| p.min_n()).min().unwrap_or(0);
-            format!(
-                "{}: {} withheld: {}",
-                cell.join(" · "),
-                names.join(", "),
-                too_few(*n, needed)
-            )
-        }
-        Limit::ClientLag {
-            session,
-            lag_p99_ms,
-        } => format!(
-            "session {session}: the client's own scheduling lag reached p99 = {}, so its timings may be inflated",
-            ms(*lag_p99_ms)
-        ),
-        Limit::CleanupResidue {
-            session,
-            created,
-            residual,
-            error,
-        } => {
-            let why = match (error, residual) {
-                (Some(e), _) => format!("cleanup failed ({e})"),
-                (None, Some(r)) => format!("{r} test account row(s) left behind"),
-                (None, None) => "cleanup was not verified (no count query)".to_string(),
-            };
-            format!("session {session}: {why} of {created} created")
-        }
-        Limit::PartialSession { session, reason } => format!(
-            "session {session} stopped early ({reason}): its phases may be unevenly covered"
-        ),
-        Limit::NoDirect => {
-            "no direct requests: the app's overhead cannot be separated from the model's own time"
-                .to_string()
-        }
-        Limit::NoPing => "no pings: no network baseline to tell network from app".to_string(),
-        Limit::MissingSessionMeta { sessions } => format!(
-            "rows of {} have no session metadata: their labels are unknown and they cannot be checked for lag or cleanup",
-            list(sessions)
-        ),
-        Limit::HighErrorRate {
-            phase,
-            path,
-            failed,
-            requests,
-        } => format!(
-            "{}{}: {} of requests failed ({failed} of {requests}); its timings describe only the successes",
-            phase.as_str(),
-            path.as_ref()
-                .map_or(String::new(), |p| format!(" on path {p}")),
-            format::percent(Some(*failed as f64 / (*requests).max(1) as f64))
-        ),
-    }
-}
-
-/// The name of a limit's kind: `one vantage point`.
-pub fn limit_kind(l: &Limit) -> &'static str {
-    match l {
-        Limit::OneVantage { .. } => "one vantage point",
-        Limit::OneNetwork { .. } => "one network",
-        Limit::OneDay { .. } => "one day",
-        Limit::NoServerTiming => "no server timing",
-        Limit::EmulatedUpstream { .. } => "emulated upstream",
-        Limit::SyntheticData { .. } => "synthetic data",
-        Limit::ImportedData { .. } => "imported data",
-        Limit::SmallCell { .. } => "small n in some cells",
-        Limit::ClientLag { .. } => "client lag",
-        Limit::CleanupResidue { .. } => "cleanup residue",
-        Limit::PartialSession { .. } => "partial session",
-        Limit::NoDirect => "no direct baseline",
-        Limit::NoPing => "no ping baseline",
-        Limit::MissingSessionMeta { .. } => "missing session metadata",
-        Limit::HighErrorRate { .. } => "high error rate",
-    }
-}
-
-/// The limits in one line: `4 limit(s): one vantage point, one day, …`.
-pub fn limits(l: &Limits) -> String {
-    if l.items.is_empty() {
-        return "no structural limits found".to_string();
-    }
-    let mut kinds: Vec<&str> = Vec::new();
-    for item in &l.items {
-        let name = limit_kind(item);
-        if !kinds.contains(&name) {
-            kinds.push(name);
-        }
-    }
-    format!("{} limit(s): {}", l.items.len(), kinds.join(", "))
 }

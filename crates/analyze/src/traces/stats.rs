@@ -1,0 +1,521 @@
+//! Figures over the joined samples: the split per path, the wall's cause
+//! per concurrency level, and paths contrasted part by part. Medians with
+//! exact bootstrap CIs, differences and ratios with seeded bootstrap CIs
+//! ([`crate::bootstrap`]), each change a [`Finding`].
+//!
+//! A part's median is taken over every traced request of the path (0 for
+//! a request without that part), so medians of parts are comparable with
+//! the median server time; like the Server-Timing split, it is a sum of
+//! medians, not the median of sums: a breakdown, not an identity.
+
+use std::collections::BTreeMap;
+
+use firsttoken_record::session::{Provenance, SampleRow};
+use firsttoken_record::vocab::PhaseKind;
+use serde::Serialize;
+
+use super::classify::Category;
+use super::join::Breakdown;
+use super::{Coverage, TraceScope};
+use crate::Settings;
+use crate::bootstrap::{difference_stat, ratio_stat};
+use crate::diagnose::{Overhead, PathScope};
+use crate::estimate::{Percentile, Stat};
+use crate::finding::{Direction, Finding};
+use crate::samples::Samples;
+
+/// One group of spans on one path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartStat {
+    /// The group's name (after renaming).
+    pub group: String,
+    /// Its category (the first of the spans merged into it).
+    pub category: Category,
+    /// Traced requests with at least one span of it.
+    pub requests: usize,
+    /// Median time it alone covers before the first token, ms, over every
+    /// traced request of the path.
+    pub median: Stat,
+    /// Median number of its spans per request that has it.
+    pub median_calls: f64,
+    /// Requests with two or more of its spans, none overlapping another.
+    pub sequential: usize,
+    /// Its total time ÷ the total server time before the first token.
+    pub share_of_server: Option<f64>,
+    /// Its median ÷ the path's app overhead median, when the overhead is
+    /// an increase (the interval lies above 0); never for the model
+    /// provider, whose call the direct requests measure as well.
+    pub share_of_overhead: Option<f64>,
+}
+
+/// The server time of one path's traced requests, split into parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpanSplit {
+    /// Provenance, setup and path.
+    #[serde(flatten)]
+    pub scope: TraceScope,
+    /// Phases whose requests it uses: `warm` when the path has traced warm
+    /// requests (as the overhead does), else every app phase.
+    pub phases: Vec<PhaseKind>,
+    /// Measured requests of those phases (failures included).
+    pub requests: usize,
+    /// Successful traced requests behind the figures.
+    pub traced: usize,
+    /// Median server time (root span), ms.
+    pub server: Stat,
+    /// Median server time before the client's first token, ms.
+    pub before_first_token: Stat,
+    /// Median of server receive − client `sent`, ms (offset-corrected;
+    /// includes the one-way network time and any accept queue).
+    pub receive_after_sent: Stat,
+    /// Median queue wait (server receive → handler start), ms, over the
+    /// requests with a handler span; `None` when none has one.
+    pub queue_wait: Option<Stat>,
+    /// Requests with a handler span.
+    pub queue_wait_n: usize,
+    /// Groups, largest median first.
+    pub parts: Vec<PartStat>,
+    /// Median time no group covers, ms.
+    pub rest: Stat,
+    /// Median first token of the provider's own call, ms after it began,
+    /// when spans record it.
+    pub provider_first_token: Option<Stat>,
+    /// The path's app overhead (app − direct TTFT), when the analysis has it.
+    pub overhead_median: Option<Finding>,
+}
+
+fn median(v: Vec<f64>, settings: &Settings) -> Stat {
+    Samples::new(v)
+        .unwrap_or_default()
+        .stat(Percentile::P50, settings)
+}
+
+fn samples(v: Vec<f64>) -> Samples {
+    Samples::new(v).unwrap_or_default()
+}
+
+/// Successful breakdowns per scope, with their rows.
+fn by_scope<'a>(
+    rows: &'a [SampleRow],
+    breakdowns: &'a [(TraceScope, Breakdown)],
+) -> BTreeMap<&'a TraceScope, Vec<(&'a SampleRow, &'a Breakdown)>> {
+    let mut m: BTreeMap<&TraceScope, Vec<(&SampleRow, &Breakdown)>> = BTreeMap::new();
+    for (s, b) in breakdowns {
+        let r = &rows[b.row];
+        if r.sample.is_ok() {
+            m.entry(s).or_default().push((r, b));
+        }
+    }
+    m
+}
+
+/// The breakdowns a split uses: warm ones when there are any.
+fn split_rows<'a>(all: &[(&'a SampleRow, &'a Breakdown)]) -> (Vec<PhaseKind>, Vec<&'a Breakdown>) {
+    let warm: Vec<&Breakdown> = all
+        .iter()
+        .filter(|(r, _)| r.phase == PhaseKind::Warm)
+        .map(|(_, b)| *b)
+        .collect();
+    if !warm.is_empty() {
+        return (vec![PhaseKind::Warm], warm);
+    }
+    let mut phases: Vec<PhaseKind> = all.iter().map(|(r, _)| r.phase).collect();
+    phases.sort_by_key(|p| p.index());
+    phases.dedup();
+    (phases, all.iter().map(|(_, b)| *b).collect())
+}
+
+/// A part's per-request values (0 where absent).
+fn part_values(bs: &[&Breakdown], group: &str) -> Vec<f64> {
+    bs.iter()
+        .map(|b| b.parts.get(group).map_or(0.0, |p| p.ms))
+        .collect()
+}
+
+/// Every group in `bs`, with its category.
+fn groups_of(bs: &[&Breakdown]) -> BTreeMap<String, Category> {
+    let mut g: BTreeMap<String, Category> = BTreeMap::new();
+    for b in bs {
+        for (name, p) in &b.parts {
+            let c = g.entry(name.clone()).or_insert(p.category);
+            *c = (*c).min(p.category);
+        }
+    }
+    g
+}
+
+/// One split per scope with traced requests.
+pub(super) fn splits(
+    rows: &[SampleRow],
+    breakdowns: &[(TraceScope, Breakdown)],
+    coverage: &BTreeMap<(TraceScope, PhaseKind), Coverage>,
+    settings: &Settings,
+) -> Vec<SpanSplit> {
+    let mut out = Vec::new();
+    for (scope, all) in by_scope(rows, breakdowns) {
+        let (phases, bs) = split_rows(&all);
+        let requests = phases
+            .iter()
+            .filter_map(|p| coverage.get(&(scope.clone(), *p)))
+            .map(|c| c.requests)
+            .sum();
+        let total_before: f64 = bs.iter().map(|b| b.before_first_token_ms).sum();
+        let mut parts: Vec<PartStat> = groups_of(&bs)
+            .into_iter()
+            .map(|(group, category)| {
+                let with: Vec<&&Breakdown> =
+                    bs.iter().filter(|b| b.parts.contains_key(&group)).collect();
+                let values = part_values(&bs, &group);
+                let sum: f64 = values.iter().sum();
+                let calls: Vec<f64> = with.iter().map(|b| b.parts[&group].calls as f64).collect();
+                PartStat {
+                    requests: with.len(),
+                    median: median(values, settings),
+                    median_calls: samples(calls).percentile(Percentile::P50).unwrap_or(0.0),
+                    sequential: with
+                        .iter()
+                        .filter(|b| b.parts[&group].calls >= 2 && !b.parts[&group].overlapping)
+                        .count(),
+                    share_of_server: (total_before > 0.0).then(|| sum / total_before),
+                    share_of_overhead: None,
+                    group,
+                    category,
+                }
+            })
+            .collect();
+        parts.sort_by(|a, b| {
+            let (x, y) = (
+                a.median.point().unwrap_or(0.0),
+                b.median.point().unwrap_or(0.0),
+            );
+            y.total_cmp(&x).then_with(|| a.group.cmp(&b.group))
+        });
+        let waits: Vec<f64> = bs.iter().filter_map(|b| b.queue_wait_ms).collect();
+        let provider: Vec<f64> = bs
+            .iter()
+            .filter_map(|b| b.provider_first_token_ms)
+            .collect();
+        out.push(SpanSplit {
+            scope: scope.clone(),
+            phases,
+            requests,
+            traced: bs.len(),
+            server: median(bs.iter().map(|b| b.server_ms).collect(), settings),
+            before_first_token: median(
+                bs.iter().map(|b| b.before_first_token_ms).collect(),
+                settings,
+            ),
+            receive_after_sent: median(
+                bs.iter().filter_map(|b| b.receive_after_sent_ms).collect(),
+                settings,
+            ),
+            queue_wait_n: waits.len(),
+            queue_wait: (!waits.is_empty()).then(|| median(waits, settings)),
+            parts,
+            rest: median(bs.iter().map(|b| b.rest_ms).collect(), settings),
+            provider_first_token: (!provider.is_empty()).then(|| median(provider, settings)),
+            overhead_median: None,
+        });
+    }
+    out
+}
+
+/// Link each split to the overhead of the same provenance, setup and path.
+pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
+    for s in splits {
+        let o = overheads.iter().find(|o| {
+            o.provenance == s.scope.provenance
+                && o.scope == s.scope.scope
+                && o.paths
+                    == PathScope::One {
+                        path: s.scope.path.clone(),
+                    }
+        });
+        let Some(o) = o else { continue };
+        s.overhead_median = Some(o.overhead_median);
+        if o.overhead_median.direction != Direction::Increase {
+            continue;
+        }
+        let Some(total) = o.overhead_median.estimate.point() else {
+            continue;
+        };
+        // The model call is what the direct requests measure too: its time
+        // is not overhead (as Server-Timing's model phases are not).
+        for p in s
+            .parts
+            .iter_mut()
+            .filter(|p| p.category != Category::ModelProvider)
+        {
+            p.share_of_overhead = p.median.point().map(|m| m / total);
+        }
+    }
+}
+
+/// What the spans say about the concurrency wall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WallReason {
+    /// The wait before the handler grows with concurrency, the handler's
+    /// own time does not (its interval stays inside the noise band):
+    /// requests waited for the worker.
+    WaitedForWorker,
+    /// The handler's own time grows: a shared resource slows down.
+    SharedResource,
+    /// Both grow.
+    Both,
+    /// Neither interval supports a change, the handler's interval leaves a
+    /// material change open (inconclusive), or too few traced requests.
+    CannotTell,
+}
+
+/// One concurrency level, from its traced requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaitLevel {
+    /// Requests in flight together.
+    pub concurrency: u32,
+    /// Successful traced requests.
+    pub traced: usize,
+    /// Median wait, ms: server receive − client `sent` (offset-corrected)
+    /// plus the queue wait before the handler.
+    pub wait: Stat,
+    /// Median handler time, ms.
+    pub handler: Stat,
+    /// Wait median − the baseline's (n: this level, baseline).
+    pub wait_change: Finding,
+    /// Handler median ÷ the baseline's, against 1 with the noise threshold.
+    pub handler_ratio: Finding,
+}
+
+/// The concurrency wall of one path, explained by its spans.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WallCause {
+    /// Provenance, setup and path.
+    #[serde(flatten)]
+    pub scope: TraceScope,
+    /// `c=1` or `warm`: what each level is compared with.
+    pub baseline: &'static str,
+    /// Baseline wait median, ms.
+    pub baseline_wait: Stat,
+    /// Baseline handler median, ms.
+    pub baseline_handler: Stat,
+    /// Levels above the baseline, increasing.
+    pub levels: Vec<WaitLevel>,
+    /// Judged at the highest level.
+    pub reason: WallReason,
+}
+
+/// The material band of a difference against `baseline`: the noise
+/// threshold times its median (as the other diagnostics judge differences).
+fn material(baseline: &Samples, settings: &Settings) -> f64 {
+    baseline
+        .percentile(Percentile::P50)
+        .map_or(0.0, |m| m.abs() * settings.noise_threshold())
+}
+
+/// A request's wait: receive gap plus queue wait; `None` when neither is known.
+fn wait_of(b: &Breakdown) -> Option<f64> {
+    match (b.receive_after_sent_ms, b.queue_wait_ms) {
+        (None, None) => None,
+        (r, q) => Some(r.unwrap_or(0.0) + q.unwrap_or(0.0)),
+    }
+}
+
+/// One explanation per scope with traced concurrency requests.
+pub(super) fn walls(
+    rows: &[SampleRow],
+    breakdowns: &[(TraceScope, Breakdown)],
+    settings: &Settings,
+) -> Vec<WallCause> {
+    let mut out = Vec::new();
+    for (scope, all) in by_scope(rows, breakdowns) {
+        let mut levels: BTreeMap<u32, Vec<&Breakdown>> = BTreeMap::new();
+        for (r, b) in &all {
+            if r.phase == PhaseKind::Concurrency
+                && let Some(k) = r.concurrency
+            {
+                levels.entry(k).or_default().push(b);
+            }
+        }
+        let (baseline, base): (&'static str, Vec<&Breakdown>) = match levels.remove(&1) {
+            Some(b) => ("c=1", b),
+            None => (
+                "warm",
+                all.iter()
+                    .filter(|(r, _)| r.phase == PhaseKind::Warm)
+                    .map(|(_, b)| *b)
+                    .collect(),
+            ),
+        };
+        if levels.is_empty() || base.is_empty() {
+            continue;
+        }
+        let split = |bs: &[&Breakdown]| {
+            (
+                samples(bs.iter().filter_map(|b| wait_of(b)).collect()),
+                samples(bs.iter().map(|b| b.handler_ms).collect()),
+            )
+        };
+        let (bw, bh) = split(&base);
+        let label = format!(
+            "traces/wall/{}/{}/{}",
+            scope.provenance.as_str(),
+            scope.scope,
+            scope.path.as_deref().unwrap_or("-")
+        );
+        let levels: Vec<WaitLevel> = levels
+            .iter()
+            .map(|(&k, bs)| {
+                let (w, h) = split(bs);
+                WaitLevel {
+                    concurrency: k,
+                    traced: bs.len(),
+                    wait: w.stat(Percentile::P50, settings),
+                    handler: h.stat(Percentile::P50, settings),
+                    wait_change: Finding::difference(
+                        difference_stat(
+                            &w,
+                            &bw,
+                            Percentile::P50,
+                            settings,
+                            &format!("{label}/c{k}/wait"),
+                        ),
+                        material(&bw, settings),
+                        w.len(),
+                        bw.len(),
+                    ),
+                    handler_ratio: Finding::ratio(
+                        ratio_stat(
+                            &h,
+                            &bh,
+                            Percentile::P50,
+                            settings,
+                            &format!("{label}/c{k}/handler"),
+                        ),
+                        settings.noise_threshold(),
+                        h.len(),
+                        bh.len(),
+                    ),
+                }
+            })
+            .collect();
+        let reason = levels.last().map_or(WallReason::CannotTell, |top| {
+            let waits = top.wait_change.direction == Direction::Increase;
+            match top.handler_ratio.direction {
+                Direction::Increase if waits => WallReason::Both,
+                Direction::Increase => WallReason::SharedResource,
+                Direction::TooFewSamples | Direction::Inconclusive => WallReason::CannotTell,
+                _ if waits => WallReason::WaitedForWorker,
+                _ => WallReason::CannotTell,
+            }
+        });
+        out.push(WallCause {
+            scope: scope.clone(),
+            baseline,
+            baseline_wait: bw.stat(Percentile::P50, settings),
+            baseline_handler: bh.stat(Percentile::P50, settings),
+            levels,
+            reason,
+        });
+    }
+    out
+}
+
+/// One group in two paths.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupContrast {
+    /// The group.
+    pub group: String,
+    /// Median in `a` − median in `b`, ms (n: traced requests of each).
+    pub difference: Finding,
+}
+
+/// Two paths of one setup, part by part.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathContrast {
+    /// Provenance of both.
+    pub provenance: Provenance,
+    /// The setup, when several.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub scope: String,
+    /// The first path (name order).
+    pub a: Option<String>,
+    /// The second.
+    pub b: Option<String>,
+    /// Server time before the first token: median a − median b.
+    pub before_first_token: Finding,
+    /// Each group, the largest |difference| first.
+    pub groups: Vec<GroupContrast>,
+}
+
+/// Every pair of paths of one provenance and setup that both have splits.
+pub(super) fn contrasts(
+    rows: &[SampleRow],
+    breakdowns: &[(TraceScope, Breakdown)],
+    splits: &[SpanSplit],
+    settings: &Settings,
+) -> Vec<PathContrast> {
+    let scoped = by_scope(rows, breakdowns);
+    let used: BTreeMap<&TraceScope, Vec<&Breakdown>> = scoped
+        .iter()
+        .map(|(s, all)| (*s, split_rows(all).1))
+        .collect();
+    let mut out = Vec::new();
+    for (i, sa) in splits.iter().enumerate() {
+        for sb in &splits[i + 1..] {
+            if (sa.scope.provenance, &sa.scope.scope) != (sb.scope.provenance, &sb.scope.scope) {
+                continue;
+            }
+            let (Some(a), Some(b)) = (used.get(&sa.scope), used.get(&sb.scope)) else {
+                continue;
+            };
+            let label = format!(
+                "traces/paths/{}/{}/{}/{}",
+                sa.scope.provenance.as_str(),
+                sa.scope.scope,
+                sa.scope.path.as_deref().unwrap_or("-"),
+                sb.scope.path.as_deref().unwrap_or("-")
+            );
+            let diff = |x: Vec<f64>, y: Vec<f64>, what: &str| {
+                let (x, y) = (samples(x), samples(y));
+                Finding::difference(
+                    difference_stat(
+                        &x,
+                        &y,
+                        Percentile::P50,
+                        settings,
+                        &format!("{label}/{what}"),
+                    ),
+                    material(&y, settings),
+                    x.len(),
+                    y.len(),
+                )
+            };
+            let mut names = groups_of(a);
+            names.extend(groups_of(b));
+            let mut groups: Vec<GroupContrast> = names
+                .into_keys()
+                .map(|g| GroupContrast {
+                    difference: diff(part_values(a, &g), part_values(b, &g), &g),
+                    group: g,
+                })
+                .collect();
+            groups.sort_by(|x, y| {
+                let m = |g: &GroupContrast| g.difference.estimate.point().map_or(0.0, f64::abs);
+                m(y).total_cmp(&m(x)).then_with(|| x.group.cmp(&y.group))
+            });
+            out.push(PathContrast {
+                provenance: sa.scope.provenance,
+                scope: sa.scope.scope.clone(),
+                a: sa.scope.path.clone(),
+                b: sb.scope.path.clone(),
+                before_first_token: diff(
+                    a.iter().map(|b| b.before_first_token_ms).collect(),
+                    b.iter().map(|b| b.before_first_token_ms).collect(),
+                    "before_first_token",
+                ),
+                groups,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,140 @@
+//! The report's "Where the time went" section: the app's server spans
+//! joined to the samples ([`firsttoken_analyze::traces`]), laid out once
+//! for the terminal, Markdown and JSON text.
+
+use firsttoken_analyze::Analysis;
+use firsttoken_analyze::diagnose::{Overhead, PathScope};
+use firsttoken_analyze::traces::SpanSplit;
+
+use crate::doc::{Section, TableData};
+use crate::format::{DASH, Unit, percent, signed_stat, stat};
+use crate::words::traces as words;
+
+/// The section title.
+pub const TITLE: &str = "Where the time went (server spans)";
+
+/// The split of the overhead's path, when spans cover it.
+pub fn split_for<'a>(analysis: &'a Analysis, o: &Overhead) -> Option<&'a SpanSplit> {
+    let PathScope::One { path } = &o.paths else {
+        return None;
+    };
+    analysis.traces.as_ref()?.splits.iter().find(|s| {
+        s.scope.provenance == o.provenance && s.scope.scope == o.scope && &s.scope.path == path
+    })
+}
+
+fn header(cols: &[&str]) -> Vec<String> {
+    cols.iter().map(|s| s.to_string()).collect()
+}
+
+/// The section; `None` when the analysis has no traces.
+pub fn section(analysis: &Analysis) -> Option<Section> {
+    let t = analysis.traces.as_ref()?;
+    let mut s = Section {
+        title: TITLE.into(),
+        lines: Vec::new(),
+        tables: Vec::new(),
+    };
+    if t.is_empty() {
+        s.lines.push(format!(
+            "No request has server spans ({} spans received, {} of them for no request of these sessions): point the app's OpenTelemetry exporter at firsttoken to see where the time went.",
+            t.spans, t.unmatched_spans
+        ));
+    }
+    s.lines.extend(
+        t.sessions
+            .iter()
+            .filter(|o| o.traced > 0)
+            .map(words::offset),
+    );
+    s.lines.extend(t.coverage.iter().map(words::coverage));
+    if t.unmatched_spans > 0 {
+        s.lines.push(format!(
+            "{} of {} spans belong to no request of these sessions (other traffic, or warm-ups' traces).",
+            t.unmatched_spans, t.spans
+        ));
+    }
+    s.lines.extend(t.splits.iter().map(words::split));
+    s.lines.extend(t.walls.iter().map(words::wall));
+    s.lines
+        .extend(t.contrasts.iter().map(|c| words::contrast(c, &t.splits)));
+
+    for sp in &t.splits {
+        let label = words::scope_label(&sp.scope.scope, sp.scope.path.as_deref());
+        let mut tab = TableData {
+            header: header(&[
+                &format!("{label}: part"),
+                "requests",
+                "median [CI]",
+                "calls",
+                "of server time",
+                "of overhead",
+            ]),
+            rows: Vec::new(),
+        };
+        if let Some(q) = &sp.queue_wait {
+            tab.rows.push(vec![
+                "queue wait".into(),
+                sp.queue_wait_n.to_string(),
+                stat(Unit::Ms, q),
+                DASH.into(),
+                DASH.into(),
+                DASH.into(),
+            ]);
+        }
+        for p in &sp.parts {
+            tab.rows.push(vec![
+                p.group.clone(),
+                p.requests.to_string(),
+                stat(Unit::Ms, &p.median),
+                format!("{}", p.median_calls),
+                percent(p.share_of_server),
+                percent(p.share_of_overhead),
+            ]);
+        }
+        tab.rows.push(vec![
+            "rest".into(),
+            sp.traced.to_string(),
+            stat(Unit::Ms, &sp.rest),
+            DASH.into(),
+            DASH.into(),
+            DASH.into(),
+        ]);
+        s.tables.push(tab);
+    }
+    for w in &t.walls {
+        let label = words::scope_label(&w.scope.scope, w.scope.path.as_deref());
+        let mut tab = TableData {
+            header: header(&[
+                &format!("{label}: k"),
+                "n",
+                "wait p50",
+                "Δ wait [CI]",
+                "handler p50",
+                "÷ baseline [CI]",
+            ]),
+            rows: vec![vec![
+                w.baseline.to_string(),
+                w.levels
+                    .first()
+                    .map_or_else(|| DASH.into(), |l| l.wait_change.n_b.to_string()),
+                stat(Unit::Ms, &w.baseline_wait),
+                DASH.into(),
+                stat(Unit::Ms, &w.baseline_handler),
+                DASH.into(),
+            ]],
+        };
+        for l in &w.levels {
+            tab.rows.push(vec![
+                l.concurrency.to_string(),
+                l.traced.to_string(),
+                stat(Unit::Ms, &l.wait),
+                signed_stat(Unit::Ms, &l.wait_change.estimate),
+                stat(Unit::Ms, &l.handler),
+                stat(Unit::Ratio, &l.handler_ratio.estimate),
+            ]);
+        }
+        s.tables.push(tab);
+    }
+    Some(s)
+}
