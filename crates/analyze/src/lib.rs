@@ -26,6 +26,8 @@
 //!   start, providers, paths and routes, drift, claims and limits.
 //! - [`analyze()`]: all of it at once, as one serializable [`Analysis`].
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
+//! - [`power`]: sample-size planning by simulating the report's own rule
+//!   on resampled pilot data.
 //!
 //! Warm-up samples and failed samples never enter timing statistics;
 //! failures are counted as error rates. Every random draw comes from
@@ -58,6 +60,7 @@ pub mod finding;
 pub mod findings;
 pub mod frame;
 pub mod group;
+pub mod power;
 pub mod rank;
 pub mod run_summary;
 pub mod samples;
