@@ -494,6 +494,42 @@ impl Pace {
     }
 }
 
+/// What is left to send to reach `n` values on every side.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ToGo {
+    /// Values per side still missing, summed over the sides.
+    pub values: usize,
+    /// Requests to send for them, at each side's share of requests that
+    /// gave a value.
+    pub requests: usize,
+    /// Time to send them one at a time at each side's mean request
+    /// duration, ms; `None` when a side has no duration to go by.
+    pub time_ms: Option<f64>,
+}
+
+/// Requests and time still to send so that each side reaches `n` values:
+/// `sides` pairs the values a side has now with the pace it gets them at
+/// (a side still to be measured has 0 values, and borrows a pilot's pace).
+pub fn to_go(n: usize, sides: &[(usize, Pace)]) -> ToGo {
+    let mut out = ToGo {
+        values: 0,
+        requests: 0,
+        time_ms: Some(0.0),
+    };
+    for (have, pace) in sides {
+        let more = n.saturating_sub(*have);
+        let requests = pace.requests_for(more);
+        out.values += more;
+        out.requests += requests;
+        out.time_ms = match (out.time_ms, pace.time_ms(requests)) {
+            (Some(t), Some(u)) => Some(t + u),
+            _ if requests == 0 => out.time_ms,
+            _ => None,
+        };
+    }
+    out
+}
+
 /// The pilot values of `metric` in frame rows `idx` (counted and
 /// successful only, as every statistic) and the group's [`Pace`].
 pub fn pilot_of_rows(frame: &Frame, idx: &[u32], metric: Metric) -> (Samples, Pace) {

@@ -277,3 +277,25 @@ fn pace_turns_values_into_requests_and_time() {
     assert_eq!(pace.requests_for(41), 52);
     assert_eq!(pace.time_ms(50), Some(75_000.0));
 }
+
+#[test]
+fn to_go_sums_the_sides() {
+    let pace = |values, ms| Pace {
+        requests: 50,
+        values,
+        mean_request_ms: ms,
+    };
+    // The baseline has 40 of 100, the other side is new.
+    let t = to_go(
+        100,
+        &[(40, pace(40, Some(2000.0))), (0, pace(40, Some(2000.0)))],
+    );
+    assert_eq!(t.values, 160);
+    // 60 values at 40 of 50 requests → 75 requests; 100 → 125.
+    assert_eq!(t.requests, 200);
+    assert_eq!(t.time_ms, Some(400_000.0));
+    // A side already there costs nothing, even without a duration.
+    let t = to_go(30, &[(40, pace(40, None)), (10, pace(50, Some(1000.0)))]);
+    assert_eq!((t.values, t.requests, t.time_ms), (20, 20, Some(20_000.0)));
+    assert_eq!(to_go(30, &[(0, pace(40, None))]).time_ms, None);
+}

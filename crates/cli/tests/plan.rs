@@ -1,0 +1,201 @@
+//! `firsttoken plan` end to end: a real session against the emulator on
+//! loopback as the pilot, then the table, the JSON and the errors.
+
+mod common;
+
+use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text, write_config};
+
+#[test]
+fn plan_reads_a_stored_pilot_and_prints_a_table_and_json() {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &emu.base, 30);
+    let store = dir.path().join("s.db").display().to_string();
+    let out = firsttoken(
+        &[
+            "run",
+            "-c",
+            &cfg,
+            "--store",
+            &store,
+            "--code-version",
+            "v1",
+            "-q",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let id = session_ids(&store).remove(0);
+    drop(emu);
+
+    // One pilot group, planned against another like it: the table.
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &store,
+            "--detect",
+            "20%",
+            "--simulations",
+            "100",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    assert!(
+        t.starts_with(&format!(
+            "Sample-size plan: ttft, warm phase, 80 % power at 95 % confidence, from session {id}\n"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("| metric | groups | n now | power now | detectable now | n needed | to go |"),
+        "{t}"
+    );
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("| ttft median | pilot vs another like it | 30 per group |"))
+        .unwrap_or_else(|| panic!("no pilot row:\n{t}"));
+    assert!(row.contains("per group |"), "{row}");
+    assert!(
+        t.contains("400 simulated") || t.contains("100 simulated"),
+        "{t}"
+    );
+    assert!(!t.contains("faster") && !t.contains("slower"), "{t}");
+
+    // The same as JSON, with the numbers behind the text.
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &store,
+            "--detect",
+            "20%",
+            "--simulations",
+            "100",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["metric"], "ttft");
+    assert_eq!(j["unit"], "ms");
+    assert_eq!(j["sessions"][0], id.as_str());
+    assert_eq!(j["simulations"], 100);
+    let p = &j["power"][0];
+    assert_eq!(p["plan"]["n_a"], 30);
+    assert_eq!(p["plan"]["rule"], "median_comparison");
+    assert_eq!(
+        p["plan"]["effect"],
+        serde_json::json!({"kind": "relative", "value": 0.2})
+    );
+    let median = p["plan"]["baseline_quantile"].as_f64().unwrap();
+    assert!((p["plan"]["difference"].as_f64().unwrap() - 0.2 * median).abs() < 1e-9);
+    let needed = &p["plan"]["needed"];
+    assert_eq!(needed["status"], "reached", "{p}");
+    let n = needed["n"].as_u64().unwrap();
+    assert!(needed["power"].as_f64().unwrap() >= 0.8);
+    assert_eq!(p["text"]["n_needed"], format!("{n} per group"));
+    // The text of the table row is the JSON's text.
+    assert!(row.contains(&format!("| {n} per group |")), "{row}");
+    // Whatever the pilot holds, power now and n needed agree.
+    assert_eq!(
+        n <= 30,
+        p["plan"]["power_now"].as_f64().unwrap() >= 0.8,
+        "{p}"
+    );
+
+    // Two sessions (here the same one twice) and the width table.
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &store,
+            "--detect",
+            "5ms",
+            "--between",
+            &id,
+            &id,
+            "--width",
+            "10%",
+            "--simulations",
+            "100",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains(&format!("| {id} vs {id} | 30 per group |")),
+        "{t}"
+    );
+    for p in ["p50", "p90", "p95", "p99"] {
+        assert!(t.contains(&format!("| {id} | {p} | 30 |")), "{p}:\n{t}");
+    }
+    assert!(t.contains("pilot has not seen this tail"), "{t}");
+
+    // By a key: one row per value.
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &store,
+            "--detect",
+            "5ms",
+            "--by",
+            "code_version",
+            "--simulations",
+            "100",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("| code_version=v1 vs another like it | 30 per group |"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Clear errors: a pilot too small, an unknown value, a bad difference.
+    let out = firsttoken(
+        &[
+            "plan", "--store", &store, "--detect", "5ms", "--phase", "fresh",
+        ],
+        &[],
+    );
+    assert_code(&out, 2);
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("pilot: 2 values of the metric, at least 10 are needed for a pilot"),
+        "{e}"
+    );
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &store,
+            "--detect",
+            "5ms",
+            "--by",
+            "code_version",
+            "--between",
+            "v2",
+            "v1",
+        ],
+        &[],
+    );
+    assert_code(&out, 2);
+    assert!(
+        text(&out.stderr).contains("no rows with code_version=v2 in the warm phase"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = firsttoken(&["plan", "--store", &store, "--detect", "soon"], &[]);
+    assert_code(&out, 2);
+    assert!(text(&out.stderr).contains("expected a difference such as 100ms"));
+    let out = firsttoken(&["plan", "--store", &store], &[]);
+    assert_code(&out, 2);
+}
