@@ -4,6 +4,7 @@
 //! data from the store (analyze's `power` module; words in report's
 //! `words::plan`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -16,12 +17,14 @@ use firsttoken_analyze::power::{
 use firsttoken_analyze::{
     Frame, GroupKey, Metric, Percentile, PhaseKind, Samples, Settings, group,
 };
+use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
 use firsttoken_record::session::SessionMeta;
 use firsttoken_record::store::Store;
 use firsttoken_report::words::plan::{PlanDoc, PowerRow, WidthRow, json, markdown};
+use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::report::load;
-use crate::session::DEFAULT_STORE;
+use crate::session::{DEFAULT_STORE, run_spec};
 
 /// Output formats of `plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -40,6 +43,7 @@ pub enum PlanFormat {
   firsttoken plan --detect 150ms --between NEW_ID OLD_ID
   firsttoken plan --detect 100ms --by code_version --between v2 v1
   firsttoken plan --width 10%                          values for p50/p90/p95/p99 intervals ≤ 10 % wide
+  firsttoken plan --pilot 20 -c firsttoken.toml --detect 100ms   run a 20-per-path pilot first
 
 How: power is the share of simulated experiments, drawn from the pilot's own distribution,
 in which the report's rule would state the difference (for the median: `compare`'s verdict;
@@ -52,6 +56,13 @@ pub struct PlanArgs {
     /// Pilot session id or unique prefix (repeatable); default: every session in the store.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
+    /// Run a quick pilot first: N warm requests per app path of the config's app, stored
+    /// (tagged purpose=pilot), then plan from that session alone.
+    #[arg(long, value_name = "N", conflicts_with_all = ["sessions", "between"])]
+    pilot: Option<u32>,
+    /// Session config for --pilot (write one with `firsttoken init`).
+    #[arg(long, short, default_value = "firsttoken.toml")]
+    config: PathBuf,
     /// The difference to detect: `100ms`, `1.5s`, or `10%` of the baseline's quantile
     /// (for tokens_per_s: a number of tokens/s).
     #[arg(long, value_name = "DIFF", required_unless_present = "width")]
@@ -286,7 +297,14 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         a.by.as_deref()
             .map(|k| k.parse().map_err(|e| anyhow::anyhow!("--by {k:?}: {e}")))
             .transpose()?;
-    let store = Store::open_existing(&a.store).await?;
+    let (store, selected) = match a.pilot {
+        Some(n) => {
+            let store = Store::open(&a.store).await?;
+            let id = run_pilot(&a.config, n, &a.store, &store).await?;
+            (store, vec![id])
+        }
+        None => (Store::open_existing(&a.store).await?, a.sessions.clone()),
+    };
 
     // (groups, compared, baseline): `compared` None plans a comparison of
     // the baseline with another group like it.
@@ -307,7 +325,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             sessions = la.sessions.into_iter().chain(lb.sessions).collect();
         }
         (Some(ab), Some(k)) => {
-            let loaded = load(&store, &a.sessions, false).await?;
+            let loaded = load(&store, &selected, false).await?;
             let (raws, paths) = groups_by(&loaded.frame, Some(k), phase, metric)?;
             let (ra, rest): (Vec<Raw>, Vec<Raw>) =
                 raws.into_iter().partition(|r| r.value.to_string() == ab[0]);
@@ -325,7 +343,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             sessions = loaded.sessions;
         }
         (None, key) => {
-            let loaded = load(&store, &a.sessions, false).await?;
+            let loaded = load(&store, &selected, false).await?;
             let (raws, paths) = groups_by(&loaded.frame, key, phase, metric)?;
             if raws.is_empty() {
                 return Err(none("the pilot"));
@@ -407,6 +425,49 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         PlanFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&doc))?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Run `n` warm requests per app path of the config at `config` as a
+/// session in `store` (the flag's `store_url`); returns its id.
+async fn run_pilot(
+    config: &std::path::Path,
+    n: u32,
+    store_url: &str,
+    store: &Store,
+) -> anyhow::Result<String> {
+    if n == 0 {
+        bail!("--pilot 0: a pilot needs requests");
+    }
+    let mut cfg = Config::load(config).map_err(|e| {
+        let hint = if config.exists() {
+            ""
+        } else {
+            " (write a commented config with `firsttoken init`)"
+        };
+        anyhow::anyhow!("{e}{hint}")
+    })?;
+    let paths = cfg.app.paths.len().max(1) as u32;
+    cfg.phases = PhasesSection {
+        warm: PhaseCount::from(n.saturating_mul(paths)),
+        ..PhasesSection::default()
+    };
+    let overrides = Overrides {
+        store: Some(store_url.to_string()),
+        tags: [("purpose".to_string(), "pilot".to_string())].into(),
+        ..Overrides::default()
+    };
+    let spec = SessionSpec::new(cfg, overrides).with_context(|| format!("{}", config.display()))?;
+    eprintln!(
+        "pilot: {} warm requests ({n} per app path) against {}",
+        n * paths,
+        spec.config.app.base_url
+    );
+    let outcome = run_spec(&spec, store, true).await?;
+    eprintln!(
+        "pilot: session {} stored, {} of {} requests failed",
+        outcome.meta.id, outcome.failed, outcome.done
+    );
+    Ok(outcome.meta.id)
 }
 
 fn reached(n: &power::Needed) -> Option<usize> {

@@ -199,3 +199,64 @@ fn plan_reads_a_stored_pilot_and_prints_a_table_and_json() {
     let out = firsttoken(&["plan", "--store", &store], &[]);
     assert_code(&out, 2);
 }
+
+#[test]
+fn plan_runs_its_own_pilot_first() {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &emu.base, 30);
+    let store = dir.path().join("p.db").display().to_string();
+    let out = firsttoken(
+        &[
+            "plan",
+            "--pilot",
+            "12",
+            "-c",
+            &cfg,
+            "--store",
+            &store,
+            "--detect",
+            "20%",
+            "--simulations",
+            "100",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let e = text(&out.stderr);
+    assert!(
+        e.contains(&format!(
+            "pilot: 12 warm requests (12 per app path) against {}",
+            emu.base
+        )),
+        "{e}"
+    );
+    let ids = session_ids(&store);
+    assert_eq!(ids.len(), 1, "one pilot session stored");
+    assert!(
+        e.contains(&format!(
+            "pilot: session {} stored, 0 of 12 requests failed",
+            ids[0]
+        )),
+        "{e}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["sessions"], serde_json::json!([ids[0]]));
+    assert_eq!(j["power"][0]["plan"]["n_a"], 12);
+    assert_eq!(j["power"][0]["groups"], "pilot vs another like it");
+    // Only warm requests were sent: no other phase has rows.
+    let out = firsttoken(
+        &[
+            "plan", "--store", &store, "--detect", "5ms", "--phase", "fresh",
+        ],
+        &[],
+    );
+    assert_code(&out, 2);
+    assert!(
+        text(&out.stderr).contains("no rows in the fresh phase"),
+        "{}",
+        text(&out.stderr)
+    );
+}
