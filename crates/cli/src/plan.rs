@@ -18,9 +18,12 @@ use firsttoken_analyze::{
     Frame, GroupKey, Metric, Percentile, PhaseKind, Samples, Settings, group,
 };
 use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
+use firsttoken_plan::protocol::{Dest, Planned, Step};
 use firsttoken_record::session::SessionMeta;
 use firsttoken_record::store::Store;
-use firsttoken_report::words::plan::{PlanDoc, PowerRow, WidthRow, json, markdown};
+use firsttoken_report::words::plan::{
+    ClaimRow, Claims, PlanDoc, PowerRow, WidthRow, json, markdown,
+};
 use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::report::load;
@@ -44,6 +47,7 @@ pub enum PlanFormat {
   firsttoken plan --detect 100ms --by code_version --between v2 v1
   firsttoken plan --width 10%                          values for p50/p90/p95/p99 intervals ≤ 10 % wide
   firsttoken plan --pilot 20 -c firsttoken.toml --detect 100ms   run a 20-per-path pilot first
+  firsttoken plan --claims -c firsttoken.toml          what the config's counts support, before running it
 
 How: power is the share of simulated experiments, drawn from the pilot's own distribution,
 in which the report's rule would state the difference (for the median: `compare`'s verdict;
@@ -60,12 +64,17 @@ pub struct PlanArgs {
     /// (tagged purpose=pilot), then plan from that session alone.
     #[arg(long, value_name = "N", conflicts_with_all = ["sessions", "between"])]
     pilot: Option<u32>,
-    /// Session config for --pilot (write one with `firsttoken init`).
+    /// Say what the config's counts support, per phase and destination, before running it:
+    /// percentiles shown, whether a comparison can pass the rank test, the difference each
+    /// count detects (from stored pilot rows of the same phase and path) and the time.
+    #[arg(long, conflicts_with_all = ["pilot", "between", "by", "width"])]
+    claims: bool,
+    /// Session config for --pilot and --claims (write one with `firsttoken init`).
     #[arg(long, short, default_value = "firsttoken.toml")]
     config: PathBuf,
     /// The difference to detect: `100ms`, `1.5s`, or `10%` of the baseline's quantile
     /// (for tokens_per_s: a number of tokens/s).
-    #[arg(long, value_name = "DIFF", required_unless_present = "width")]
+    #[arg(long, value_name = "DIFF", required_unless_present_any = ["width", "claims"])]
     detect: Option<String>,
     /// Metric: ttft, ttfb, e2e or tokens_per_s (any stored metric).
     #[arg(long, default_value = "ttft")]
@@ -297,6 +306,14 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         a.by.as_deref()
             .map(|k| k.parse().map_err(|e| anyhow::anyhow!("--by {k:?}: {e}")))
             .transpose()?;
+    if a.claims {
+        let doc = claims(&a, metric, q, &plan_settings).await?;
+        match a.format {
+            PlanFormat::Table => out!("{}", markdown(&doc)),
+            PlanFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&doc))?),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let (store, selected) = match a.pilot {
         Some(n) => {
             let store = Store::open(&a.store).await?;
@@ -419,12 +436,132 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         simulations: plan_settings.simulations(),
         power: power_rows,
         width: width_rows,
+        claims: None,
     };
     match a.format {
         PlanFormat::Table => out!("{}", markdown(&doc)),
         PlanFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&doc))?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A phase, destination and concurrency level of planned requests.
+type Where = (PhaseKind, Dest, Option<u32>);
+
+/// `--claims`: what the config's counts support, per phase and
+/// destination, with the pilot rows of the store (when there are any).
+async fn claims(
+    a: &PlanArgs,
+    metric: Metric,
+    q: Percentile,
+    plan_settings: &PlanSettings,
+) -> anyhow::Result<PlanDoc> {
+    let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spec = SessionSpec::new(cfg, Overrides::default())
+        .with_context(|| format!("{}", a.config.display()))?;
+    // Planned requests per (phase, destination, concurrency), first seen first.
+    let mut counts: Vec<(Where, usize)> = Vec::new();
+    let mut add = |p: &Planned, n: usize| {
+        let k = (p.phase, p.dest, p.concurrency);
+        match counts.iter_mut().find(|(key, _)| *key == k) {
+            Some((_, c)) => *c += n,
+            None => counts.push((k, n)),
+        }
+    };
+    for step in &spec.protocol.steps {
+        match step {
+            Step::One(p) | Step::AfterIdle(_, p) => add(p, 1),
+            Step::Burst(v) => v.iter().for_each(|p| add(p, 1)),
+            Step::Arrivals(v) => v.iter().for_each(|(_, p)| add(p, 1)),
+            Step::Closed { template, .. } => add(template, step.len()),
+        }
+    }
+    let path_name = |d: Dest| match d {
+        Dest::App(i) => spec
+            .config
+            .app
+            .paths
+            .get(i)
+            .map_or_else(|| "-".to_string(), |p| p.name.clone()),
+        Dest::Direct(_) => "direct".to_string(),
+        Dest::Ping => "ping".to_string(),
+    };
+    // Pilot rows per (phase, path), when the store has any.
+    let mut pilots: Vec<(String, String, Pilot, Pace)> = Vec::new();
+    let mut sessions = Vec::new();
+    if let Ok(store) = Store::open_existing(&a.store).await
+        && let Ok(loaded) = load(&store, &a.sessions, false).await
+    {
+        for g in group(&loaded.frame, &[GroupKey::Phase, GroupKey::Path]) {
+            let get = |k: GroupKey| g.label.get(k).map(ToString::to_string).unwrap_or_default();
+            let (samples, pace) = power::pilot_of_rows(&loaded.frame, &g.rows, metric);
+            let (ph, path) = (get(GroupKey::Phase), get(GroupKey::Path));
+            // Of several provenance kinds, the one with the most values.
+            match pilots
+                .iter()
+                .position(|(p, q, _, _)| *p == ph && *q == path)
+            {
+                Some(i) if pilots[i].2.len() >= samples.len() => {}
+                Some(i) => pilots[i] = (ph, path, Pilot::new("pilot", &samples), pace),
+                None => pilots.push((ph, path, Pilot::new("pilot", &samples), pace)),
+            }
+        }
+        sessions = loaded.sessions;
+    }
+    let settings = if sessions.is_empty() {
+        Settings::new(spec.seed)
+    } else {
+        Settings::from_sessions(&sessions)
+    };
+    let mut rows = Vec::new();
+    for ((phase, dest, level), n) in counts {
+        let path = path_name(dest);
+        let pilot = pilots
+            .iter()
+            .find(|(p, q, pilot, _)| p == phase.as_str() && *q == path && !pilot.is_empty());
+        let detectable = match pilot {
+            Some((_, _, pilot, _)) => {
+                match power::detectable_at(pilot, None, q, n, n, &settings, plan_settings) {
+                    Ok(d) => Some(d),
+                    // A pilot too small to plan from says nothing.
+                    Err(power::PlanError::PilotTooSmall { .. }) => None,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            None => None,
+        };
+        let time_ms = pilot.and_then(|(_, _, _, pace)| pace.time_ms(n));
+        rows.push(ClaimRow {
+            pilot_values: pilot.map_or(0, |(_, _, p, _)| p.len()),
+            pilot_needed: power::MIN_PILOT.max(q.min_n()),
+            phase: phase.as_str().to_string(),
+            destination: match level {
+                Some(k) => format!("{path} @ {k} concurrent"),
+                None => path,
+            },
+            support: power::support(n, &settings),
+            detectable,
+            time_ms,
+        });
+    }
+    Ok(PlanDoc {
+        metric,
+        phase: None,
+        sessions: sessions.iter().map(|s| s.id.clone()).collect(),
+        target_power: plan_settings.power(),
+        level: settings.level(),
+        alpha: settings.alpha(),
+        noise_threshold: settings.noise_threshold(),
+        simulations: plan_settings.simulations(),
+        power: Vec::new(),
+        width: Vec::new(),
+        claims: Some(Claims {
+            config: a.config.display().to_string(),
+            quantile: q,
+            fixed_wait_ms: spec.protocol.min_duration().as_secs_f64() * 1000.0,
+            rows,
+        }),
+    })
 }
 
 /// Run `n` warm requests per app path of the config at `config` as a

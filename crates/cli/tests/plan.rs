@@ -260,3 +260,72 @@ fn plan_runs_its_own_pilot_first() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn plan_says_what_a_config_s_counts_support_before_running_it() {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &emu.base, 12);
+    let store = dir.path().join("c.db").display().to_string();
+    // Without a store: counts alone; nothing is sent.
+    let out = firsttoken(&["plan", "--claims", "-c", &cfg, "--store", &store], &[]);
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("| warm | chat | 12 | p50, p90; p95 needs 20; p99 needs 100 | possible | no pilot rows | – |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| fresh | chat | 2 | p50; p90 needs 10; p95 needs 20; p99 needs 100 | too few samples for a rank test (n = 2 and 2) | no pilot rows | – |"),
+        "{t}"
+    );
+    assert!(t.contains("| concurrency | chat @ 2 concurrent |"), "{t}");
+    assert!(
+        !std::path::Path::new(&store).exists(),
+        "--claims creates no store"
+    );
+    // With a pilot in the store: the difference each count detects, and time.
+    let out = firsttoken(
+        &[
+            "plan",
+            "--pilot",
+            "12",
+            "-c",
+            &cfg,
+            "--store",
+            &store,
+            "--width",
+            "50%",
+            "--simulations",
+            "50",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    drop(emu);
+    let out = firsttoken(
+        &[
+            "plan",
+            "--claims",
+            "-c",
+            &cfg,
+            "--store",
+            &store,
+            "--simulations",
+            "50",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["claims"]["rows"].as_array().unwrap();
+    let warm = rows.iter().find(|r| r["phase"] == "warm").unwrap();
+    assert_eq!(warm["support"]["n"], 12);
+    assert_eq!(warm["pilot_values"], 12);
+    assert_eq!(warm["detectable"]["status"], "found", "{warm}");
+    assert!(warm["time_ms"].as_f64().unwrap() > 0.0);
+    let fresh = rows.iter().find(|r| r["phase"] == "fresh").unwrap();
+    assert_eq!(fresh["text"]["detectable"], "no pilot rows");
+}

@@ -55,6 +55,7 @@
 //! same pilot and settings always give the same plan.
 
 mod sim;
+pub mod support;
 pub mod width;
 
 use serde::Serialize;
@@ -67,6 +68,7 @@ use crate::samples::{Samples, gather};
 use crate::{AnalyzeError, Settings};
 
 pub use sim::Pilot;
+pub use support::{Support, support};
 pub use width::{WidthPlan, plan_width};
 
 /// What can make a plan impossible.
@@ -401,6 +403,25 @@ pub fn plan_power(
     plan: &PlanSettings,
 ) -> Result<PowerPlan, PlanError> {
     Ok(Question::new(baseline, compared, q, effect, settings, plan)?.plan())
+}
+
+/// The smallest difference on quantile `q` that `n_a` compared and `n_b`
+/// baseline values detect with the target power, for groups shaped like the
+/// pilots (`compared` `None`: like `baseline`).
+pub fn detectable_at(
+    baseline: &Pilot,
+    compared: Option<&Pilot>,
+    q: Percentile,
+    n_a: usize,
+    n_b: usize,
+    settings: &Settings,
+    plan: &PlanSettings,
+) -> Result<Detectable, PlanError> {
+    let a = compared.unwrap_or(baseline);
+    for p in [a, baseline] {
+        p.check(q)?;
+    }
+    Ok(sim::Sim::new(a, baseline, q, settings, plan).detectable(n_a, n_b))
 }
 
 /// For the median rule, a change within the noise threshold is never

@@ -7,7 +7,7 @@
 //! A planned difference is hypothetical: it is printed as a size (`+100
 //! ms`), never as "faster" or "slower".
 
-use firsttoken_analyze::power::{Detectable, Needed, PowerPlan, Rule, ToGo, WidthPlan};
+use firsttoken_analyze::power::{Detectable, Needed, PowerPlan, Rule, Support, ToGo, WidthPlan};
 use firsttoken_analyze::{Metric, Percentile};
 use serde::Serialize;
 
@@ -35,6 +35,41 @@ pub struct WidthRow {
     pub to_go: Option<ToGo>,
 }
 
+/// One row of the claims table: what a config's count for one phase and
+/// destination supports.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimRow {
+    /// The phase.
+    pub phase: String,
+    /// Where its requests go (`chat`, `direct`, `chat @ 3 concurrent`).
+    pub destination: String,
+    /// What its count supports.
+    pub support: Support,
+    /// Pilot values of the same phase and path in the store (0: none).
+    pub pilot_values: usize,
+    /// Pilot values needed to plan from.
+    pub pilot_needed: usize,
+    /// The difference that count detects with the target power, from those
+    /// pilot values (`None` without enough of them).
+    pub detectable: Option<Detectable>,
+    /// Time to send its requests one at a time at the pilot's mean
+    /// duration, ms (`None` without pilot rows).
+    pub time_ms: Option<f64>,
+}
+
+/// The claims table's extras: the quantile planned and the protocol's fixed waits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Claims {
+    /// The config file.
+    pub config: String,
+    /// The quantile whose detectable difference is shown.
+    pub quantile: Percentile,
+    /// Idle gaps and open-loop spans the protocol waits regardless, ms.
+    pub fixed_wait_ms: f64,
+    /// One row per phase and destination.
+    pub rows: Vec<ClaimRow>,
+}
+
 /// Everything `firsttoken plan` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanDoc {
@@ -58,6 +93,8 @@ pub struct PlanDoc {
     pub power: Vec<PowerRow>,
     /// Percentile widths planned (empty without a width target).
     pub width: Vec<WidthRow>,
+    /// What a config's counts support (`--claims`).
+    pub claims: Option<Claims>,
 }
 
 /// A share as a whole percentage: `80 %`.
@@ -169,6 +206,102 @@ fn width_cells(w: &WidthPlan) -> [String; 3] {
     [w.n_now.to_string(), now, needed]
 }
 
+/// The cells of one claims row (after phase and destination).
+fn claim_cells(unit: Unit, r: &ClaimRow) -> [String; 5] {
+    let sup = &r.support;
+    let mut shown: String = sup
+        .shown
+        .iter()
+        .map(|p| format!("p{}", p.get()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if shown.is_empty() {
+        shown = "none".to_string();
+    }
+    for (p, needed) in &sup.withheld {
+        shown.push_str(&format!("; p{} needs {needed}", p.get()));
+    }
+    let compare = if sup.rank_test {
+        "possible".to_string()
+    } else {
+        format::too_few_for_test(sup.n, sup.n)
+    };
+    let detectable = match r.detectable {
+        None if r.pilot_values == 0 => "no pilot rows".to_string(),
+        None => format!(
+            "pilot too small {}",
+            format::too_few_counts(r.pilot_values, r.pilot_needed)
+        ),
+        Some(Detectable::Found {
+            difference: d,
+            relative,
+        }) => difference(unit, d, relative),
+        Some(Detectable::TooFewSamples) => "nothing: too few samples".to_string(),
+        Some(Detectable::Beyond { difference: d }) => format!("more than {}", value(unit, d)),
+    };
+    [
+        sup.n.to_string(),
+        shown,
+        compare,
+        detectable,
+        r.time_ms.map_or_else(|| DASH.to_string(), span),
+    ]
+}
+
+/// The claims section: one table and the total time.
+fn claims_markdown(unit: Unit, c: &Claims) -> String {
+    let mut s = format!(
+        "What the counts of {} support (each phase and destination against another group of the same count):\n\n",
+        c.config
+    );
+    s.push_str(&row(&[
+        "phase".into(),
+        "destination".into(),
+        "requests".into(),
+        "percentiles shown".into(),
+        "comparison".into(),
+        format!("detectable {} difference", quantile_name(c.quantile)),
+        "time".into(),
+    ]));
+    s.push_str("|---|---|---:|---|---|---|---|\n");
+    for r in &c.rows {
+        let [n, shown, compare, detectable, time] = claim_cells(unit, r);
+        s.push_str(&row(&[
+            r.phase.clone(),
+            r.destination.clone(),
+            n,
+            shown,
+            compare,
+            detectable,
+            time,
+        ]));
+    }
+    let timed: Vec<f64> = c.rows.iter().filter_map(|r| r.time_ms).collect();
+    if !timed.is_empty() {
+        let total = timed.iter().sum::<f64>() + c.fixed_wait_ms;
+        let missing = c.rows.len() - timed.len();
+        s.push_str(&format!(
+            "\nEstimated duration: {}, one request at a time at the pilot's mean durations{}{}.\n",
+            span(total),
+            if c.fixed_wait_ms > 0.0 {
+                format!(
+                    ", with {} of idle gaps and open-loop schedules",
+                    span(c.fixed_wait_ms)
+                )
+            } else {
+                String::new()
+            },
+            if missing > 0 {
+                format!(" (not counting {missing} without pilot rows)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    s.push('\n');
+    s
+}
+
 /// Escapes a table cell.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
@@ -247,6 +380,9 @@ pub fn markdown(doc: &PlanDoc) -> String {
         }
         s.push('\n');
     }
+    if let Some(c) = &doc.claims {
+        s.push_str(&claims_markdown(unit, c));
+    }
     s.push_str(&method(doc));
     s
 }
@@ -293,9 +429,13 @@ fn method(doc: &PlanDoc) -> String {
     if !rules.is_empty() {
         s.push_str(&format!("; {}", rules.join("; ")));
     }
-    s.push_str(
-        ". To go: requests still to send, one at a time at the pilot's mean request duration.\n",
-    );
+    if doc.power.is_empty() && doc.width.is_empty() {
+        s.push_str(".\n");
+    } else {
+        s.push_str(
+            ". To go: requests still to send, one at a time at the pilot's mean request duration.\n",
+        );
+    }
     s
 }
 
@@ -325,6 +465,18 @@ pub fn json(doc: &PlanDoc) -> serde_json::Value {
                 "width_now": width_now,
                 "n_needed": n_needed,
                 "to_go": to_go(r.to_go.as_ref()),
+            });
+        }
+    }
+    if let (Some(rows), Some(c)) = (v["claims"]["rows"].as_array_mut(), &doc.claims) {
+        for (j, r) in rows.iter_mut().zip(&c.rows) {
+            let [requests, shown, comparison, detectable, time] = claim_cells(unit, r);
+            j["text"] = serde_json::json!({
+                "requests": requests,
+                "percentiles_shown": shown,
+                "comparison": comparison,
+                "detectable": detectable,
+                "time": time,
             });
         }
     }
@@ -368,6 +520,7 @@ mod tests {
             simulations: 400,
             power,
             width,
+            claims: None,
         }
     }
 
@@ -427,6 +580,50 @@ mod tests {
         assert_eq!(j["power"][0]["to_go"]["requests"], 116);
         assert_eq!(j["power"][0]["text"]["n_needed"], "156 per group");
         assert_eq!(j["power"][1]["plan"]["needed"]["status"], "below_noise");
+    }
+
+    #[test]
+    fn the_claims_table_says_what_counts_support() {
+        let s = firsttoken_analyze::Settings::new(1);
+        let mut d = doc(vec![], vec![]);
+        d.claims = Some(Claims {
+            config: "ft.toml".into(),
+            quantile: Percentile::P50,
+            fixed_wait_ms: 60_000.0,
+            rows: vec![
+                ClaimRow {
+                    phase: "warm".into(),
+                    destination: "chat".into(),
+                    support: firsttoken_analyze::power::support(24, &s),
+                    pilot_values: 30,
+                    pilot_needed: 10,
+                    detectable: Some(Detectable::Found {
+                        difference: 47.0,
+                        relative: Some(0.12),
+                    }),
+                    time_ms: Some(24.0 * 500.0),
+                },
+                ClaimRow {
+                    phase: "cold".into(),
+                    destination: "chat".into(),
+                    support: firsttoken_analyze::power::support(3, &s),
+                    pilot_values: 0,
+                    pilot_needed: 10,
+                    detectable: None,
+                    time_ms: None,
+                },
+            ],
+        });
+        let md = markdown(&d);
+        assert!(md.contains("| warm | chat | 24 | p50, p90, p95; p99 needs 100 | possible | +47 ms (+12 %) | about 12 s |"), "{md}");
+        assert!(md.contains("| cold | chat | 3 | p50; p90 needs 10; p95 needs 20; p99 needs 100 | too few samples for a rank test (n = 3 and 3) | no pilot rows | – |"), "{md}");
+        assert!(md.contains("Estimated duration: about 72 s, one request at a time at the pilot's mean durations, with about 60 s of idle gaps and open-loop schedules (not counting 1 without pilot rows)."), "{md}");
+        let j = json(&d);
+        assert_eq!(j["claims"]["rows"][0]["support"]["rank_test"], true);
+        assert_eq!(
+            j["claims"]["rows"][1]["text"]["detectable"],
+            "no pilot rows"
+        );
     }
 
     #[test]
