@@ -41,13 +41,13 @@ pub enum PlanFormat {
 /// `firsttoken plan`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  firsttoken plan --detect 100ms                       every stored session's warm TTFT as one pilot
+  firsttoken plan --detect 100ms             the stored warm TTFT, per path, as the pilot
   firsttoken plan --detect 10% --quantile p95 --by code_version
   firsttoken plan --detect 150ms --between NEW_ID OLD_ID
   firsttoken plan --detect 100ms --by code_version --between v2 v1
-  firsttoken plan --width 10%                          values for p50/p90/p95/p99 intervals ≤ 10 % wide
-  firsttoken plan --pilot 20 -c firsttoken.toml --detect 100ms   run a 20-per-path pilot first
-  firsttoken plan --claims -c firsttoken.toml          what the config's counts support, before running it
+  firsttoken plan --width 10%                p50/p90/p95/p99 intervals at most 10 % wide
+  firsttoken plan --pilot 20 --detect 100ms  run a pilot of 20 per path first
+  firsttoken plan --claims                   what firsttoken.toml's counts support
 
 How: power is the share of simulated experiments, drawn from the pilot's own distribution,
 in which the report's rule would state the difference (for the median: `compare`'s verdict;
@@ -60,8 +60,8 @@ pub struct PlanArgs {
     /// Pilot session id or unique prefix (repeatable); default: every session in the store.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
-    /// Run a quick pilot first: N warm requests per app path of the config's app, stored
-    /// (tagged purpose=pilot), then plan from that session alone.
+    /// Run a quick pilot first: N warm requests per app path of the config's app, stored in
+    /// --store (tagged purpose=pilot), then plan from that session alone.
     #[arg(long, value_name = "N", conflicts_with_all = ["sessions", "between"])]
     pilot: Option<u32>,
     /// Say what the config's counts support, per phase and destination, before running it:
