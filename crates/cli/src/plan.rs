@@ -333,6 +333,14 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             let la = load(&store, std::slice::from_ref(&ab[0]), false).await?;
             let lb = load(&store, std::slice::from_ref(&ab[1]), false).await?;
             let (ia, ib) = (la.sessions[0].id.clone(), lb.sessions[0].id.clone());
+            let (pa, pb) = (la.sessions[0].provenance, lb.sessions[0].provenance);
+            if pa != pb {
+                bail!(
+                    "cannot plan {ia} ({}) against {ib} ({}): provenance kinds are never compared",
+                    pa.as_str(),
+                    pb.as_str()
+                );
+            }
             let (ra, pa) = groups_by(&la.frame, None, phase, metric)?;
             let (rb, pb) = groups_by(&lb.frame, None, phase, metric)?;
             if ra.is_empty() || rb.is_empty() {

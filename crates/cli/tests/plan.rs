@@ -26,7 +26,51 @@ fn plan_reads_a_stored_pilot_and_prints_a_table_and_json() {
     );
     assert_code(&out, 0);
     let id = session_ids(&store).remove(0);
+    // A second store with a session of its own and this one imported:
+    // two provenance kinds, which a plan never pools or compares.
+    let mixed = dir.path().join("m.db").display().to_string();
+    assert_code(
+        &firsttoken(&["run", "-c", &cfg, "--store", &mixed, "-q"], &[]),
+        0,
+    );
+    let export = dir.path().join("e.jsonl").display().to_string();
+    assert_code(
+        &firsttoken(
+            &["export", "--store", &store, "--session", &id, "-o", &export],
+            &[],
+        ),
+        0,
+    );
+    assert_code(&firsttoken(&["import", "--store", &mixed, &export], &[]), 0);
     drop(emu);
+    let out = firsttoken(&["plan", "--store", &mixed, "--detect", "5ms"], &[]);
+    assert_code(&out, 2);
+    assert!(
+        text(&out.stderr).contains("several provenance kinds (emulated, imported)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let ids = session_ids(&mixed);
+    assert_eq!(ids.len(), 2);
+    let out = firsttoken(
+        &[
+            "plan",
+            "--store",
+            &mixed,
+            "--detect",
+            "5ms",
+            "--between",
+            &ids[0],
+            &ids[1],
+        ],
+        &[],
+    );
+    assert_code(&out, 2);
+    assert!(
+        text(&out.stderr).contains("provenance kinds are never compared"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // One pilot group, planned against another like it: the table.
     let out = firsttoken(
