@@ -5,6 +5,18 @@ mod common;
 
 use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text, write_config};
 
+/// The output parsed and checked against docs/schema/plan.v1.schema.json.
+fn plan_json(stdout: &[u8]) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(stdout).expect("plan JSON");
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/schema/plan.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}\n{v:#}");
+    assert_eq!(v["schema"], "firsttoken.plan.v1");
+    v
+}
+
 #[test]
 fn plan_reads_a_stored_pilot_and_prints_a_table_and_json() {
     let emu = EmulatorProcess::start();
@@ -124,7 +136,7 @@ fn plan_reads_a_stored_pilot_and_prints_a_table_and_json() {
         &[],
     );
     assert_code(&out, 0);
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = plan_json(&out.stdout);
     assert_eq!(j["metric"], "ttft");
     assert_eq!(j["unit"], "ms");
     assert_eq!(j["sessions"][0], id.as_str());
@@ -261,6 +273,8 @@ fn plan_runs_its_own_pilot_first() {
             &store,
             "--detect",
             "20%",
+            "--width",
+            "50%",
             "--simulations",
             "100",
             "--format",
@@ -286,10 +300,12 @@ fn plan_runs_its_own_pilot_first() {
         )),
         "{e}"
     );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = plan_json(&out.stdout);
     assert_eq!(j["sessions"], serde_json::json!([ids[0]]));
     assert_eq!(j["power"][0]["plan"]["n_a"], 12);
     assert_eq!(j["power"][0]["groups"], "pilot vs another like it");
+    assert_eq!(j["width"].as_array().unwrap().len(), 4);
+    assert_eq!(j["width"][3]["plan"]["shown_from"], 100);
     // Only warm requests were sent: no other phase has rows.
     let out = firsttoken(
         &[
@@ -363,7 +379,7 @@ fn plan_says_what_a_config_s_counts_support_before_running_it() {
         &[],
     );
     assert_code(&out, 0);
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = plan_json(&out.stdout);
     let rows = j["claims"]["rows"].as_array().unwrap();
     let warm = rows.iter().find(|r| r["phase"] == "warm").unwrap();
     assert_eq!(warm["support"]["n"], 12);

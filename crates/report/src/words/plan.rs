@@ -439,11 +439,19 @@ fn method(doc: &PlanDoc) -> String {
     s
 }
 
-/// The plan as JSON: the numbers as analysis gave them and, beside each
-/// row, the same cells as the table (`text`).
+/// The `schema` value of the plan's JSON.
+pub const PLAN_SCHEMA_ID: &str = "firsttoken.plan.v1";
+
+/// The JSON Schema of [`json`]'s output (`docs/schema/plan.v1.schema.json`).
+pub const PLAN_SCHEMA: &str = include_str!("../../../../docs/schema/plan.v1.schema.json");
+
+/// The plan as JSON (`docs/schema/plan.v1.schema.json`): the numbers as
+/// analysis gave them and, beside each row, the same cells as the table
+/// (`text`).
 pub fn json(doc: &PlanDoc) -> serde_json::Value {
     let unit = Unit::of(doc.metric);
     let mut v = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
+    v["schema"] = PLAN_SCHEMA_ID.into();
     v["unit"] = doc.metric.unit().into();
     if let Some(rows) = v["power"].as_array_mut() {
         for (j, r) in rows.iter_mut().zip(&doc.power) {
@@ -468,7 +476,12 @@ pub fn json(doc: &PlanDoc) -> serde_json::Value {
             });
         }
     }
-    if let (Some(rows), Some(c)) = (v["claims"]["rows"].as_array_mut(), &doc.claims) {
+    // `get_mut`, not indexing: indexing a null `claims` would turn it into an object.
+    let claim_rows = v
+        .get_mut("claims")
+        .and_then(|c| c.get_mut("rows"))
+        .and_then(serde_json::Value::as_array_mut);
+    if let (Some(rows), Some(c)) = (claim_rows, &doc.claims) {
         for (j, r) in rows.iter_mut().zip(&c.rows) {
             let [requests, shown, comparison, detectable, time] = claim_cells(unit, r);
             j["text"] = serde_json::json!({
@@ -524,6 +537,13 @@ mod tests {
         }
     }
 
+    fn assert_schema(v: &serde_json::Value) {
+        let schema: serde_json::Value = serde_json::from_str(PLAN_SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+        let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{v:#}");
+    }
+
     #[test]
     fn the_power_table_reads_as_a_plan() {
         let go = firsttoken_analyze::power::to_go(
@@ -576,6 +596,8 @@ mod tests {
         assert!(!md.contains("faster") && !md.contains("slower"));
         let j = json(&d);
         assert_eq!(j["unit"], "ms");
+        assert_eq!(j["claims"], serde_json::Value::Null);
+        assert_schema(&j);
         assert_eq!(j["power"][0]["plan"]["needed"]["n"], 156);
         assert_eq!(j["power"][0]["to_go"]["requests"], 116);
         assert_eq!(j["power"][0]["text"]["n_needed"], "156 per group");
@@ -619,6 +641,7 @@ mod tests {
         assert!(md.contains("| cold | chat | 3 | p50; p90 needs 10; p95 needs 20; p99 needs 100 | too few samples for a rank test (n = 3 and 3) | no pilot rows | – |"), "{md}");
         assert!(md.contains("Estimated duration: about 72 s, one request at a time at the pilot's mean durations, with about 60 s of idle gaps and open-loop schedules (not counting 1 without pilot rows)."), "{md}");
         let j = json(&d);
+        assert_schema(&j);
         assert_eq!(j["claims"]["rows"][0]["support"]["rank_test"], true);
         assert_eq!(
             j["claims"]["rows"][1]["text"]["detectable"],
