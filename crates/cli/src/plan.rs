@@ -307,7 +307,20 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             .map(|k| k.parse().map_err(|e| anyhow::anyhow!("--by {k:?}: {e}")))
             .transpose()?;
     if a.claims {
-        let doc = claims(&a, metric, q, &plan_settings).await?;
+        let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let spec = SessionSpec::new(cfg, Overrides::default())
+            .with_context(|| format!("{}", a.config.display()))?;
+        let name = a.config.display().to_string();
+        let doc = claims(
+            &spec,
+            &name,
+            &a.store,
+            &a.sessions,
+            metric,
+            q,
+            &plan_settings,
+        )
+        .await?;
         match a.format {
             PlanFormat::Table => out!("{}", markdown(&doc)),
             PlanFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&doc))?),
@@ -458,15 +471,19 @@ type Where = (PhaseKind, Dest, Option<u32>);
 
 /// `--claims`: what the config's counts support, per phase and
 /// destination, with the pilot rows of the store (when there are any).
-async fn claims(
-    a: &PlanArgs,
+///
+/// Takes the validated spec, so that `run` can ask the same question of
+/// the session it is about to start (its overrides and preset applied):
+/// `firsttoken run --plan` is this call and [`markdown`].
+pub(crate) async fn claims(
+    spec: &SessionSpec,
+    config_name: &str,
+    store_url: &str,
+    pilot_sessions: &[String],
     metric: Metric,
     q: Percentile,
     plan_settings: &PlanSettings,
 ) -> anyhow::Result<PlanDoc> {
-    let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let spec = SessionSpec::new(cfg, Overrides::default())
-        .with_context(|| format!("{}", a.config.display()))?;
     // Planned requests per (phase, destination, concurrency), first seen first.
     let mut counts: Vec<(Where, usize)> = Vec::new();
     let mut add = |p: &Planned, n: usize| {
@@ -497,8 +514,8 @@ async fn claims(
     // Pilot rows per (phase, path), when the store has any.
     let mut pilots: Vec<(String, String, Pilot, Pace)> = Vec::new();
     let mut sessions = Vec::new();
-    if let Ok(store) = Store::open_existing(&a.store).await
-        && let Ok(loaded) = load(&store, &a.sessions, false).await
+    if let Ok(store) = Store::open_existing(store_url).await
+        && let Ok(loaded) = load(&store, pilot_sessions, false).await
     {
         for g in group(&loaded.frame, &[GroupKey::Phase, GroupKey::Path]) {
             let get = |k: GroupKey| g.label.get(k).map(ToString::to_string).unwrap_or_default();
@@ -564,7 +581,7 @@ async fn claims(
         power: Vec::new(),
         width: Vec::new(),
         claims: Some(Claims {
-            config: a.config.display().to_string(),
+            config: config_name.to_string(),
             quantile: q,
             fixed_wait_ms: spec.protocol.min_duration().as_secs_f64() * 1000.0,
             rows,
