@@ -29,6 +29,8 @@
 //!   overhead split and the wall's cause ([`attach_traces`]).
 //! - [`analyze()`]: all of it at once, as one serializable [`Analysis`].
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
+//! - [`power`]: sample-size planning by simulating the report's own rule
+//!   on resampled pilot data.
 //!
 //! Warm-up samples and failed samples never enter timing statistics;
 //! failures are counted as error rates. Every random draw comes from
@@ -61,6 +63,7 @@ pub mod finding;
 pub mod findings;
 pub mod frame;
 pub mod group;
+pub mod power;
 pub mod rank;
 pub mod run_summary;
 pub mod samples;

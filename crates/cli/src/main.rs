@@ -18,6 +18,7 @@ macro_rules! out {
 mod demo;
 mod emulate;
 mod out;
+mod plan;
 mod probe;
 mod refapp;
 mod report;
@@ -72,6 +73,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Compare a session against a baseline: differences with CIs and a verdict.
     Compare(report::CompareArgs),
+    /// How many requests a comparison or a percentile needs, by simulation on stored pilot data.
+    Plan(Box<plan::PlanArgs>),
     /// Fail (exit 1) when thresholds or a baseline comparison fail: for CI pipelines.
     Check(report::CheckArgs),
     /// Run the whole story offline: emulator, a slow and a fixed app, both measured and compared.
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
             Command::Report(args) => report::report(args).await,
             Command::Compare(args) => report::compare(args).await,
             Command::Check(args) => report::check(args).await,
+            Command::Plan(args) => plan::plan(*args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,
             Command::Shape(args) => shape::run(args).await,

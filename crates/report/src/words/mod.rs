@@ -19,6 +19,7 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
 mod findings;
 mod limits;
+pub mod plan;
 mod routes;
 pub mod traces;
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
