@@ -1,6 +1,7 @@
 //! `firsttoken report`, `compare` and `check`: stored samples → analysis →
 //! terminal, Markdown, JSON or HTML; before/after verdicts; CI thresholds.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -10,9 +11,10 @@ use clap::{Args, ValueEnum};
 use firsttoken_analyze::compare::{PathComparison, compare_sessions_per_path};
 use firsttoken_analyze::{
     Analysis, Comparison, Frame, FrameBuilder, GroupKey, Metric, Percentile, PhaseKind, Samples,
-    Settings, analyze,
+    Settings, analyze, attach_traces,
 };
 use firsttoken_record::session::{SampleRow, SessionMeta};
+use firsttoken_record::span::SpanRow;
 use firsttoken_record::store::Store;
 use firsttoken_report::format::{self as fmt, Unit};
 use firsttoken_report::{ReportInput, words};
@@ -52,6 +54,11 @@ pub struct Loaded {
     pub frame: Frame,
     /// Samples kept for plots of single requests (successful, not warm-ups).
     pub rows: Vec<SampleRow>,
+    /// The server spans of sessions that have any, and those sessions'
+    /// counted samples that carried a trace id (to join them with).
+    pub spans: Vec<SpanRow>,
+    /// See `spans`.
+    pub traced: Vec<SampleRow>,
 }
 
 /// Load sessions and their samples, streaming rows into the frame.
@@ -74,10 +81,19 @@ pub async fn load(store: &Store, ids: &[String], keep_rows: bool) -> anyhow::Res
         bail!("the store has no sessions: run `firsttoken run` or `firsttoken demo` first");
     }
     let mut builder = FrameBuilder::new(&sessions)?;
-    let mut rows = Vec::new();
+    let (mut rows, mut spans, mut traced) = (Vec::new(), Vec::new(), Vec::new());
     for s in &sessions {
+        // Sessions without spans (no receiver, or nothing arrived) keep
+        // their rows out of the join: "no span" would be noise there.
+        let has_spans = store.span_count(&s.id).await? > 0;
+        if has_spans {
+            spans.extend(store.spans(&s.id).await?);
+        }
         for r in store.samples(&s.id).await? {
             builder.push(&r)?;
+            if has_spans && !r.sample.warmup && r.sample.trace_id.is_some() {
+                traced.push(r.clone());
+            }
             if keep_rows && !r.sample.warmup && r.sample.is_ok() {
                 rows.push(r);
             }
@@ -87,7 +103,52 @@ pub async fn load(store: &Store, ids: &[String], keep_rows: bool) -> anyhow::Res
         sessions,
         frame: builder.finish(),
         rows,
+        spans,
+        traced,
     })
+}
+
+/// The analysis of what was loaded: the diagnostics by `keys`, then the
+/// server spans joined to their samples (when any session has spans), with
+/// the span groups of every session's `[traces] groups` and its direct
+/// endpoint's host named as the model provider.
+pub fn analyse(loaded: &Loaded, keys: &[GroupKey], settings: &Settings) -> Analysis {
+    let mut analysis = analyze(&loaded.frame, &loaded.sessions, keys, settings);
+    if !loaded.spans.is_empty() {
+        let groups = span_groups(&loaded.sessions);
+        attach_traces(
+            &mut analysis,
+            &loaded.traced,
+            &loaded.sessions,
+            &loaded.spans,
+            &groups,
+        );
+    }
+    analysis
+}
+
+/// The span group map of the stored configs.
+fn span_groups(sessions: &[SessionMeta]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for s in sessions {
+        let config = &s.spec["config"];
+        let direct_host = config["direct"]["url"]
+            .as_str()
+            .and_then(|u| firsttoken_plan::Target::parse(u).ok())
+            .map(|t| t.host);
+        if let Some(h) = direct_host {
+            out.entry(format!("host:{h}"))
+                .or_insert_with(|| "model provider".to_string());
+        }
+        if let Some(g) = config["traces"]["groups"].as_object() {
+            for (k, v) in g {
+                if let Some(v) = v.as_str() {
+                    out.insert(k.clone(), v.to_string());
+                }
+            }
+        }
+    }
+    out
 }
 
 fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
@@ -146,7 +207,7 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(&a.select.store).await?;
     let loaded = load(&store, &a.select.sessions, a.format == Format::Html).await?;
     let settings = Settings::from_sessions(&loaded.sessions);
-    let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
+    let analysis = analyse(&loaded, &keys, &settings);
     let text = render(a.format, &loaded, &analysis, &[])?;
     write_out(a.out.as_deref(), &text)?;
     if let Some(p) = &a.out {
@@ -298,7 +359,7 @@ async fn compare_groups_cmd(
         Metric::Ttft,
         &settings,
     )?;
-    let analysis = analyze(&loaded.frame, &loaded.sessions, &[key], &settings);
+    let analysis = analyse(&loaded, &[key], &settings);
     let slower = c.worse();
     write_out(
         None,
@@ -505,7 +566,7 @@ pub async fn demo_report(store_url: &str, ids: &[String], html: &Path) -> anyhow
     let loaded = load(&store, ids, true).await?;
     let settings = Settings::from_sessions(&loaded.sessions);
     let keys = GroupKey::parse_list("code_version,path")?;
-    let analysis = analyze(&loaded.frame, &loaded.sessions, &keys, &settings);
+    let analysis = analyse(&loaded, &keys, &settings);
     let mut comparisons = Vec::new();
     if let [before, after] = loaded.sessions.as_slice() {
         let (va, vb) = (&after.labels.code_version, &before.labels.code_version);

@@ -160,11 +160,11 @@ impl<'p> Sim<'p> {
                 // difference, with compare()'s own seed label (tests check
                 // this agrees with compare() itself).
                 let d = difference_stat(a, b, Percentile::P50, &s, MEDIAN_LABEL);
-                Direction::of(&d, 0.0, 0.0) == Direction::Increase
+                Direction::of(&d, 0.0, 0.0, 0.0) == Direction::Increase
             }
             Rule::QuantileInterval => {
                 let d = difference_stat(a, b, self.q, &s, "plan/quantile");
-                Direction::of(&d, 0.0, 0.0) == Direction::Increase
+                Direction::of(&d, 0.0, 0.0, 0.0) == Direction::Increase
             }
         }
     }

@@ -132,6 +132,12 @@ pub struct TracesSection {
     /// counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_spans: Option<usize>,
+    /// Span groups renamed or merged in the report, e.g. `auth =
+    /// "database"`, or a host named as the model provider:
+    /// `"host:llm.internal" = "model provider"` (the direct endpoint's host
+    /// is one already).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, String>,
 }
 
 impl TracesSection {
