@@ -54,7 +54,7 @@ fn validate(q: Percentile, mu: f64, sigma: f64, shift: f64, seed: u64) -> (usize
         let direction = if q == Percentile::P50 {
             compare(&a, &b, ("new", "old"), Metric::Ttft, &s).direction
         } else {
-            Direction::of(&difference_stat(&a, &b, q, &s, "p95"), 0.0, 0.0)
+            Direction::of(&difference_stat(&a, &b, q, &s, "p95"), 0.0, 0.0, 0.0)
         };
         hits += usize::from(direction == Direction::Increase);
     }
