@@ -426,3 +426,22 @@ fn postgres_store_holds_a_session() {
         text(&listed.stdout)
     );
 }
+
+/// Issue 15: `run --plan` says what the counts support before it starts,
+/// then runs the session as usual.
+#[test]
+fn run_plan_prints_what_the_counts_support_then_runs() {
+    let emu = EmulatorProcess::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &emu.base, 4);
+    let store = dir.path().join("s.db").display().to_string();
+    let out = firsttoken(&["run", "-c", &cfg, "--store", &store, "--plan"], &[]);
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    let plan_at = t.find("percentiles shown").expect("the claims table");
+    let summary_at = t.find("complete").expect("the session's summary");
+    assert!(plan_at < summary_at, "the plan comes first: {t}");
+    // Four warm requests: the median is shown, the p90 is not.
+    assert!(t.contains("p90 needs 10"), "{t}");
+    assert_eq!(session_ids(&store).len(), 1);
+}

@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// progress bar when stdout is not a terminal.
     #[arg(long)]
     pub watch: bool,
+    /// Before starting, print what the counts can support (per phase and destination: the
+    /// percentiles shown, whether a comparison can pass the rank test, the TTFT difference it
+    /// detects from the store's earlier sessions, the time), as `firsttoken plan --claims` does.
+    #[arg(long)]
+    pub plan: bool,
     /// Run a large session: more than 100,000 planned requests, or open-loop arrivals above 1,000 per second.
     #[arg(long)]
     pub yes: bool,
@@ -145,6 +150,21 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             "planned: {} requests, warm-ups included{wait}",
             spec.protocol.announced()
         );
+    }
+    if a.plan {
+        let settings = firsttoken_analyze::power::PlanSettings::default();
+        let name = a.config.display().to_string();
+        let doc = crate::plan::claims(
+            &spec,
+            &name,
+            spec.store(),
+            &[],
+            firsttoken_analyze::Metric::Ttft,
+            firsttoken_analyze::Percentile::P50,
+            &settings,
+        )
+        .await?;
+        outln!("{}", firsttoken_report::words::plan::markdown(&doc));
     }
     let store = Store::open(spec.store()).await?;
     let outcome = if a.watch && std::io::stdout().is_terminal() {

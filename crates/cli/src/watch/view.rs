@@ -28,7 +28,7 @@ pub struct Status {
 /// Draw the whole view.
 pub fn draw(f: &mut Frame, s: &LiveState, status: Status, settings: &Settings) {
     let [head, phases, table, hist, errors, keys] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(3),
         Constraint::Length(2),
         Constraint::Min(5),
         Constraint::Length(5),
@@ -69,9 +69,11 @@ pub fn draw(f: &mut Frame, s: &LiveState, status: Status, settings: &Settings) {
 
 fn header(s: &LiveState, status: Status) -> Vec<Line<'static>> {
     let id = s.session.as_deref().unwrap_or("starting");
+    // Started by the executor and not yet stored: in flight, plus any
+    // finished request whose sample is still on its way to the store.
     let in_flight = status.started.saturating_sub(s.stored);
     let mut first = format!(
-        "session {id} · {} · {}/{} requests stored (warm-ups included) · {in_flight} in flight",
+        "session {id} · {} · {}/{} requests stored (warm-ups included) · {in_flight} started, not yet stored",
         humantime::format_duration(std::time::Duration::from_secs(s.elapsed().as_secs())),
         s.stored,
         s.announced
@@ -322,7 +324,12 @@ mod tests {
         });
         insta::assert_snapshot!(out);
         assert!(out.contains("warm · chat"), "{out}");
-        assert!(out.contains("2 in flight"), "{out}");
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("2 started, not yet stored"), "{out}");
+        assert!(
+            flat.contains("spent $0.0300 of the $0.5000 budget"),
+            "{out}"
+        );
         assert!(out.contains("timeout"), "{out}");
         assert!(out.contains("p pause between steps"), "{out}");
     }
