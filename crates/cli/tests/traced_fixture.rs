@@ -129,7 +129,7 @@ list = ["Where did the time go?"]
 
 [phases]
 warm = 6
-concurrency = {{ levels = [3], requests = 6 }}
+concurrency = {{ levels = [1, 3, 5], requests = 30 }}
 
 [traces]
 grace = "3s"
@@ -175,6 +175,77 @@ fn the_python_sdks_spans_join_every_sample() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("spans: "), "{stdout}");
     drop(fixture);
+    let report = firsttoken(&["report", "--store", &store, "--format", "json"], &[]);
+    assert_code(&report, 0);
+    let j: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let traces = &j["analysis"]["traces"];
+    // The clock offset is estimated, never assumed: one machine, so near
+    // zero, with its uncertainty.
+    let offset = &traces["sessions"][0]["offset"];
+    assert_eq!(offset["consistent"], true, "{offset}");
+    let (theta, within) = (
+        offset["offset_ms"].as_f64().unwrap(),
+        offset["uncertainty_ms"].as_f64().unwrap(),
+    );
+    assert!(theta.abs() < 5.0 && within < 5.0, "{offset}");
+    // Every request joined; the database is four sequential ~50 ms calls
+    // and nearly all of the server's time before the first token.
+    for c in traces["coverage"].as_array().unwrap() {
+        assert_eq!(c["requests"], c["traced"], "{c}");
+    }
+    let split = &traces["splits"][0];
+    let db = split["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["group"] == "database")
+        .unwrap_or_else(|| panic!("a database part: {split}"));
+    assert_eq!(db["median_calls"], 4.0, "{db}");
+    assert!(db["median"]["point"].as_f64().unwrap() >= 180.0, "{db}");
+    assert!(db["share_of_server"].as_f64().unwrap() >= 0.9, "{db}");
+    // One worker: the wait before the server takes a request rises with
+    // c (one burst of c waits 0, 1, …, c − 1 handler times, so a third of
+    // c = 3's requests wait nothing and its interval may still reach 0; at
+    // c = 5 the rise is decided).
+    let wall = &traces["walls"][0];
+    let levels = wall["levels"].as_array().unwrap();
+    let wait = |c: u64| {
+        let l = levels
+            .iter()
+            .find(|l| l["concurrency"] == c)
+            .unwrap_or_else(|| panic!("level {c}: {wall}"));
+        (
+            l["wait"]["point"].as_f64().unwrap(),
+            l["wait_change"]["direction"].clone(),
+        )
+    };
+    let ((w3, _), (w5, d5)) = (wait(3), wait(5));
+    assert!(
+        w3 >= 100.0 && w5 > w3,
+        "waits {w3} ms at c=3, {w5} ms at c=5: {wall}"
+    );
+    assert_eq!(d5, "increase", "{wall}");
+    // The page draws the spans (its waterfalls are checked in headless
+    // Chromium by the report crate's tests).
+    let html = dir.path().join("r.html");
+    let page = firsttoken(
+        &[
+            "report",
+            "--store",
+            &store,
+            "--format",
+            "html",
+            "--out",
+            html.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_code(&page, 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"spans\""),
+        "no spans section in the page"
+    );
 
     // What the app was sent: trace id → the span id firsttoken named.
     let sent: HashMap<String, String> = std::fs::read_to_string(&header_log)

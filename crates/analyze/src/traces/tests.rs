@@ -235,7 +235,8 @@ fn a_shifted_server_clock_is_estimated_and_joins_correctly() {
             e.lower_ms <= theta && theta <= e.upper_ms,
             "θ = {theta}: {e:?}"
         );
-        assert!(e.uncertainty_ms < 2.0, "{e:?}");
+        // Within 2 ms plus half the end bounds' 5 ms slack.
+        assert!(e.uncertainty_ms < 4.5, "{e:?}");
         assert_eq!(t.sessions[0].traced, sim.rows.len());
         // The join lands each request's server receive 1 ms (one way)
         // after its write ended, whatever the shift.
@@ -262,10 +263,16 @@ fn database_time_is_the_sum_of_sequential_calls_before_the_first_token() {
         .unwrap();
     assert_eq!(chat.phases, vec![PhaseKind::Warm]);
     assert_eq!(chat.traced, 30);
-    let db = &chat.parts[0];
-    assert_eq!(
-        (db.group.as_str(), db.category),
-        ("model provider", Category::ModelProvider)
+    // The provider (≈ 200 ms before the first token) and the database
+    // (4 × 50 ms) lead; their order rests on a millisecond.
+    let top: Vec<(&str, Category)> = chat.parts[..2]
+        .iter()
+        .map(|p| (p.group.as_str(), p.category))
+        .collect();
+    assert!(
+        top.contains(&("model provider", Category::ModelProvider))
+            && top.contains(&("database", Category::Database)),
+        "{top:?}"
     );
     let db = chat.parts.iter().find(|p| p.group == "database").unwrap();
     let m = db.median.point().unwrap();
@@ -453,6 +460,7 @@ fn spans_without_a_root_and_a_drifting_clock_are_reported() {
     assert_eq!((c.requests, c.traced, c.without_root), (10, 9, 1));
     let e = tr.sessions[0].offset.unwrap();
     assert!(!e.consistent, "{e:?}");
-    // The interval touches both halves' bounds: 0 and +50 ms.
-    assert!(e.lower_ms <= 1.5 && e.upper_ms >= 48.5, "{e:?}");
+    // The interval touches both halves' bounds: 0 and +50 ms (the end
+    // bounds loosened by their 5 ms slack).
+    assert!(e.lower_ms <= 1.5 && e.upper_ms >= 43.5, "{e:?}");
 }
