@@ -514,9 +514,27 @@ pub(crate) async fn claims(
     // Pilot rows per (phase, path), when the store has any.
     let mut pilots: Vec<(String, String, Pilot, Pace)> = Vec::new();
     let mut sessions = Vec::new();
+    // Mean stored cost per request, per (phase, path), of rows with one.
+    let mut costs: Vec<((String, String), f64, usize)> = Vec::new();
     if let Ok(store) = Store::open_existing(store_url).await
-        && let Ok(loaded) = load(&store, pilot_sessions, false).await
+        && let Ok(loaded) = load(&store, pilot_sessions, true).await
     {
+        for r in &loaded.rows {
+            let Some(c) = r.sample.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) else {
+                continue;
+            };
+            let key = (
+                r.phase.as_str().to_string(),
+                r.dest.path_column().unwrap_or("-").to_string(),
+            );
+            match costs.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, sum, n)) => {
+                    *sum += c;
+                    *n += 1;
+                }
+                None => costs.push((key, c, 1)),
+            }
+        }
         for g in group(&loaded.frame, &[GroupKey::Phase, GroupKey::Path]) {
             let get = |k: GroupKey| g.label.get(k).map(ToString::to_string).unwrap_or_default();
             let (samples, pace) = power::pilot_of_rows(&loaded.frame, &g.rows, metric);
@@ -556,6 +574,10 @@ pub(crate) async fn claims(
             None => None,
         };
         let time_ms = pilot.and_then(|(_, _, _, pace)| pace.time_ms(n));
+        let cost_usd = costs
+            .iter()
+            .find(|((p, q), _, _)| p == phase.as_str() && *q == path)
+            .map(|(_, sum, k)| sum / *k as f64 * n as f64);
         rows.push(ClaimRow {
             pilot_values: pilot.map_or(0, |(_, _, p, _)| p.len()),
             pilot_needed: power::MIN_PILOT.max(q.min_n()),
@@ -567,6 +589,7 @@ pub(crate) async fn claims(
             support: power::support(n, &settings),
             detectable,
             time_ms,
+            cost_usd,
         });
     }
     Ok(PlanDoc {

@@ -443,5 +443,14 @@ fn run_plan_prints_what_the_counts_support_then_runs() {
     assert!(plan_at < summary_at, "the plan comes first: {t}");
     // Four warm requests: the median is shown, the p90 is not.
     assert!(t.contains("p90 needs 10"), "{t}");
-    assert_eq!(session_ids(&store).len(), 1);
+    // No pilot yet: no time or cost to estimate from.
+    assert!(!t.contains("Estimated cost"), "{t}");
+    // With the first session as the pilot, the priced direct requests give
+    // a cost, and every row a time.
+    let again = firsttoken(&["run", "-c", &cfg, "--store", &store, "--plan"], &[]);
+    assert_code(&again, 0);
+    let t = text(&again.stdout);
+    assert!(t.contains("Estimated cost: $"), "{t}");
+    assert!(t.contains("Estimated duration: "), "{t}");
+    assert_eq!(session_ids(&store).len(), 2);
 }

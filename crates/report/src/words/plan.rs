@@ -55,6 +55,12 @@ pub struct ClaimRow {
     /// Time to send its requests one at a time at the pilot's mean
     /// duration, ms (`None` without pilot rows).
     pub time_ms: Option<f64>,
+    /// Cost of its requests at the pilot's mean cost per request of the
+    /// same phase and destination, USD (the stored cost: the stream's
+    /// `usage.cost` or the price table); `None` without pilot rows that
+    /// carry one.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// The claims table's extras: the quantile planned and the protocol's fixed waits.
@@ -207,7 +213,7 @@ fn width_cells(w: &WidthPlan) -> [String; 3] {
 }
 
 /// The cells of one claims row (after phase and destination).
-fn claim_cells(unit: Unit, r: &ClaimRow) -> [String; 5] {
+fn claim_cells(unit: Unit, r: &ClaimRow) -> [String; 6] {
     let sup = &r.support;
     let mut shown: String = sup
         .shown
@@ -245,6 +251,8 @@ fn claim_cells(unit: Unit, r: &ClaimRow) -> [String; 5] {
         compare,
         detectable,
         r.time_ms.map_or_else(|| DASH.to_string(), span),
+        r.cost_usd
+            .map_or_else(|| DASH.to_string(), crate::format::usd),
     ]
 }
 
@@ -262,10 +270,11 @@ fn claims_markdown(unit: Unit, c: &Claims) -> String {
         "comparison".into(),
         format!("detectable {} difference", quantile_name(c.quantile)),
         "time".into(),
+        "cost".into(),
     ]));
-    s.push_str("|---|---|---:|---|---|---|---|\n");
+    s.push_str("|---|---|---:|---|---|---|---|---:|\n");
     for r in &c.rows {
-        let [n, shown, compare, detectable, time] = claim_cells(unit, r);
+        let [n, shown, compare, detectable, time, cost] = claim_cells(unit, r);
         s.push_str(&row(&[
             r.phase.clone(),
             r.destination.clone(),
@@ -274,7 +283,21 @@ fn claims_markdown(unit: Unit, c: &Claims) -> String {
             compare,
             detectable,
             time,
+            cost,
         ]));
+    }
+    let costed: Vec<f64> = c.rows.iter().filter_map(|r| r.cost_usd).collect();
+    if !costed.is_empty() {
+        let missing = c.rows.len() - costed.len();
+        s.push_str(&format!(
+            "\nEstimated cost: {}, at the pilot's mean cost per request{}.\n",
+            crate::format::usd(costed.iter().sum()),
+            if missing > 0 {
+                format!(" (not counting {missing} without a cost in the pilot)")
+            } else {
+                String::new()
+            }
+        ));
     }
     let timed: Vec<f64> = c.rows.iter().filter_map(|r| r.time_ms).collect();
     if !timed.is_empty() {
@@ -483,13 +506,14 @@ pub fn json(doc: &PlanDoc) -> serde_json::Value {
         .and_then(serde_json::Value::as_array_mut);
     if let (Some(rows), Some(c)) = (claim_rows, &doc.claims) {
         for (j, r) in rows.iter_mut().zip(&c.rows) {
-            let [requests, shown, comparison, detectable, time] = claim_cells(unit, r);
+            let [requests, shown, comparison, detectable, time, cost] = claim_cells(unit, r);
             j["text"] = serde_json::json!({
                 "requests": requests,
                 "percentiles_shown": shown,
                 "comparison": comparison,
                 "detectable": detectable,
                 "time": time,
+                "cost": cost,
             });
         }
     }
@@ -624,6 +648,7 @@ mod tests {
                         relative: Some(0.12),
                     }),
                     time_ms: Some(24.0 * 500.0),
+                    cost_usd: Some(0.012),
                 },
                 ClaimRow {
                     phase: "cold".into(),
@@ -633,6 +658,7 @@ mod tests {
                     pilot_needed: 10,
                     detectable: None,
                     time_ms: None,
+                    cost_usd: None,
                 },
             ],
         });
