@@ -13,6 +13,11 @@
 //! Run: `cargo bench -p firsttoken --bench probe_accuracy` (levels: 1, 64,
 //! 256, 1024; override with `FT_BENCH_LEVELS=1,64`). The Markdown table goes
 //! to stdout and to `target/probe-accuracy.md`.
+//!
+//! With `FT_BENCH_WATCH=N`, each level runs N times without and N times with
+//! the live view (`--watch`'s own code, drawing into a pseudo-terminal made
+//! by util-linux `script`), alternating, so the view's cost to the
+//! measurement shows as a difference between rows of one run.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -22,12 +27,18 @@ use std::time::{Duration, Instant};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
 use firsttoken_record::Sample;
 
+// The live view's own code, as `run --watch` and `probe --watch` use it.
+#[allow(dead_code)]
+#[path = "../src/watch/mod.rs"]
+mod watch;
+
 const TTFT_MS: u32 = 200;
 const ITL_MS: u32 = 20;
 const TOKENS: u32 = 50;
 
 struct Level {
     streams: u32,
+    watched: bool,
     ok: usize,
     failed: usize,
     err_p50: f64,
@@ -59,8 +70,9 @@ fn peak_rss_mb() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Child mode: run the probe against `url` at `streams` concurrency, print one JSON line of results.
-fn child(url: &str, streams: u32) {
+/// Child mode: run the probe against `url` at `streams` concurrency, print one JSON line of results
+/// (to the file `FT_BENCH_OUT` names when the live view owns the terminal).
+fn child(url: &str, streams: u32, watched: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -78,10 +90,24 @@ fn child(url: &str, streams: u32) {
     let cpu0 = proc_cpu_seconds();
     let samples: Vec<Sample> = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::channel(4096);
-        let run = tokio::spawn(firsttoken_drive::run_probe(spec, tx, Default::default()));
+        let pause = firsttoken_session::Pause::new();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut view = watched.then(|| {
+            let protocol = firsttoken_plan::protocol::Protocol::probe(&spec);
+            watch::Watch::start(&protocol, None, pause.clone(), false, cancel.clone())
+                .expect("the live view starts (a terminal is needed)")
+        });
+        let gate = pause.gate(std::sync::Arc::new(firsttoken_drive::Unlimited));
+        let run = tokio::spawn(firsttoken_drive::run_probe_gated(spec, tx, cancel, gate));
         let mut v = Vec::new();
         while let Some(s) = rx.recv().await {
+            if let Some(w) = &view {
+                w.sample("probe", &s);
+            }
             v.push(s);
+        }
+        if let Some(w) = view.as_mut() {
+            w.finish().expect("the live view ends");
         }
         run.await.expect("join").expect("probe");
         v
@@ -98,14 +124,17 @@ fn child(url: &str, streams: u32) {
             "error": s.error.as_ref().map(|e| e.message.clone()),
         })).collect::<Vec<_>>(),
     });
-    println!("{out}");
+    match std::env::var("FT_BENCH_OUT") {
+        Ok(path) => std::fs::write(path, out.to_string()).expect("write the child's results"),
+        Err(_) => println!("{out}"),
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     firsttoken_analyze::percentile_sorted(sorted, p).unwrap_or(f64::NAN)
 }
 
-fn level(streams: u32) -> Level {
+fn level(streams: u32, watched: bool) -> Level {
     let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let truth_path = dir.join("truth.jsonl");
@@ -134,13 +163,30 @@ fn level(streams: u32) -> Level {
         .expect("listening line")
         .to_string();
     let url = format!("{base}/v1/chat/completions");
-    let out = Command::new(std::env::current_exe().expect("exe"))
-        .env("FT_BENCH_CHILD", format!("{url} {streams}"))
-        .output()
-        .expect("run the probe child");
+    let exe = std::env::current_exe().expect("exe");
+    let line = if watched {
+        // A pseudo-terminal of 100 × 40 for the view; results to a file.
+        let results = dir.join("child.json");
+        let status = Command::new("script")
+            .args(["-qfec"])
+            .arg(format!("stty cols 100 rows 40; exec {}", exe.display()))
+            .arg("/dev/null")
+            .env("FT_BENCH_CHILD", format!("{url} {streams} watch"))
+            .env("FT_BENCH_OUT", &results)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run the probe child under script (util-linux)");
+        assert!(status.success(), "the watched child failed: {status}");
+        std::fs::read_to_string(&results).expect("the child's results")
+    } else {
+        let out = Command::new(&exe)
+            .env("FT_BENCH_CHILD", format!("{url} {streams}"))
+            .output()
+            .expect("run the probe child");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
     let _ = emu.kill();
     let _ = emu.wait();
-    let line = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(line.trim()).expect("child output");
     let truth: HashMap<String, f64> = std::fs::read_to_string(&truth_path)
         .unwrap_or_default()
@@ -171,6 +217,7 @@ fn level(streams: u32) -> Level {
     let tokens = v["content_tokens"].as_f64().unwrap_or(0.0);
     Level {
         streams,
+        watched,
         ok,
         failed,
         err_p50: percentile(&errors, 50.0),
@@ -184,10 +231,15 @@ fn level(streams: u32) -> Level {
 
 fn main() {
     if let Ok(args) = std::env::var("FT_BENCH_CHILD") {
-        let (url, n) = args.split_once(' ').expect("child args");
-        child(url, n.parse().expect("streams"));
+        let mut it = args.split(' ');
+        let (url, n) = (it.next().expect("url"), it.next().expect("streams"));
+        child(url, n.parse().expect("streams"), it.next() == Some("watch"));
         return;
     }
+    let repeats: u32 = std::env::var("FT_BENCH_WATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     // `cargo bench` passes `--bench`; any other argument is a filter we ignore.
     let levels: Vec<u32> = std::env::var("FT_BENCH_LEVELS")
         .unwrap_or_else(|_| "1,64,256,1024".into())
@@ -198,13 +250,24 @@ fn main() {
     md.push_str(&format!(
         "Emulator: TTFT {TTFT_MS} ms, {ITL_MS} ms between tokens, {TOKENS} tokens; warm connections, one stream per worker.\n\n"
     ));
-    md.push_str("| streams | ok | failed | TTFT error p50 (ms) | p99 (ms) | max (ms) | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
-    md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for n in levels {
-        let l = level(n);
+    md.push_str("| streams | live view | ok | failed | TTFT error p50 (ms) | p99 (ms) | max (ms) | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+    md.push_str("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let runs: Vec<(u32, bool)> = levels
+        .iter()
+        .flat_map(|&n| {
+            if repeats == 0 {
+                vec![(n, false)]
+            } else {
+                (0..repeats).flat_map(|_| [(n, false), (n, true)]).collect()
+            }
+        })
+        .collect();
+    for (n, watched) in runs {
+        let l = level(n, watched);
         let row = format!(
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.4} | {:.1} | {:.2} |\n",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.4} | {:.1} | {:.2} |\n",
             l.streams,
+            if l.watched { "on" } else { "off" },
             l.ok,
             l.failed,
             l.err_p50,
