@@ -19,6 +19,27 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// A server on a socket named after `name` and this process, running
+    /// `command` in a detached 110 × 40 session `ft`.
+    fn start(name: &str, command: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("{name}-{}", std::process::id()),
+        };
+        let out = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "ft",
+            "-x",
+            "110",
+            "-y",
+            "40",
+            command,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        tmux
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         Command::new("tmux")
             .arg("-L")
@@ -104,21 +125,7 @@ fn the_live_view_pauses_resumes_and_stops_cleanly() {
         env!("CARGO_BIN_EXE_firsttoken"),
         exit_file.display()
     );
-    let tmux = Tmux {
-        socket: format!("firsttoken-watch-{}", std::process::id()),
-    };
-    let out = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ft",
-        "-x",
-        "110",
-        "-y",
-        "40",
-        &command,
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tmux = Tmux::start("firsttoken-watch", &command);
 
     // The view: groups with their TTFT, the phases, the keys.
     let s = tmux.wait_for("warm requests on the live view", |s| {
@@ -212,21 +219,7 @@ fn the_probe_view_shows_requests_in_flight_and_q_ends_it_with_the_summary() {
         body.display(),
         exit_file.display()
     );
-    let tmux = Tmux {
-        socket: format!("firsttoken-watch-probe-{}", std::process::id()),
-    };
-    let out = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "ft",
-        "-x",
-        "110",
-        "-y",
-        "40",
-        &command,
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tmux = Tmux::start("firsttoken-watch-probe", &command);
     let s = tmux.wait_for("probe requests on the live view", |s| {
         s.contains("probe") && s.contains("TTFT p50 [95% CI]") && stored(s) > 20
     });

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::svg::{
     Area, LegendItem, PALETTE, Scale, Svg, Swatch, axes, legend, legend_layout, series_style,
-    text_width, truncate,
+    text_width, time_axis, truncate,
 };
 use crate::format::{ms, ratio};
 use crate::words::Entry as _;
@@ -554,22 +554,7 @@ pub(crate) fn waterfall(t: Option<Typical<'_>>) -> Plot {
     let (pos, legend_h) = legend_layout(&items, area.width);
     let height = area.bottom() + 50.0 + legend_h + 6.0;
     let mut svg = Svg::new(ID, WIDTH, height, TITLE);
-    for (v, label) in x.ticks() {
-        let px = x.px(v);
-        svg.line((px, area.top), (px, area.bottom()), "grid");
-        svg.text((px, area.bottom() + 16.0), "middle", "tick", &label);
-    }
-    svg.line(
-        (area.left, area.bottom()),
-        (area.right(), area.bottom()),
-        "axis",
-    );
-    svg.text(
-        (area.left + area.width / 2.0, area.bottom() + 36.0),
-        "middle",
-        "label",
-        "time since the request started (ms)",
-    );
+    time_axis(&mut svg, area, &x, "time since the request started (ms)");
     let mut prev = 0.0f64;
     for (i, (name, stamp, color)) in steps.iter().enumerate() {
         let top = area.top + ROW * i as f64;

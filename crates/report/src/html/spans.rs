@@ -8,7 +8,9 @@ use firsttoken_analyze::Analysis;
 use firsttoken_analyze::traces::{Waterfall, WaterfallKind};
 use serde::Serialize;
 
-use super::svg::{Area, LegendItem, PALETTE, Scale, Svg, Swatch, legend, legend_layout, truncate};
+use super::svg::{
+    Area, LegendItem, PALETTE, Scale, Svg, Swatch, legend, legend_layout, time_axis, truncate,
+};
 use super::view::Table;
 use crate::doc::TableData;
 use crate::format::{Cell, ms};
@@ -134,20 +136,10 @@ pub(crate) fn waterfall(i: usize, w: &Waterfall) -> SpanPlot {
     let height = area.bottom() + 50.0 + legend_h + 6.0;
     let id = format!("span-waterfall-{i}");
     let mut svg = Svg::new(&id, WIDTH, height, &title);
-    for (v, t) in x.ticks() {
-        let px = x.px(v);
-        svg.line((px, area.top), (px, area.bottom()), "grid");
-        svg.text((px, area.bottom() + 16.0), "middle", "tick", &t);
-    }
-    svg.line(
-        (area.left, area.bottom()),
-        (area.right(), area.bottom()),
-        "axis",
-    );
-    svg.text(
-        (area.left + area.width / 2.0, area.bottom() + 36.0),
-        "middle",
-        "label",
+    time_axis(
+        &mut svg,
+        area,
+        &x,
         "ms since the request started (client clock; server spans offset-corrected)",
     );
     let mut prev = 0.0f64;

@@ -388,6 +388,28 @@ fn tick_label(v: f64) -> String {
     }
 }
 
+/// Draw a time axis alone along the bottom of `area`: grid lines and tick
+/// labels for `x`, the axis line, its label (the waterfalls' rows are
+/// categories, so they have no y axis).
+pub(crate) fn time_axis(svg: &mut Svg, area: Area, x: &Scale, xlabel: &str) {
+    for (v, label) in x.ticks() {
+        let px = x.px(v);
+        svg.line((px, area.top), (px, area.bottom()), "grid");
+        svg.text((px, area.bottom() + 16.0), "middle", "tick", &label);
+    }
+    svg.line(
+        (area.left, area.bottom()),
+        (area.right(), area.bottom()),
+        "axis",
+    );
+    svg.text(
+        (area.left + area.width / 2.0, area.bottom() + 36.0),
+        "middle",
+        "label",
+        xlabel,
+    );
+}
+
 /// Draw grid lines, tick labels and axis labels for `x` and `y` on `area`.
 pub(crate) fn axes(svg: &mut Svg, area: Area, x: &Scale, y: &Scale, xlabel: &str, ylabel: &str) {
     for (v, label) in y.ticks() {
