@@ -9,6 +9,10 @@
 //! everything as `emulated`, prints the report with the before/after
 //! comparison and writes a self-contained HTML report.
 //!
+//! Each app exports its own OpenTelemetry spans to its session's receiver,
+//! so the report splits the overhead and explains the concurrency wall by
+//! them.
+//!
 //! The user's network is emulated too: every request of the sessions, to
 //! the app and straight to the provider, passes a [`firsttoken_shape`]
 //! relay with the [`NETWORK`] profile, so round trips cost what they cost
@@ -28,7 +32,7 @@ use firsttoken_emulator::{Profile, Settings, TruthLog};
 use firsttoken_plan::config::{
     AppSection, AuthSection, CleanupSection, ColdSection, ConcurrencySection, Config,
     DirectSection, PathSection, PhasesSection, PingSection, Price, PromptsSection, SessionSection,
-    StrategySection,
+    StrategySection, TracesSection,
 };
 use firsttoken_plan::protocol::preset;
 use firsttoken_record::Store;
@@ -135,7 +139,16 @@ fn path(name: &str, path: &str, prompts: &[&str], expect: Option<&str>) -> PathS
 }
 
 /// The session config of one demo app, built in memory.
-fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> Config {
+/// One session's configuration; `traces` is where its receiver listens for
+/// the app's spans.
+fn config(
+    app: &str,
+    cacert: &str,
+    emulator: &str,
+    app_db: &str,
+    traces: &str,
+    full: bool,
+) -> Config {
     Config {
         session: SessionSection {
             network: Some(NETWORK.link().network_label()),
@@ -194,8 +207,19 @@ fn config(app: &str, cacert: &str, emulator: &str, app_db: &str, full: bool) -> 
             },
         )]
         .into(),
-        traces: Default::default(),
+        // The app exports its spans here (as its OTLP endpoint); the
+        // report splits the app's overhead by them.
+        traces: TracesSection {
+            listen: Some(traces.into()),
+            ..TracesSection::default()
+        },
     }
+}
+
+/// `127.0.0.1:PORT` with a port that was free a moment ago.
+fn free_loopback_port() -> anyhow::Result<String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1")?;
+    Ok(l.local_addr()?.to_string())
 }
 
 async fn listen() -> anyhow::Result<(TcpListener, String)> {
@@ -273,6 +297,7 @@ fn app_options(
     label: &str,
     bad: bool,
     ca_out: PathBuf,
+    otlp: &str,
 ) -> firsttoken_refapp::Options {
     use firsttoken_refapp::{DbFaultScope, RouterRule};
     firsttoken_refapp::Options {
@@ -305,23 +330,26 @@ fn app_options(
         tls: Some(firsttoken_refapp::TlsSource::SelfSigned {
             ca_out: Some(ca_out),
         }),
+        otlp_endpoint: Some(otlp.into()),
         ..firsttoken_refapp::Options::default()
     }
 }
 
 /// Start a reference app on loopback, serving HTTPS with a throwaway CA
-/// written to `ca_out`; returns its base URL.
+/// written to `ca_out` and exporting its spans to `otlp`; returns its base
+/// URL.
 async fn refapp(
     upstream: &str,
     db: &str,
     label: &str,
     bad: bool,
     ca_out: PathBuf,
+    otlp: &str,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
     let (listener, base) = listen().await?;
     let base = base.replacen("http://", "https://", 1);
-    let options = app_options(upstream, db, label, bad, ca_out);
+    let options = app_options(upstream, db, label, bad, ca_out, otlp);
     let config = firsttoken_refapp::Config::new(options).context("reference app settings")?;
     let state = firsttoken_refapp::AppState::new(config)
         .await
@@ -381,7 +409,20 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             .display()
             .to_string();
         let ca = work.path().join(format!("ca-{label}.pem"));
-        let (origin, task) = refapp(&emu_base, &db, label, bad, ca.clone(), &shutdown).await?;
+        // Where this session's receiver takes the app's spans: a loopback
+        // port free a moment ago (the receiver binds it when the session
+        // starts; the app's exporter retries until then).
+        let traces = free_loopback_port()?;
+        let (origin, task) = refapp(
+            &emu_base,
+            &db,
+            label,
+            bad,
+            ca.clone(),
+            &format!("http://{traces}"),
+            &shutdown,
+        )
+        .await?;
         let (relay, app) = shaped(
             origin.trim_start_matches("https://"),
             "https",
@@ -397,7 +438,14 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
             }
         );
         let spec = SessionSpec::new(
-            config(&app, &ca.display().to_string(), &direct_base, &db, a.full),
+            config(
+                &app,
+                &ca.display().to_string(),
+                &direct_base,
+                &db,
+                &traces,
+                a.full,
+            ),
             Overrides {
                 code_version: Some(label.into()),
                 tags: [("demo".to_string(), "true".to_string())].into(),

@@ -127,6 +127,9 @@ pub struct RefappArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// Export the app's OpenTelemetry spans (auth, each database call, retrieval, the provider call) over OTLP/HTTP to this base URL; `/v1/traces` is appended. `OTEL_SERVICE_NAME` and `OTEL_BSP_SCHEDULE_DELAY` are honoured (default export delay 200 ms).
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 /// `--db-faults`.
@@ -204,6 +207,7 @@ impl TryFrom<RefappArgs> for RefappSpec {
                 Router::Corpus => RouterRule::Corpus,
             },
             worker_threads: a.worker_threads,
+            otlp_endpoint: a.otlp_endpoint.filter(|e| !e.trim().is_empty()),
             tls: match (a.tls_self_signed, a.tls_cert, a.tls_key) {
                 (true, _, _) => Some(TlsSource::SelfSigned {
                     ca_out: a.tls_ca_out,
@@ -236,11 +240,18 @@ pub async fn run(args: RefappArgs) -> anyhow::Result<ExitCode> {
         })?;
     let addr = listener.local_addr()?;
     let summary = format!(
-        "refapp: database {}, upstream {} (model {}), known-bad modes: {}",
+        "refapp: database {}, upstream {} (model {}), known-bad modes: {}{}",
         config.database().redacted(),
         config.chat_completions_url(),
         config.options().model,
-        known_bad(&config)
+        known_bad(&config),
+        match &config.options().otlp_endpoint {
+            Some(e) => format!(
+                "; spans over OTLP/HTTP to {}/v1/traces",
+                e.trim_end_matches('/')
+            ),
+            None => String::new(),
+        }
     );
     let tls = config.options().tls.is_some();
     let state = AppState::new(config).await?;

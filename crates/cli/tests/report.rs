@@ -406,4 +406,46 @@ fn demo_runs_both_apps_and_writes_the_report() {
     assert_eq!(chat["probes"][0]["beyond_warm"], true, "{chat:#}");
     let network = text(&firsttoken(&["sessions", "--store", &store], &[]).stdout);
     assert!(network.contains("emulated:cable"), "{network}");
+
+    // Issue 12, item 5: both apps export their own spans (the Rust
+    // OpenTelemetry SDK) and the findings use them. Every app request is
+    // joined; "before"'s chat overhead is its database calls (six spans:
+    // auth's lookup, the conversation, three extra round trips, the stored
+    // answer); its wall is requests waiting for the one worker.
+    let traces = &json["analysis"]["traces"];
+    for c in traces["coverage"].as_array().unwrap() {
+        assert_eq!(c["requests"], c["traced"], "every request joined: {c}");
+    }
+    let before_chat = |key: &str| -> serde_json::Value {
+        traces[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["scope"] == "code_version=before" && s["path"] == "chat")
+            .unwrap_or_else(|| panic!("before · chat in traces.{key}: {traces:#}"))
+            .clone()
+    };
+    let split = before_chat("splits");
+    let db = split["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["group"] == "database")
+        .unwrap_or_else(|| panic!("a database part: {split:#}"))
+        .clone();
+    assert_eq!(db["median_calls"], 6.0, "{db:#}");
+    assert!(
+        db["share_of_overhead"].as_f64().unwrap() >= 0.9,
+        "the database explains before's chat overhead: {split:#}"
+    );
+    let wall = before_chat("walls");
+    assert_eq!(wall["reason"], "waited_for_worker", "{wall:#}");
+    assert!(
+        t_flat.contains("before · chat: requests waited for the worker"),
+        "{t}"
+    );
+    assert!(
+        page.contains("id=\"spans\""),
+        "no spans section in the page"
+    );
 }

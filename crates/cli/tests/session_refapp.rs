@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, assert_code, firsttoken, session_ids, text};
+use common::{EmulatorProcess, REFAPP_ACCOUNTS, assert_code, firsttoken, session_ids, text};
 
 fn config(app: &str, emu: &str, warm: u32) -> String {
     format!(
@@ -32,17 +32,8 @@ name = "docs"
 path = "/api/docs/ask"
 body = '{{"message": "{{prompt}}"}}'
 
-[app.auth]
-signup_path = "/api/auth/signup"
-body = '{{"email": "{{email}}", "password": "{{password}}"}}'
-token_pointer = "/token"
-id_pointer = "/user_id"
+{REFAPP_ACCOUNTS}
 accounts = 2
-
-[app.cleanup]
-database_url_env = "FT_TEST_APP_DB"
-delete_sql = "DELETE FROM users WHERE id IN ({{ids}})"
-count_sql = "SELECT count(*) FROM users WHERE id IN ({{ids}})"
 
 [direct]
 url = "{emu}/v1/chat/completions"

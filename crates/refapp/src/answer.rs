@@ -31,7 +31,10 @@ use crate::http::{ApiError, Phases, RawBody, RequestCtx, timed};
 use crate::remote::Access;
 use crate::route::{Decision, Route, decide_with};
 use crate::store::{MessageStatus, NewMessage, Role};
+use crate::telemetry::Traced;
 use crate::upstream::{Item, PromptMessage, UpstreamError, UpstreamStream, data_event};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
 
 /// Longest conversation title, in characters.
 const TITLE_CHARS: usize = 80;
@@ -97,22 +100,28 @@ pub(crate) fn unix_now() -> i64 {
 }
 
 /// The user id behind the request's bearer token, or 401. One database
-/// call (with the shared access), its round trips added to `trips`.
+/// call (with the shared access), its round trips added to `trips`; an
+/// `auth` span under `parent`, its database call inside.
 pub(crate) async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
     trips: &mut u32,
+    parent: &Traced,
 ) -> Result<i64, ApiError> {
+    let span = parent.child("auth", SpanKind::Internal, Vec::new());
     let token = crate::auth::bearer(headers)
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
     let db = &state.inner.db;
+    let query = span.db(state.db_system(), "SELECT", "sessions");
     db.call(db.shared(), trips).await;
-    state
+    let user = state
         .inner
         .store
         .user_for_token(&crate::auth::token_hash(token), unix_now())
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("invalid or expired token"))
+        .await;
+    query.end();
+    span.end();
+    user?.ok_or_else(|| ApiError::unauthorized("invalid or expired token"))
 }
 
 /// Everything the relay needs once the response has started.
@@ -125,6 +134,10 @@ struct Exchange {
     passage_ids: Option<Vec<String>>,
     buffered: bool,
     access: Access,
+    /// The handler's span (ends with the stream).
+    handler: Traced,
+    /// The provider call's span (ends with the upstream stream).
+    provider: Traced,
     _permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -136,6 +149,9 @@ async fn answer(
     fixed: Option<Decision>,
 ) -> Result<Response, ApiError> {
     let permit = state.serial_permit().await;
+    // The handler starts once it holds the permit: with `--serial`, the
+    // wait for it is the queue wait between the server span and this one.
+    let handler = ctx.span.child("answer", SpanKind::Internal, Vec::new());
     let mut phases = Phases::default();
     if let Some(d) = ctx.cold_start {
         phases.push("cold_start", d);
@@ -143,7 +159,7 @@ async fn answer(
     let shared = &state.inner;
     let t = Instant::now();
     let mut trips = 0;
-    let user_id = authenticate(&state, &headers, &mut trips).await?;
+    let user_id = authenticate(&state, &headers, &mut trips, &handler).await?;
     phases.push_trips("auth", t.elapsed(), trips);
     let req: AskRequest = body.json()?;
     let question = req.message.trim().to_string();
@@ -152,30 +168,40 @@ async fn answer(
     }
     let decision = fixed
         .unwrap_or_else(|| decide_with(&question, shared.config.options.router, &shared.index));
+    handler.set(KeyValue::new("app.route", decision.route.as_str()));
+    let system = state.db_system();
 
     // The path's database access: pooled and async, or the known-bad one.
     let access = shared.db.path(decision.route);
     let store = shared.store.with_blocking(access.blocking);
     let mut trips = 0;
     let db_start = Instant::now();
-    shared.db.call(access, &mut trips).await;
     let (conversation_id, history) = match req.conversation_id {
         Some(id) => {
+            let query = handler.db(system, "SELECT", "messages");
+            shared.db.call(access, &mut trips).await;
             let h = store
                 .history(user_id, id, shared.config.options.history_limit)
-                .await?
-                .ok_or_else(|| ApiError::not_found(format!("no conversation {id}")))?;
+                .await;
+            query.end();
+            let h = h?.ok_or_else(|| ApiError::not_found(format!("no conversation {id}")))?;
             (id, h)
         }
         None => {
+            let query = handler.db(system, "INSERT", "conversations");
+            shared.db.call(access, &mut trips).await;
             let title: String = question.chars().take(TITLE_CHARS).collect();
-            let id = store.create_conversation(user_id, &title).await?;
-            (id, Vec::new())
+            let id = store.create_conversation(user_id, &title).await;
+            query.end();
+            (id?, Vec::new())
         }
     };
     for _ in 0..access.extra_queries {
+        let query = handler.db(system, "SELECT", "messages");
         shared.db.call(access, &mut trips).await;
-        store.count_messages(conversation_id).await?;
+        let counted = store.count_messages(conversation_id).await;
+        query.end();
+        counted?;
     }
     phases.push_trips("db", db_start.elapsed(), trips);
 
@@ -188,6 +214,7 @@ async fn answer(
         }),
         Route::Docs => {
             let t = Instant::now();
+            let span = handler.child("retrieve", SpanKind::Internal, Vec::new());
             let hits = shared
                 .index
                 .search(&question, shared.config.options.passages);
@@ -199,6 +226,8 @@ async fn answer(
                 system.push_str(&format!("\n\n[{}] ({})\n{}", p.id, p.title, p.text));
             }
             passage_ids = Some(hits.iter().map(|(p, _)| p.id.clone()).collect::<Vec<_>>());
+            span.set(KeyValue::new("app.passages", hits.len() as i64));
+            span.end();
             phases.push("retrieve", t.elapsed());
             prompt.push(PromptMessage {
                 role: "system",
@@ -217,14 +246,16 @@ async fn answer(
         content: question.clone(),
     });
 
+    let provider = shared.upstream.span(&handler);
     let upstream = timed(
         &mut phases,
         "upstream_connect",
-        shared.upstream.start(&prompt, &ctx.id),
+        shared.upstream.start(&prompt, &ctx.id, &provider),
     )
     .await
     .map_err(|e| {
         tracing::warn!(request_id = %ctx.id, "{e}");
+        provider.fail(e.to_string());
         ApiError::bad_gateway(e.to_string())
     })?;
 
@@ -244,6 +275,8 @@ async fn answer(
         passage_ids,
         buffered: shared.config.known_bad.buffered,
         access,
+        handler,
+        provider,
         _permit: permit,
     };
     let preamble = Bytes::from(format!(": firsttoken-refapp {meta}\n\n"));
@@ -378,6 +411,7 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
         let content = d.content.filter(|c| !c.is_empty());
         if content.is_some() && ttft.is_none() {
             ttft = Some(up.sent_at().elapsed());
+            ex.provider.event("gen_ai.first_token");
         }
         if ex.buffered {
             text.push_str(content.as_deref().unwrap_or(""));
@@ -447,6 +481,10 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
         }
     };
     drop(up); // an unfinished upstream response is cancelled here
+    if let End::Failed(e) = &end {
+        ex.provider.fail(e.to_string());
+    }
+    ex.provider.end();
     for b in out {
         if !sink.send(b).await {
             break;
@@ -470,12 +508,14 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
     };
     let t = Instant::now();
     let mut trips = 0;
+    let query = ex.handler.db(ex.state.db_system(), "INSERT", "messages");
     shared.db.call(ex.access, &mut trips).await;
     let stored = shared
         .store
         .with_blocking(ex.access.blocking)
         .append_exchange(ex.conversation_id, question, answer)
         .await;
+    query.end();
     let store_time = t.elapsed();
     if let Err(e) = stored {
         let api = ApiError::from(e);
@@ -501,5 +541,6 @@ async fn relay(ex: Exchange, mut up: UpstreamStream, sink: &mut Sink) {
             tail.render()
         )))
         .await;
+    ex.handler.end();
     ex.state.touch();
 }

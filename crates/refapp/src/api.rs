@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use serde_json::json;
 
 use crate::AppState;
@@ -99,10 +99,11 @@ pub(crate) async fn login(
 /// `GET /api/conversations/{id}/messages` → the stored messages, oldest first.
 pub(crate) async fn conversation_messages(
     State(state): State<AppState>,
+    Extension(ctx): Extension<crate::http::RequestCtx>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let user_id = authenticate(&state, &headers, &mut 0).await?;
+    let user_id = authenticate(&state, &headers, &mut 0, &ctx.span).await?;
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::not_found(format!("no conversation {id:?}")))?;

@@ -174,6 +174,10 @@ pub struct Options {
     /// (`None`: on the caller's runtime). One worker is a one-vCPU
     /// container: a worker held by `blocking_db` then holds the whole app.
     pub worker_threads: Option<usize>,
+    /// Export the app's OpenTelemetry spans over OTLP/HTTP to this base
+    /// URL (what `OTEL_EXPORTER_OTLP_ENDPOINT` holds; `/v1/traces` is
+    /// appended); `None`: no spans are made.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Which answer paths the known-bad database modes apply to.
@@ -244,6 +248,7 @@ impl Default for Options {
             router: RouterRule::Keywords,
             tls: None,
             worker_threads: None,
+            otlp_endpoint: None,
         }
     }
 }

@@ -120,6 +120,9 @@ pub(crate) struct RequestCtx {
     pub id: String,
     /// The `--cold-start-ms` delay this request paid, if any.
     pub cold_start: Option<Duration>,
+    /// The request's server span (starts after a cold start: a starting
+    /// app has not taken the request yet).
+    pub span: crate::telemetry::Traced,
 }
 
 fn sane_request_id(v: &HeaderValue) -> Option<String> {
@@ -154,12 +157,29 @@ pub(crate) async fn stamp(State(state): State<AppState>, mut req: Request, next:
         .get("x-request-id")
         .and_then(sane_request_id)
         .unwrap_or_else(new_request_id);
+    let span = state.server_span(req.headers(), req.method().as_str(), req.uri().path());
+    span.set(opentelemetry::KeyValue::new(
+        "http.request.header.x-request-id",
+        id.clone(),
+    ));
     req.extensions_mut().insert(RequestCtx {
         start,
         id: id.clone(),
         cold_start,
+        span: span.clone(),
     });
     let mut resp = next.run(req).await;
+    let status = resp.status();
+    span.set(opentelemetry::KeyValue::new(
+        "http.response.status_code",
+        i64::from(status.as_u16()),
+    ));
+    if status.is_server_error() {
+        span.fail(status.to_string());
+    }
+    // The span ends when its last holder lets go: here, or at the end of
+    // the stream the answer's relay writes.
+    drop(span);
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }

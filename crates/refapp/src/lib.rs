@@ -51,6 +51,7 @@ pub mod retrieve;
 pub mod route;
 mod server;
 pub mod store;
+mod telemetry;
 mod tls;
 mod upstream;
 
@@ -68,6 +69,7 @@ pub use config::{Config, ConfigError, Database, DbFaultScope, KnownBad, Options,
 pub use retrieve::DocIndex;
 pub use route::RouterRule;
 pub use store::{Store, StoreError, StoreOptions};
+pub use telemetry::{DEFAULT_EXPORT_DELAY, SERVICE_NAME, TelemetryError};
 pub use tls::TlsError;
 
 /// The git revision the crate was built from (`unknown` without git).
@@ -93,6 +95,9 @@ pub enum RefappError {
     /// The app's TLS certificate cannot be generated, read or written.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The OTLP trace exporter cannot be built.
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
     /// Accepting connections failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
@@ -108,6 +113,7 @@ struct Shared {
     hashing: auth::HashGate,
     db: remote::DbLink,
     tls: Option<tls::Edge>,
+    telemetry: Option<telemetry::Telemetry>,
 }
 
 struct ColdStart {
@@ -153,6 +159,12 @@ impl AppState {
         let kb = config.known_bad;
         let o = &config.options;
         let hashing = auth::HashGate::new(o.hash_concurrency, o.hash_queue, o.hash_queue_timeout);
+        let version = o.version_label.as_deref().unwrap_or(GIT_REVISION);
+        let telemetry = o
+            .otlp_endpoint
+            .as_deref()
+            .map(|e| telemetry::Telemetry::new(e, version))
+            .transpose()?;
         Ok(AppState {
             inner: Arc::new(Shared {
                 serial: kb.serial.then(|| Arc::new(Semaphore::new(1))),
@@ -164,6 +176,7 @@ impl AppState {
                 hashing,
                 db: remote::DbLink::new(&config),
                 tls,
+                telemetry,
                 index: DocIndex::bundled(),
                 upstream,
                 store,
@@ -186,6 +199,35 @@ impl AppState {
     /// [`TlsSource::SelfSigned`], for clients to trust.
     pub fn tls_ca_pem(&self) -> Option<&str> {
         self.inner.tls.as_ref()?.ca_pem.as_deref()
+    }
+
+    /// The server span of a request taken now (a no-op span without
+    /// `otlp_endpoint`).
+    fn server_span(
+        &self,
+        headers: &axum::http::HeaderMap,
+        method: &str,
+        path: &str,
+    ) -> telemetry::Traced {
+        match &self.inner.telemetry {
+            Some(t) => t.server_span(headers, method, path),
+            None => telemetry::Traced::default(),
+        }
+    }
+
+    /// `db.system.name` of the app's database.
+    fn db_system(&self) -> &'static str {
+        match self.inner.config.database() {
+            Database::Sqlite(_) => "sqlite",
+            Database::Postgres(_) => "postgresql",
+        }
+    }
+
+    /// Export the spans still queued (blocking; called once serving ended).
+    fn flush_telemetry(&self) {
+        if let Some(t) = &self.inner.telemetry {
+            t.shutdown();
+        }
     }
 
     /// Pay the modelled network cost of one database call made outside the

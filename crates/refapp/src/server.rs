@@ -61,7 +61,7 @@ pub(crate) async fn serve(
         .tls
         .as_ref()
         .map(|e| TlsAcceptor::from(e.config.clone()));
-    let router = app(state);
+    let router = app(state.clone());
     let tracker = TaskTracker::new();
     loop {
         // Wait for a free slot before accepting: past the cap, clients wait
@@ -116,6 +116,8 @@ pub(crate) async fn serve(
     }
     tracker.close();
     tracker.wait().await;
+    // The spans of the last requests, exported before the app stops.
+    let _ = tokio::task::spawn_blocking(move || state.flush_telemetry()).await;
     Ok(())
 }
 

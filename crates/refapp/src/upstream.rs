@@ -17,6 +17,9 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::telemetry::Traced;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
 
 /// Longest SSE line accepted from upstream.
 const MAX_LINE: usize = 1 << 20;
@@ -85,11 +88,31 @@ impl Upstream {
         &self.model
     }
 
+    /// The span of one chat call starting now, under `parent`: CLIENT,
+    /// with the `gen_ai.*` and HTTP client attributes.
+    pub(crate) fn span(&self, parent: &Traced) -> Traced {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.provider.name", "openai"),
+            KeyValue::new("gen_ai.request.model", self.model.clone()),
+            KeyValue::new("http.request.method", "POST"),
+            KeyValue::new("url.full", self.url.to_string()),
+        ];
+        if let Some(h) = self.url.host_str() {
+            attributes.push(KeyValue::new("server.address", h.to_string()));
+        }
+        if let Some(p) = self.url.port_or_known_default() {
+            attributes.push(KeyValue::new("server.port", i64::from(p)));
+        }
+        parent.child(format!("chat {}", self.model), SpanKind::Client, attributes)
+    }
+
     /// Send the request and wait for the response headers.
     pub(crate) async fn start(
         &self,
         messages: &[PromptMessage],
         request_id: &str,
+        span: &Traced,
     ) -> Result<UpstreamStream, UpstreamError> {
         let mut body = json!({
             "model": self.model,
@@ -110,6 +133,9 @@ impl Upstream {
         if let Some(a) = &self.auth {
             req = req.header(AUTHORIZATION, a.clone());
         }
+        let mut trace = reqwest::header::HeaderMap::new();
+        span.inject(&mut trace);
+        req = req.headers(trace);
         let sent_at = Instant::now();
         let resp = req.send().await.map_err(|e| {
             UpstreamError::Connect(if e.is_timeout() {

@@ -89,7 +89,10 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
                 stat(Unit::Ms, &p.median),
                 format!("{}", p.median_calls),
                 percent(p.share_of_server),
-                percent(p.share_of_overhead),
+                match p.share_of_overhead {
+                    Some(o) if o > 1.0 => "> 100 %".to_string(),
+                    o => percent(o),
+                },
             ]);
         }
         tab.rows.push(vec![

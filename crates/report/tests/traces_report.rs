@@ -99,7 +99,9 @@ fn the_words_carry_the_findings() {
         .unwrap();
     let db = chat.parts.iter().find(|p| p.group == "database").unwrap();
     assert!(db.share_of_overhead.unwrap() >= 0.9, "{db:?}");
-    assert!(out.contains("its server spans (median per request, share of the overhead): database"));
+    assert!(out.contains(
+        "its server spans (median per request): database 200 ms (97.9 % of the app overhead)"
+    ));
     assert!(out.contains("in 4 sequential calls"));
     // The wall: queue wait grows at c = 3 and 5, the handler does not.
     assert!(

@@ -256,15 +256,16 @@ pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
 #[serde(rename_all = "snake_case")]
 pub enum WallReason {
     /// The wait before the handler grows with concurrency, the handler's
-    /// own time does not (its interval stays inside the noise band):
-    /// requests waited for the worker.
+    /// own time does not (its interval's upper end stays inside the noise
+    /// band: no material rise, a fall allowed): requests waited for the
+    /// worker.
     WaitedForWorker,
     /// The handler's own time grows: a shared resource slows down.
     SharedResource,
     /// Both grow.
     Both,
     /// Neither interval supports a change, the handler's interval leaves a
-    /// material change open (inconclusive), or too few traced requests.
+    /// material rise open, or too few traced requests.
     CannotTell,
 }
 
@@ -310,6 +311,17 @@ fn material(baseline: &Samples, settings: &Settings) -> f64 {
     baseline
         .percentile(Percentile::P50)
         .map_or(0.0, |m| m.abs() * settings.noise_threshold())
+}
+
+/// True when a ratio's interval excludes a material rise: its upper end
+/// is inside the noise band (`1 + material`). The handler "stays flat"
+/// when it cannot have grown by more than noise, whether or not the
+/// interval also leaves room for a fall.
+fn rules_out_growth(ratio: &Finding) -> bool {
+    ratio
+        .estimate
+        .ci()
+        .is_some_and(|ci| ci.upper <= ratio.null + ratio.material)
 }
 
 /// A request's wait: receive gap plus queue wait; `None` when neither is known.
@@ -403,8 +415,7 @@ pub(super) fn walls(
             match top.handler_ratio.direction {
                 Direction::Increase if waits => WallReason::Both,
                 Direction::Increase => WallReason::SharedResource,
-                Direction::TooFewSamples | Direction::Inconclusive => WallReason::CannotTell,
-                _ if waits => WallReason::WaitedForWorker,
+                _ if waits && rules_out_growth(&top.handler_ratio) => WallReason::WaitedForWorker,
                 _ => WallReason::CannotTell,
             }
         });
@@ -518,4 +529,34 @@ pub(super) fn contrasts(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimate::{Ci, Estimate};
+
+    fn ratio(lower: f64, upper: f64) -> Finding {
+        let ci = Ci {
+            level: 0.95,
+            lower,
+            upper,
+        };
+        let stat = Stat::Ok(Estimate {
+            point: (lower + upper) / 2.0,
+            standard_error: 0.01,
+            ci,
+        });
+        Finding::ratio(stat, 0.05, 45, 45)
+    }
+
+    #[test]
+    fn a_handler_that_may_have_fallen_but_not_risen_stays_flat() {
+        // The demo's "before": 0.96× [0.93×, 1.01×] rules out a rise.
+        assert!(rules_out_growth(&ratio(0.93, 1.01)));
+        assert!(rules_out_growth(&ratio(0.98, 1.04)));
+        // A rise past the 5 % band is left open: cannot tell.
+        assert!(!rules_out_growth(&ratio(0.97, 1.09)));
+        assert!(!rules_out_growth(&ratio(1.2, 1.5)));
+    }
 }

@@ -167,3 +167,17 @@ pub fn session_ids(store: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The reference app's test accounts in a session config: sign-up, and
+/// deletion by id through the database named by `FT_TEST_APP_DB`. The
+/// `[app.auth]` table stays open: add `accounts = N` right after it.
+pub const REFAPP_ACCOUNTS: &str = r#"[app.cleanup]
+database_url_env = "FT_TEST_APP_DB"
+delete_sql = "DELETE FROM users WHERE id IN ({ids})"
+count_sql = "SELECT count(*) FROM users WHERE id IN ({ids})"
+
+[app.auth]
+signup_path = "/api/auth/signup"
+body = '{"email": "{email}", "password": "{password}"}'
+token_pointer = "/token"
+id_pointer = "/user_id""#;

@@ -128,7 +128,7 @@ pub fn split(s: &SpanSplit) -> String {
                 calls(p.median_calls, p.sequential, p.requests)
             );
             if let Some(o) = p.share_of_overhead {
-                x.push_str(&format!(", {} of the app overhead", percent(Some(o))));
+                x.push_str(&format!(", {}", share_of_overhead(o)));
             }
             x
         })
@@ -158,6 +158,17 @@ pub fn split(s: &SpanSplit) -> String {
     out
 }
 
+/// A part's median as a share of the app overhead's median. Both are
+/// medians (of different requests), so a part can exceed the overhead; it
+/// is then said so, never as a share above 100 %.
+pub fn share_of_overhead(share: f64) -> String {
+    if share > 1.0 {
+        "more than the app overhead's median".to_string()
+    } else {
+        format!("{} of the app overhead", percent(Some(share)))
+    }
+}
+
 /// The app overhead's split by spans, to replace the Server-Timing one.
 pub fn overhead_parts(s: &SpanSplit) -> String {
     let (model, app): (Vec<_>, Vec<_>) = s
@@ -170,7 +181,7 @@ pub fn overhead_parts(s: &SpanSplit) -> String {
         .map(|p| {
             let m = ms(p.median.point().unwrap_or(0.0));
             match p.share_of_overhead {
-                Some(o) => format!("{} {m} ({})", p.group, percent(Some(o))),
+                Some(o) => format!("{} {m} ({})", p.group, share_of_overhead(o)),
                 None => format!("{} {m}", p.group),
             }
         })
@@ -179,7 +190,7 @@ pub fn overhead_parts(s: &SpanSplit) -> String {
         "; its server spans name no database, HTTP or auth work".to_string()
     } else {
         format!(
-            "; its server spans (median per request, share of the overhead): {}",
+            "; its server spans (median per request): {}",
             app.join(", ")
         )
     };
