@@ -101,10 +101,12 @@ fn phases(full: bool) -> PhasesSection {
             // failed request spare).
             direct: 18,
             // On the chat path only, as the study ran it: one path's bursts,
-            // enough of them per level for an interval.
+            // enough of them per level for an interval — and, from the
+            // app's spans, for the handler's own time to be bounded well
+            // below the wait's rise (six bursts of five at c = 5).
             concurrency: Some(ConcurrencySection {
                 levels: vec![1, 3, 5],
-                requests: 15,
+                requests: 30,
                 paths: Some(vec!["chat".into()]),
                 mixed: false,
             }),

@@ -257,8 +257,9 @@ pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
 pub enum WallReason {
     /// The wait before the handler grows with concurrency, the handler's
     /// own time does not (its interval's upper end stays inside the noise
-    /// band: no material rise, a fall allowed): requests waited for the
-    /// worker.
+    /// band: no material rise, a fall allowed), or can have grown by at
+    /// most [`WAIT_DOMINANCE`] of the wait's smallest rise: requests waited
+    /// for the worker.
     WaitedForWorker,
     /// The handler's own time grows: a shared resource slows down.
     SharedResource,
@@ -301,6 +302,10 @@ pub struct WallCause {
     pub baseline_handler: Stat,
     /// Levels above the baseline, increasing.
     pub levels: Vec<WaitLevel>,
+    /// The most the handler's median can have grown at the highest level,
+    /// ms: (its ratio interval's upper end − 1) × the baseline handler
+    /// median, at least 0; `None` without both.
+    pub handler_growth_bound_ms: Option<f64>,
     /// Judged at the highest level.
     pub reason: WallReason,
 }
@@ -312,6 +317,39 @@ fn material(baseline: &Samples, settings: &Settings) -> f64 {
         .percentile(Percentile::P50)
         .map_or(0.0, |m| m.abs() * settings.noise_threshold())
 }
+
+/// The most the handler's median can have grown at `top`, ms, from its
+/// ratio interval's upper end and the baseline handler median `base`.
+fn growth_bound(top: &WaitLevel, base: f64) -> Option<f64> {
+    let upper = top.handler_ratio.estimate.ci()?.upper;
+    Some(((upper - 1.0) * base).max(0.0))
+}
+
+/// What the spans say about the wall at its highest level `top`, the
+/// baseline handler median being `base` ms.
+fn reason_of(top: &WaitLevel, base: f64) -> WallReason {
+    let waits = top.wait_change.direction == Direction::Increase;
+    // The wait dominates when the handler's largest possible growth is at
+    // most a tenth of the wait's smallest possible rise.
+    let dominated = match (growth_bound(top, base), top.wait_change.estimate.ci()) {
+        (Some(b), Some(ci)) => b <= WAIT_DOMINANCE * ci.lower,
+        _ => false,
+    };
+    match top.handler_ratio.direction {
+        Direction::Increase if waits => WallReason::Both,
+        Direction::Increase => WallReason::SharedResource,
+        _ if waits && (rules_out_growth(&top.handler_ratio) || dominated) => {
+            WallReason::WaitedForWorker
+        }
+        _ => WallReason::CannotTell,
+    }
+}
+
+/// The wall is "requests waited for the worker" also when the handler's
+/// interval leaves a rise open, if the largest rise it allows (in ms) is
+/// at most this fraction of the smallest rise the wait's interval allows:
+/// the wait then explains at least 10/11 of the combined rise.
+pub const WAIT_DOMINANCE: f64 = 0.1;
 
 /// True when a ratio's interval excludes a material rise: its upper end
 /// is inside the noise band (`1 + material`). The handler "stays flat"
@@ -410,21 +448,19 @@ pub(super) fn walls(
                 }
             })
             .collect();
-        let reason = levels.last().map_or(WallReason::CannotTell, |top| {
-            let waits = top.wait_change.direction == Direction::Increase;
-            match top.handler_ratio.direction {
-                Direction::Increase if waits => WallReason::Both,
-                Direction::Increase => WallReason::SharedResource,
-                _ if waits && rules_out_growth(&top.handler_ratio) => WallReason::WaitedForWorker,
-                _ => WallReason::CannotTell,
-            }
-        });
+        let base = bh.percentile(Percentile::P50);
+        let bound = levels.last().and_then(|top| growth_bound(top, base?));
+        let reason = match (levels.last(), base) {
+            (Some(top), Some(base)) => reason_of(top, base),
+            _ => WallReason::CannotTell,
+        };
         out.push(WallCause {
             scope: scope.clone(),
             baseline,
             baseline_wait: bw.stat(Percentile::P50, settings),
             baseline_handler: bh.stat(Percentile::P50, settings),
             levels,
+            handler_growth_bound_ms: bound,
             reason,
         });
     }
@@ -558,5 +594,47 @@ mod tests {
         // A rise past the 5 % band is left open: cannot tell.
         assert!(!rules_out_growth(&ratio(0.97, 1.09)));
         assert!(!rules_out_growth(&ratio(1.2, 1.5)));
+    }
+
+    #[test]
+    fn a_wait_rise_that_dwarfs_the_handlers_possible_growth_is_waiting() {
+        let base = Stat::Ok(Estimate {
+            point: 360.0,
+            standard_error: 5.0,
+            ci: Ci {
+                level: 0.95,
+                lower: 350.0,
+                upper: 370.0,
+            },
+        });
+        let level = |wait_lower: f64, handler: Finding| WaitLevel {
+            concurrency: 5,
+            traced: 15,
+            wait: base,
+            handler: base,
+            wait_change: Finding::difference(
+                Stat::Ok(Estimate {
+                    point: wait_lower + 400.0,
+                    standard_error: 100.0,
+                    ci: Ci {
+                        level: 0.95,
+                        lower: wait_lower,
+                        upper: wait_lower + 800.0,
+                    },
+                }),
+                10.0,
+                15,
+                15,
+            ),
+            handler_ratio: handler,
+        };
+        // Seed 1 of the demo: the handler 1.00× [0.94×, 1.08×] (up to
+        // +29 ms of 360), the wait up by at least 480 ms: waiting.
+        let dominated = level(480.0, ratio(0.94, 1.08));
+        assert_eq!(reason_of(&dominated, 360.0), WallReason::WaitedForWorker);
+        // The same handler against a wait up by at least 100 ms: +29 ms
+        // is more than a tenth of it.
+        let close = level(100.0, ratio(0.94, 1.08));
+        assert_eq!(reason_of(&close, 360.0), WallReason::CannotTell);
     }
 }

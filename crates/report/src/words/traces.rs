@@ -251,7 +251,13 @@ pub fn wall(w: &WallCause) -> String {
     );
     match w.reason {
         WallReason::WaitedForWorker => {
-            format!("{label}: requests waited for the worker — {figures}")
+            let bound = match (w.handler_growth_bound_ms, top.handler_ratio.direction) {
+                (Some(b), Direction::Inconclusive) if b > 0.0 => {
+                    format!(" (at most {}, under a tenth of the wait's rise)", signed(b))
+                }
+                _ => String::new(),
+            };
+            format!("{label}: requests waited for the worker — {figures}{bound}")
         }
         WallReason::SharedResource => {
             format!("{label}: a shared resource slows down under load — {figures}")
