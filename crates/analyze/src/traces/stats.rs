@@ -265,6 +265,11 @@ pub enum WallReason {
     SharedResource,
     /// Both grow.
     Both,
+    /// Neither rose: the wait shows no detectable difference (or fell)
+    /// and the handler's own time did not rise materially (as for
+    /// [`WallReason::WaitedForWorker`], its interval's upper end inside
+    /// the noise band): no wall for the spans to explain.
+    NoRise,
     /// Neither interval supports a change, the handler's interval leaves a
     /// material rise open, or too few traced requests.
     CannotTell,
@@ -310,8 +315,11 @@ pub struct WallCause {
     pub reason: WallReason,
 }
 
-/// The material band of a difference against `baseline`: the noise
-/// threshold times its median (as the other diagnostics judge differences).
+/// The material band of a change in wait: the noise threshold times the
+/// baseline *handler* median. A wait matters against the time a request
+/// takes, not against the baseline wait, which is near zero on an idle
+/// server (a band of a few microseconds would make every interval
+/// "inconclusive").
 fn material(baseline: &Samples, settings: &Settings) -> f64 {
     baseline
         .percentile(Percentile::P50)
@@ -340,6 +348,13 @@ fn reason_of(top: &WaitLevel, base: f64) -> WallReason {
         Direction::Increase => WallReason::SharedResource,
         _ if waits && (rules_out_growth(&top.handler_ratio) || dominated) => {
             WallReason::WaitedForWorker
+        }
+        _ if matches!(
+            top.wait_change.direction,
+            Direction::NoDetectableDifference | Direction::Decrease
+        ) && rules_out_growth(&top.handler_ratio) =>
+        {
+            WallReason::NoRise
         }
         _ => WallReason::CannotTell,
     }
@@ -429,7 +444,7 @@ pub(super) fn walls(
                             settings,
                             &format!("{label}/c{k}/wait"),
                         ),
-                        material(&bw, settings),
+                        material(&bh, settings),
                         w.len(),
                         bw.len(),
                     ),
@@ -636,5 +651,30 @@ mod tests {
         // is more than a tenth of it.
         let close = level(100.0, ratio(0.94, 1.08));
         assert_eq!(reason_of(&close, 360.0), WallReason::CannotTell);
+        // A scaling server: the wait inside its band, the handler flat.
+        let flat = WaitLevel {
+            wait_change: Finding::difference(
+                Stat::Ok(Estimate {
+                    point: -0.5,
+                    standard_error: 0.3,
+                    ci: Ci {
+                        level: 0.95,
+                        lower: -1.2,
+                        upper: 0.3,
+                    },
+                }),
+                18.0,
+                30,
+                30,
+            ),
+            ..level(0.0, ratio(0.96, 1.04))
+        };
+        assert_eq!(reason_of(&flat, 360.0), WallReason::NoRise);
+        // …but with the handler's rise left open, the spans cannot tell.
+        let open = WaitLevel {
+            handler_ratio: ratio(0.96, 1.09),
+            ..flat
+        };
+        assert_eq!(reason_of(&open, 360.0), WallReason::CannotTell);
     }
 }

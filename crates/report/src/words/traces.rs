@@ -265,6 +265,9 @@ pub fn wall(w: &WallCause) -> String {
         WallReason::Both => format!(
             "{label}: requests waited for the worker and the handler itself slowed down — {figures}"
         ),
+        WallReason::NoRise => {
+            format!("{label}: no rise in the spans for a wall to come from — {figures}")
+        }
         WallReason::CannotTell => format!("{label}: the spans cannot tell why — {figures}"),
     }
 }
