@@ -45,7 +45,7 @@ use crate::session::{exit_code, run_spec};
 #[derive(Debug, Args)]
 #[command(
     after_help = "Everything runs on 127.0.0.1 with an emulated upstream; results are labelled `emulated`.
-The scaled protocol takes about two minutes on 2 cores; --full runs all 323 requests per app (much longer)."
+The scaled protocol takes about three minutes on 2 cores; --full runs all 323 requests per app (much longer)."
 )]
 pub struct DemoArgs {
     /// Run the article's full protocol (323 requests per app, 30 s idle gaps before cold probes).
