@@ -171,11 +171,15 @@ impl Store {
 
     /// This agent's clock offset to the store's clock: `rounds` round trips
     /// reading PostgreSQL's `clock_timestamp()`, the shortest kept
-    /// ([`ClockOffset::best`]). `None` for SQLite: a local file shares the
-    /// machine's clock.
+    /// ([`ClockOffset::best`]). For SQLite, a file on this machine, the
+    /// offset is zero. `None` when no round trip could be used.
     pub async fn clock_offset(&self, rounds: u32) -> Result<Option<ClockOffset>, StoreError> {
         match self {
-            Store::Sqlite(_) => Ok(None),
+            // A local file is on this machine's clock: no offset.
+            Store::Sqlite(_) => Ok(Some(ClockOffset {
+                offset_ms: 0.0,
+                uncertainty_ms: 0.0,
+            })),
             Store::Postgres(s) => {
                 let samples = s.clock_rounds(rounds.max(1)).await?;
                 Ok(ClockOffset::best(&samples))
