@@ -225,19 +225,18 @@ impl Gate for StartGate {
     }
 }
 
-/// Wait until the wall clock reads `at` (ms since the epoch): tokio's
-/// timer (whole ms) until 2 ms before, then yielding until it is time, so
-/// agents on different machines start within their clock uncertainty.
+/// Wait until the wall clock reads `at` (ms since the epoch) on a blocking
+/// thread's sleep, precise to a fraction of a millisecond (tokio's timer
+/// rounds to whole ms), so agents start within their clock uncertainty.
 async fn wait_until(at: f64) {
-    loop {
-        let left = at - unix_ms(SystemTime::now());
-        if left <= 0.0 {
-            return;
-        }
-        if left > 2.0 {
-            tokio::time::sleep(Duration::from_secs_f64((left - 2.0) / 1000.0)).await;
-        } else {
-            tokio::task::yield_now().await;
+    let left = at - unix_ms(SystemTime::now());
+    if left > 0.0 {
+        let d = Duration::from_secs_f64(left / 1000.0);
+        if tokio::task::spawn_blocking(move || std::thread::sleep(d))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(d).await;
         }
     }
 }

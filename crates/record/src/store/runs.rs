@@ -231,20 +231,21 @@ impl<T: RowGet> RowAny for T {
     }
 }
 
+// `(**self)`: the row itself, not this reference (which is a `RowAny` too).
 impl RowGet for &dyn RowAny {
     fn opt_f64(&self, col: &str) -> Result<Option<f64>, String> {
-        self.get_f64(col)
+        (**self).get_f64(col)
     }
     fn opt_i64(&self, col: &str) -> Result<Option<i64>, String> {
-        self.get_i64(col)
+        (**self).get_i64(col)
     }
     fn opt_text(&self, col: &str) -> Result<Option<String>, String> {
-        self.get_text(col)
+        (**self).get_text(col)
     }
     fn bool(&self, col: &str) -> Result<bool, String> {
-        Ok(self.get_i64(col)?.unwrap_or(0) != 0)
+        Ok((**self).get_i64(col)?.unwrap_or(0) != 0)
     }
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
-        self.get_json(col)
+        (**self).get_json(col)
     }
 }
