@@ -41,13 +41,13 @@ pub struct RunArgs {
     #[arg(long, env = "FIRSTTOKEN_STORE")]
     pub store: Option<String>,
     /// Network label, e.g. office-fibre.
-    #[arg(long)]
+    #[arg(long, env = "FIRSTTOKEN_NETWORK")]
     pub network: Option<String>,
     /// The app's code version (default: the config's, else the app's version endpoint).
     #[arg(long)]
     pub code_version: Option<String>,
-    /// Vantage label (default: this host's name).
-    #[arg(long)]
+    /// Vantage label (default: this host's name), e.g. a region.
+    #[arg(long, env = "FIRSTTOKEN_VANTAGE")]
     pub vantage: Option<String>,
     /// Free label k=v (repeatable).
     #[arg(long = "tag", value_name = "K=V")]
