@@ -350,6 +350,25 @@ fn four_agents_one_run_on_postgres() {
     };
     let schema = Schema::new(&url, "plain");
     four_agents(&schema.url, &schema.url);
+    // Had one agent's clock been known only to ± 25 ms, the report would
+    // give no concurrency verdict across agents.
+    let store = schema.url.as_str();
+    let before = report_json(store, "four-agents", "vantage");
+    assert!(!before["analysis"]["concurrency"].as_array().unwrap().is_empty());
+    with_client(store, async |c| {
+        c.execute(
+            "UPDATE run_sessions SET clock_uncertainty_ms = 25 WHERE segment_index = 3",
+            &[],
+        )
+        .await
+        .unwrap()
+    });
+    let out = firsttoken(&["report", "--store", store, "--run", "four-agents"], &[]);
+    assert_code(&out, 0);
+    let t = text(&out.stdout);
+    assert!(t.contains("no concurrency verdict across agents: an agent's clock is known only to ± 25 ms, above the 20 ms limit"), "{t}");
+    let after = report_json(store, "four-agents", "vantage");
+    assert!(after["analysis"]["concurrency"].as_array().unwrap().is_empty());
 }
 
 #[test]
