@@ -94,7 +94,7 @@ mod tests {
             segment,
             segments: 3,
             segment_requests: 1,
-            ranges: vec![0..1],
+            ranges: std::iter::once(0..1).collect(),
             clock: u.map(|u| ClockOffset {
                 offset_ms: 0.0,
                 uncertainty_ms: u,
@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn a_coarse_clock_refuses_the_verdict() {
-        let s = run_start(&[member(0, Some(0.0), Some(0.5)), member(1, Some(2.0), Some(25.0))]);
+        let s = run_start(&[
+            member(0, Some(0.0), Some(0.5)),
+            member(1, Some(2.0), Some(25.0)),
+        ]);
         assert_eq!(
             s.cross_agent,
             CrossAgent::Refused {

@@ -55,10 +55,12 @@ pub async fn load_run(store: &Store, run_id: &str) -> anyhow::Result<RunLoaded> 
         .with_context(|| format!("no run {run_id:?} in the store (see `firsttoken runs`)"))?;
     let mut members = Vec::new();
     for m in store.run_members(run_id).await? {
-        let s = store
-            .session(&m.session_id)
-            .await?
-            .with_context(|| format!("run {run_id:?} names session {:?}, which is gone", m.session_id))?;
+        let s = store.session(&m.session_id).await?.with_context(|| {
+            format!(
+                "run {run_id:?} names session {:?}, which is gone",
+                m.session_id
+            )
+        })?;
         members.push((m, s));
     }
     members.sort_by(|a, b| (a.1.started_at, &a.1.id).cmp(&(b.1.started_at, &b.1.id)));

@@ -157,8 +157,18 @@ impl Drop for Schema {
 /// `the_walkthrough_shows_the_commands_these_tests_run`.
 fn agent_args(cfg: &str, store: &str, run: &str, seg: &str, start_at: Option<&str>) -> Vec<String> {
     let mut args: Vec<String> = [
-        "run", "-c", cfg, "--store", store, "--run-id", run, "--segment",
-        &format!("{seg}/4"), "--vantage", &format!("agent-{seg}"), "--quiet",
+        "run",
+        "-c",
+        cfg,
+        "--store",
+        store,
+        "--run-id",
+        run,
+        "--segment",
+        &format!("{seg}/4"),
+        "--vantage",
+        &format!("agent-{seg}"),
+        "--quiet",
     ]
     .map(String::from)
     .to_vec();
@@ -169,7 +179,14 @@ fn agent_args(cfg: &str, store: &str, run: &str, seg: &str, start_at: Option<&st
 }
 
 /// An agent: `firsttoken run` as its own process.
-fn agent(cfg: &str, store: &str, run: &str, seg: u32, start_at: Option<&str>, app_db: &str) -> Child {
+fn agent(
+    cfg: &str,
+    store: &str,
+    run: &str,
+    seg: u32,
+    start_at: Option<&str>,
+    app_db: &str,
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_firsttoken"))
         .args(agent_args(cfg, store, run, &seg.to_string(), start_at))
         .env("FT_TEST_APP_DB", app_db)
@@ -197,7 +214,10 @@ fn finish(mut c: Child) -> (Option<i32>, String) {
 /// RFC 3339 UTC `secs` from now, to the millisecond.
 fn start_in(secs: f64) -> String {
     let t = SystemTime::now() + Duration::from_secs_f64(secs);
-    let ms = t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let ms = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     firsttoken_record::UtcTime::from_unix_ms(ms).to_string()
 }
 
@@ -217,7 +237,17 @@ fn run_rows(store_url: &str, run: &str) -> Vec<Row> {
         .await
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)))
+        .map(|r| {
+            (
+                r.get(0),
+                r.get(1),
+                r.get(2),
+                r.get(3),
+                r.get(4),
+                r.get(5),
+                r.get(6),
+            )
+        })
         .collect()
     })
 }
@@ -233,7 +263,17 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 
 fn report_json(store: &str, run: &str, group_by: &str) -> serde_json::Value {
     let out = firsttoken(
-        &["report", "--store", store, "--run", run, "--group-by", group_by, "--format", "json"],
+        &[
+            "report",
+            "--store",
+            store,
+            "--run",
+            run,
+            "--group-by",
+            group_by,
+            "--format",
+            "json",
+        ],
         &[],
     );
     assert_code(&out, 0);
@@ -241,7 +281,9 @@ fn report_json(store: &str, run: &str, group_by: &str) -> serde_json::Value {
 }
 
 fn point(stat: &serde_json::Value) -> Option<f64> {
-    stat["point"].as_f64().or_else(|| stat["estimate"]["point"].as_f64())
+    stat["point"]
+        .as_f64()
+        .or_else(|| stat["estimate"]["point"].as_f64())
 }
 
 /// Four agents, one run, on the store at `store` (whose plain-text twin
@@ -268,49 +310,90 @@ fn four_agents(store: &str, plain: &str) {
     for r in &measured {
         *per_agent.entry(r.0.as_str()).or_default() += 1;
     }
-    assert_eq!(per_agent.values().copied().collect::<Vec<_>>(), vec![8; 4], "{per_agent:?}");
+    assert_eq!(
+        per_agent.values().copied().collect::<Vec<_>>(),
+        vec![8; 4],
+        "{per_agent:?}"
+    );
 
     // The burst of 8, 2 per agent: the agents released it within 5 ms of
     // each other (each agent's release, on the store's clock), and no
     // request started before the common start.
     let began: Vec<f64> = with_client(plain, async |c| {
-        c.query("SELECT began_at_ms FROM run_sessions WHERE run_id = $1", &[&run])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, f64>(0))
-            .collect()
+        c.query(
+            "SELECT began_at_ms FROM run_sessions WHERE run_id = $1",
+            &[&run],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, f64>(0))
+        .collect()
     });
     assert_eq!(began.len(), 4);
-    let spread = began.iter().copied().fold(f64::MIN, f64::max) - began.iter().copied().fold(f64::MAX, f64::min);
-    assert!(spread <= 5.0, "the agents released the burst over {spread} ms: {began:?}");
-    let burst: Vec<&Row> = measured.iter().copied().filter(|r| r.2 == "concurrency").collect();
+    let spread = began.iter().copied().fold(f64::MIN, f64::max)
+        - began.iter().copied().fold(f64::MAX, f64::min);
+    assert!(
+        spread <= 5.0,
+        "the agents released the burst over {spread} ms: {began:?}"
+    );
+    let burst: Vec<&Row> = measured
+        .iter()
+        .copied()
+        .filter(|r| r.2 == "concurrency")
+        .collect();
     assert_eq!(burst.len(), 8);
     let starts: Vec<i64> = burst
         .iter()
         .map(|r| r.6.parse::<firsttoken_record::UtcTime>().unwrap().unix_ms())
         .collect();
-    let at = start.parse::<firsttoken_record::UtcTime>().unwrap().unix_ms();
-    assert!(starts.iter().all(|&s| s >= at), "a request started before {start}: {starts:?}");
+    let at = start
+        .parse::<firsttoken_record::UtcTime>()
+        .unwrap()
+        .unix_ms();
+    assert!(
+        starts.iter().all(|&s| s >= at),
+        "a request started before {start}: {starts:?}"
+    );
     // The requests' own start stamps (whole ms) add each agent's time to
     // get 8 requests onto 2 cores: a generous bound here, the release above
     // is what the common start controls.
     let stamps = starts.iter().max().unwrap() - starts.iter().min().unwrap();
-    assert!(stamps <= 15, "the burst's requests started over {stamps} ms: {burst:?}");
+    assert!(
+        stamps <= 15,
+        "the burst's requests started over {stamps} ms: {burst:?}"
+    );
 
     // `runs`: the run, complete, with its four agents and its count.
     let listed = firsttoken(&["runs", "--store", store], &[]);
     assert_code(&listed, 0);
     let t = text(&listed.stdout);
-    assert!(t.contains(run) && t.contains("complete") && t.contains("32 of 32"), "{t}");
+    assert!(
+        t.contains(run) && t.contains("complete") && t.contains("32 of 32"),
+        "{t}"
+    );
     assert!((0..4).all(|i| t.contains(&format!("agent-{i}"))), "{t}");
 
     // `report --run`: the head states the start spread; the pooled
     // percentiles are the union's; one row per vantage.
-    let out = firsttoken(&["report", "--store", store, "--run", run, "--group-by", "vantage"], &[]);
+    let out = firsttoken(
+        &[
+            "report",
+            "--store",
+            store,
+            "--run",
+            run,
+            "--group-by",
+            "vantage",
+        ],
+        &[],
+    );
     assert_code(&out, 0);
     let head = text(&out.stdout);
-    assert!(head.contains("run four-agents · complete · 32 of 32 planned requests stored"), "{head}");
+    assert!(
+        head.contains("run four-agents · complete · 32 of 32 planned requests stored"),
+        "{head}"
+    );
     assert!(head.contains("start spread across 4 segments:"), "{head}");
     assert!(!head.contains("no concurrency verdict"), "{head}");
     let ttft = |pick: &dyn Fn(&Row) -> bool| -> Vec<f64> {
@@ -326,17 +409,29 @@ fn four_agents(store: &str, plain: &str) {
     let all = ttft(&|_| true);
     let p50 = point(&groups[0]["pooled"]["p50"]).expect("a pooled p50");
     let p90 = point(&groups[0]["pooled"]["p90"]).expect("a pooled p90");
-    assert!((p50 - percentile(&all, 50.0)).abs() < 1e-9, "{p50} vs the union's");
-    assert!((p90 - percentile(&all, 90.0)).abs() < 1e-9, "{p90} vs the union's");
+    assert!(
+        (p50 - percentile(&all, 50.0)).abs() < 1e-9,
+        "{p50} vs the union's"
+    );
+    assert!(
+        (p90 - percentile(&all, 90.0)).abs() < 1e-9,
+        "{p90} vs the union's"
+    );
     let by_vantage = report_json(store, run, "vantage");
     let groups = by_vantage["analysis"]["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 4, "one row per vantage");
     for g in groups {
         let label = g["label"].to_string();
-        let v = (0..4).map(|i| format!("agent-{i}")).find(|v| label.contains(v.as_str()));
+        let v = (0..4)
+            .map(|i| format!("agent-{i}"))
+            .find(|v| label.contains(v.as_str()));
         let v = v.unwrap_or_else(|| panic!("a vantage in {label}"));
         let mine = ttft(&|r| r.0 == v);
-        assert_eq!(g["pooled"]["n"].as_u64(), Some(mine.len() as u64), "{label}");
+        assert_eq!(
+            g["pooled"]["n"].as_u64(),
+            Some(mine.len() as u64),
+            "{label}"
+        );
         let p50 = point(&g["pooled"]["p50"]).expect("a p50 per vantage");
         assert!((p50 - percentile(&mine, 50.0)).abs() < 1e-9, "{label}");
     }
@@ -354,7 +449,12 @@ fn four_agents_one_run_on_postgres() {
     // give no concurrency verdict across agents.
     let store = schema.url.as_str();
     let before = report_json(store, "four-agents", "vantage");
-    assert!(!before["analysis"]["concurrency"].as_array().unwrap().is_empty());
+    assert!(
+        !before["analysis"]["concurrency"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     with_client(store, async |c| {
         c.execute(
             "UPDATE run_sessions SET clock_uncertainty_ms = 25 WHERE segment_index = 3",
@@ -368,7 +468,12 @@ fn four_agents_one_run_on_postgres() {
     let t = text(&out.stdout);
     assert!(t.contains("no concurrency verdict across agents: an agent's clock is known only to ± 25 ms, above the 20 ms limit"), "{t}");
     let after = report_json(store, "four-agents", "vantage");
-    assert!(after["analysis"]["concurrency"].as_array().unwrap().is_empty());
+    assert!(
+        after["analysis"]["concurrency"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -378,14 +483,19 @@ fn four_agents_one_run_over_verify_full_tls() {
         return;
     };
     let Ok(ca) = std::env::var("FIRSTTOKEN_TEST_PG_CA") else {
-        eprintln!("SKIPPED: FIRSTTOKEN_TEST_PG_CA not set (.ci/run exports it): four agents over TLS");
+        eprintln!(
+            "SKIPPED: FIRSTTOKEN_TEST_PG_CA not set (.ci/run exports it): four agents over TLS"
+        );
         return;
     };
     let schema = Schema::new(&url, "tls");
     let tls = format!("{}&sslmode=verify-full&sslrootcert={ca}", schema.url);
     four_agents(&tls, &schema.url);
     // A wrong CA is refused: the agents really checked the certificate.
-    let bad = format!("{}&sslmode=verify-full&sslrootcert=/nonexistent/ca.crt", schema.url);
+    let bad = format!(
+        "{}&sslmode=verify-full&sslrootcert=/nonexistent/ca.crt",
+        schema.url
+    );
     let out = firsttoken(&["runs", "--store", &bad], &[]);
     assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
@@ -408,7 +518,10 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
         .map(|i| agent(&cfg, store, run, i, Some(&start), &w.app_db))
         .collect();
     // Kill agent 2 (SIGKILL) a second and a half into the run.
-    let at = start.parse::<firsttoken_record::UtcTime>().unwrap().unix_ms();
+    let at = start
+        .parse::<firsttoken_record::UtcTime>()
+        .unwrap()
+        .unix_ms();
     loop {
         let now = firsttoken_record::UtcTime::now().unix_ms();
         if now >= at + 1500 {
@@ -426,9 +539,15 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
     let listed = firsttoken(&["runs", "--store", store], &[]);
     assert_code(&listed, 0);
     let t = text(&listed.stdout);
-    assert!(t.contains("partial: segment 2/4 missing (agent agent-2@"), "{t}");
+    assert!(
+        t.contains("partial: segment 2/4 missing (agent agent-2@"),
+        "{t}"
+    );
     let stored_before = run_rows(store, run).iter().filter(|r| !r.3).count();
-    assert!(stored_before < 88, "the killed agent stored all its share? {stored_before}");
+    assert!(
+        stored_before < 88,
+        "the killed agent stored all its share? {stored_before}"
+    );
 
     // The same segment again, with the same run id: a new session of the
     // run that sends only what was not stored (the burst was), no start given.
@@ -439,12 +558,21 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
     let t = text(&listed.stdout);
     assert!(t.contains("complete") && t.contains("88 of 88"), "{t}");
     let rows = run_rows(store, run);
-    let seg2_burst = rows.iter().filter(|r| r.1 == 2 && r.2 == "concurrency" && !r.3).count();
-    assert_eq!(seg2_burst, 2, "the burst, stored before the kill, was not sent again");
+    let seg2_burst = rows
+        .iter()
+        .filter(|r| r.1 == 2 && r.2 == "concurrency" && !r.3)
+        .count();
+    assert_eq!(
+        seg2_burst, 2,
+        "the burst, stored before the kill, was not sent again"
+    );
     let out = firsttoken(&["report", "--store", store, "--run", run], &[]);
     assert_code(&out, 0);
     let t = text(&out.stdout);
-    assert!(t.contains("complete · 88 of 88 planned requests stored"), "{t}");
+    assert!(
+        t.contains("complete · 88 of 88 planned requests stored"),
+        "{t}"
+    );
     // Counted once: the union of stored rows is larger than what the report pools.
     let pooled = report_json(store, run, "provenance");
     let n: u64 = pooled["analysis"]["groups"]
@@ -455,18 +583,30 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
         .sum();
     assert_eq!(n, 88, "{}", pooled["analysis"]["groups"]);
     let stored_now = rows.iter().filter(|r| !r.3).count();
-    assert!(stored_now > 88, "the killed session's arrivals were sent again: {stored_now}");
+    assert!(
+        stored_now > 88,
+        "the killed session's arrivals were sent again: {stored_now}"
+    );
 }
 
 /// docs/DISTRIBUTED.md's loopback walkthrough runs the commands above: the
 /// agents' command line, `runs`, `report --run` and the rerun of a segment.
 #[test]
 fn the_walkthrough_shows_the_commands_these_tests_run() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/DISTRIBUTED.md"))
-        .expect("docs/DISTRIBUTED.md");
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/DISTRIBUTED.md"
+    ))
+    .expect("docs/DISTRIBUTED.md");
     let line = |args: Vec<String>| format!("firsttoken {}", args.join(" "));
     let wanted = [
-        line(agent_args("ft.toml", "\"$STORE\"", "four-agents", "$i", Some("\"$START\""))),
+        line(agent_args(
+            "ft.toml",
+            "\"$STORE\"",
+            "four-agents",
+            "$i",
+            Some("\"$START\""),
+        )),
         line(agent_args("ft.toml", "\"$STORE\"", "kill-one", "2", None)),
         "firsttoken runs --store \"$STORE\"".to_string(),
         "firsttoken report --store \"$STORE\" --run four-agents --group-by vantage".to_string(),
@@ -475,7 +615,11 @@ fn the_walkthrough_shows_the_commands_these_tests_run() {
         assert!(doc.contains(&w), "docs/DISTRIBUTED.md lacks `{w}`");
     }
     // The config shown is the one the tests write.
-    for part in ["concurrency = { levels = [8], requests = 8 }", "seed = 14", "accounts = 1"] {
+    for part in [
+        "concurrency = { levels = [8], requests = 8 }",
+        "seed = 14",
+        "accounts = 1",
+    ] {
         assert!(doc.contains(part), "docs/DISTRIBUTED.md lacks `{part}`");
     }
 }

@@ -52,7 +52,8 @@ impl std::fmt::Display for Segment {
 impl std::str::FromStr for Segment {
     type Err = String;
     fn from_str(s: &str) -> Result<Segment, String> {
-        let bad = || format!("--segment {s:?}: expected i/n with 0 ≤ i < n ≤ {MAX_SEGMENTS}, e.g. 0/4");
+        let bad =
+            || format!("--segment {s:?}: expected i/n with 0 ≤ i < n ≤ {MAX_SEGMENTS}, e.g. 0/4");
         let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
         let index: u32 = i.trim().parse().map_err(|_| bad())?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
@@ -136,7 +137,10 @@ impl Segment {
     /// the ranges. A step is rerun whole when part of it is missing (a
     /// burst's members belong together); the report keeps the newest
     /// sample of each index, so nothing counts twice.
-    pub fn remaining(segment: &Protocol, done: &dyn Fn(u64) -> bool) -> (Protocol, Vec<Range<u64>>) {
+    pub fn remaining(
+        segment: &Protocol,
+        done: &dyn Fn(u64) -> bool,
+    ) -> (Protocol, Vec<Range<u64>>) {
         let mut steps = Vec::new();
         let mut ranges: Vec<Range<u64>> = Vec::new();
         let mut at = 0u64;
@@ -192,16 +196,23 @@ mod tests {
                 Step::AfterIdle(g, q) => out.push(format!("idle {g:?} {q:?}")),
                 Step::Burst(v) => out.extend(v.iter().map(|q| format!("burst {q:?}"))),
                 Step::Arrivals(v) => out.extend(v.iter().map(|(at, q)| format!("at {at:?} {q:?}"))),
-                Step::Closed { template, requests, .. } => {
-                    out.extend((0..*requests).map(|_| format!("closed {template:?}")))
-                }
+                Step::Closed {
+                    template, requests, ..
+                } => out.extend((0..*requests).map(|_| format!("closed {template:?}"))),
             }
         }
         out.sort();
         out
     }
 
-    fn phases(ping: u32, cold: u32, warm: u32, levels: Vec<u32>, per_level: u32, rate: u32) -> PhasesSection {
+    fn phases(
+        ping: u32,
+        cold: u32,
+        warm: u32,
+        levels: Vec<u32>,
+        per_level: u32,
+        rate: u32,
+    ) -> PhasesSection {
         PhasesSection {
             ping,
             cold: (cold > 0).then(|| ColdSection {
@@ -212,13 +223,13 @@ mod tests {
             warm: warm.into(),
             fresh: (warm / 2).into(),
             direct: warm / 3,
-            concurrency: (!levels.is_empty()).then(|| ConcurrencySection {
+            concurrency: (!levels.is_empty()).then_some(ConcurrencySection {
                 levels,
                 requests: per_level,
                 paths: None,
                 mixed: false,
             }),
-            rate: (rate > 0).then(|| RateSection {
+            rate: (rate > 0).then_some(RateSection {
                 per_second: 50.0,
                 requests: rate,
                 arrival: Arrival::Poisson,
@@ -296,17 +307,29 @@ mod tests {
 
     #[test]
     fn open_loop_rate_is_divided_and_the_union_is_the_schedule() {
-        let whole = Protocol::expand(&phases(0, 0, 0, vec![], 1, 100), &Layout::simple(1, 0, 1), Order::Blocks, 4);
-        let Step::Arrivals(all) = &whole.steps[0] else { panic!() };
+        let whole = Protocol::expand(
+            &phases(0, 0, 0, vec![], 1, 100),
+            &Layout::simple(1, 0, 1),
+            Order::Blocks,
+            4,
+        );
+        let Step::Arrivals(all) = &whole.steps[0] else {
+            panic!()
+        };
         let a = Segment { index: 0, count: 4 }.apply(&whole);
-        let Step::Arrivals(mine) = &a.steps[0] else { panic!() };
+        let Step::Arrivals(mine) = &a.steps[0] else {
+            panic!()
+        };
         assert_eq!(mine.len(), 25);
         assert_eq!(mine[1], all[4], "arrival 4 keeps its intended offset");
     }
 
     #[test]
     fn parsing_refuses_what_is_not_a_segment() {
-        assert_eq!("3/4".parse::<Segment>().unwrap(), Segment { index: 3, count: 4 });
+        assert_eq!(
+            "3/4".parse::<Segment>().unwrap(),
+            Segment { index: 3, count: 4 }
+        );
         for bad in ["4/4", "0/0", "1", "a/2", "-1/2", "1/10001"] {
             assert!(bad.parse::<Segment>().is_err(), "{bad}");
         }
@@ -314,14 +337,23 @@ mod tests {
 
     #[test]
     fn a_rerun_skips_whole_steps_already_stored_and_maps_seq_back() {
-        let whole = Protocol::expand(&phases(3, 0, 4, vec![3], 6, 0), &Layout::simple(1, 0, 1), Order::Blocks, 2);
+        let whole = Protocol::expand(
+            &phases(3, 0, 4, vec![3], 6, 0),
+            &Layout::simple(1, 0, 1),
+            Order::Blocks,
+            2,
+        );
         // Steps: 3 pings, 4 warm, 2 fresh, 1 direct, 2 bursts of 3 → 16 requests.
         assert_eq!(whole.requests(), 16);
         // Stored: the pings, the first warm and one member of the first burst (index 10).
         let done = |k: u64| k < 4 || k == 10;
         let (rest, ranges) = Segment::remaining(&whole, &done);
-        assert_eq!(ranges, vec![4..16]);
-        assert_eq!(rest.requests(), 12, "the half-stored burst runs again whole");
+        assert_eq!(ranges, std::iter::once(4..16).collect::<Vec<_>>());
+        assert_eq!(
+            rest.requests(),
+            12,
+            "the half-stored burst runs again whole"
+        );
         assert_eq!(index_of(&ranges, 0), Some(4));
         assert_eq!(index_of(&ranges, 11), Some(15));
         assert_eq!(index_of(&ranges, 12), None);

@@ -160,8 +160,19 @@ mod tests {
 
     #[test]
     fn the_best_round_is_the_shortest_and_its_midpoint_is_the_offset() {
-        let c = ClockOffset::best(&[(0.0, 1010.0, 30.0), (100.0, 1103.0, 104.0), (200.0, 1300.0, 260.0)]).unwrap();
-        assert_eq!(c, ClockOffset { offset_ms: 1001.0, uncertainty_ms: 2.0 });
+        let c = ClockOffset::best(&[
+            (0.0, 1010.0, 30.0),
+            (100.0, 1103.0, 104.0),
+            (200.0, 1300.0, 260.0),
+        ])
+        .unwrap();
+        assert_eq!(
+            c,
+            ClockOffset {
+                offset_ms: 1001.0,
+                uncertainty_ms: 2.0
+            }
+        );
         assert!(ClockOffset::best(&[]).is_none());
     }
 

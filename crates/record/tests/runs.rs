@@ -30,7 +30,10 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
     assert!(store.run("nope").await.unwrap().is_none());
 
     let mut metas = Vec::new();
-    for (i, id) in ["20261201T100000Z-0000", "20261201T100000Z-0001"].iter().enumerate() {
+    for (i, id) in ["20261201T100000Z-0000", "20261201T100000Z-0001"]
+        .iter()
+        .enumerate()
+    {
         let mut m = full_session(id, "2026-12-01T10:00:00.000Z");
         m.labels.vantage = format!("agent-{i}");
         store.create_session(&m).await.unwrap();
@@ -76,11 +79,17 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
             .collect::<Vec<_>>()
     };
     let info = run_info(4, "aa");
-    assert_eq!(run_state(&info, &pairs(SessionStatus::Running)), RunState::Running);
+    assert_eq!(
+        run_state(&info, &pairs(SessionStatus::Running)),
+        RunState::Running
+    );
     let RunState::Partial { missing } = run_state(&info, &pairs(SessionStatus::Complete)) else {
         panic!("partial")
     };
-    assert_eq!(missing.iter().map(|m| m.segment).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(
+        missing.iter().map(|m| m.segment).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
     assert!(missing.iter().all(|m| m.agents.is_empty()));
     let RunState::Partial { missing } = run_state(
         &info,
@@ -95,7 +104,10 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
     // The store's clock: PostgreSQL's, within a generous bound of ours
     // (same machine); SQLite's offset is zero by definition.
     let c = store.clock_offset(8).await.unwrap().expect("an offset");
-    assert!(c.uncertainty_ms >= 0.0 && c.uncertainty_ms < 1000.0, "{c:?}");
+    assert!(
+        c.uncertainty_ms >= 0.0 && c.uncertainty_ms < 1000.0,
+        "{c:?}"
+    );
     assert!(c.offset_ms.abs() < 1000.0, "{c:?}");
 }
 

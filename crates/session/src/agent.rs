@@ -192,7 +192,11 @@ pub(crate) struct StartGate {
 }
 
 impl StartGate {
-    pub(crate) fn new(inner: Arc<dyn Gate>, start_at: Option<UtcTime>, clock: Option<ClockOffset>) -> StartGate {
+    pub(crate) fn new(
+        inner: Arc<dyn Gate>,
+        start_at: Option<UtcTime>,
+        clock: Option<ClockOffset>,
+    ) -> StartGate {
         let offset_ms = clock.map_or(0.0, |c| c.offset_ms);
         StartGate {
             inner,
@@ -251,7 +255,10 @@ mod tests {
         let gate = StartGate::new(
             Arc::new(firsttoken_drive::Unlimited),
             Some(UtcTime::from(start)),
-            Some(ClockOffset { offset_ms: 0.0, uncertainty_ms: 0.0 }),
+            Some(ClockOffset {
+                offset_ms: 0.0,
+                uncertainty_ms: 0.0,
+            }),
         );
         gate.release().await;
         let began = *gate.began.get().unwrap();
@@ -260,7 +267,10 @@ mod tests {
         assert!(began >= start_ms, "released at {began}, before {start_ms}");
         let before = SystemTime::now();
         gate.release().await;
-        assert!(before.elapsed().unwrap() < Duration::from_millis(100), "later releases do not wait");
+        assert!(
+            before.elapsed().unwrap() < Duration::from_millis(100),
+            "later releases do not wait"
+        );
     }
 
     #[test]

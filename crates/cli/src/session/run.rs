@@ -12,10 +12,10 @@ use clap::Args;
 
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::PRESETS;
-use firsttoken_record::store::Store;
-use firsttoken_report::run::LAG_FLAG_MS;
 use firsttoken_plan::segment::Segment;
 use firsttoken_record::UtcTime;
+use firsttoken_record::store::Store;
+use firsttoken_report::run::LAG_FLAG_MS;
 use firsttoken_session::{Outcome, Overrides, Pause, RunPart, SessionError, SessionSpec};
 
 use super::progress::Progress;

@@ -53,7 +53,10 @@ fn run_from(r: &impl RowGet) -> Result<RunInfo, String> {
 
 fn member_from(r: &impl RowGet) -> Result<RunMember, String> {
     let ranges: Vec<[u64; 2]> = r.typed_json("ranges")?.unwrap_or_default();
-    let clock = match (r.opt_f64("clock_offset_ms")?, r.opt_f64("clock_uncertainty_ms")?) {
+    let clock = match (
+        r.opt_f64("clock_offset_ms")?,
+        r.opt_f64("clock_uncertainty_ms")?,
+    ) {
         (Some(offset_ms), Some(uncertainty_ms)) => Some(ClockOffset {
             offset_ms,
             uncertainty_ms,
@@ -74,7 +77,11 @@ fn member_from(r: &impl RowGet) -> Result<RunMember, String> {
 
 /// A statement in PostgreSQL's `$N` form, or SQLite's `?N`.
 pub(crate) fn placeholders(sql: &str, dollar: bool) -> String {
-    if dollar { sql.to_owned() } else { sql.replace('$', "?") }
+    if dollar {
+        sql.to_owned()
+    } else {
+        sql.replace('$', "?")
+    }
 }
 
 impl Store {
@@ -98,15 +105,23 @@ impl Store {
         );
         self.run_exec(op, &insert, cells).await?;
         self.run(&run.run_id).await?.ok_or_else(|| {
-            self.invalid(op, format!("run {:?} vanished after it was stored", run.run_id))
+            self.invalid(
+                op,
+                format!("run {:?} vanished after it was stored", run.run_id),
+            )
         })
     }
 
     /// The run with this id.
     pub async fn run(&self, run_id: &str) -> Result<Option<RunInfo>, StoreError> {
-        let sql = format!("SELECT {} FROM runs WHERE run_id = $1", RUN_COLUMNS.join(", "));
+        let sql = format!(
+            "SELECT {} FROM runs WHERE run_id = $1",
+            RUN_COLUMNS.join(", ")
+        );
         let mut v = self
-            .run_query("read run", &sql, vec![Cell::Text(run_id.to_owned())], |r| run_from(&r))
+            .run_query("read run", &sql, vec![Cell::Text(run_id.to_owned())], |r| {
+                run_from(&r)
+            })
             .await?;
         Ok(v.pop())
     }
@@ -147,7 +162,11 @@ impl Store {
 
     /// Records when a run member released its first measured request (ms
     /// since the Unix epoch, store clock).
-    pub async fn set_run_began(&self, session_id: &str, began_at_ms: f64) -> Result<(), StoreError> {
+    pub async fn set_run_began(
+        &self,
+        session_id: &str,
+        began_at_ms: f64,
+    ) -> Result<(), StoreError> {
         self.run_exec(
             "set run start",
             "UPDATE run_sessions SET began_at_ms = $2 WHERE session_id = $1",
@@ -163,9 +182,12 @@ impl Store {
             "SELECT {} FROM run_sessions WHERE run_id = $1 ORDER BY segment_index, session_id",
             MEMBER_COLUMNS.join(", ")
         );
-        self.run_query("read run members", &sql, vec![Cell::Text(run_id.to_owned())], |r| {
-            member_from(&r)
-        })
+        self.run_query(
+            "read run members",
+            &sql,
+            vec![Cell::Text(run_id.to_owned())],
+            |r| member_from(&r),
+        )
         .await
     }
 
@@ -187,7 +209,12 @@ impl Store {
         }
     }
 
-    async fn run_exec(&self, op: &'static str, sql: &str, cells: Vec<Cell>) -> Result<u64, StoreError> {
+    async fn run_exec(
+        &self,
+        op: &'static str,
+        sql: &str,
+        cells: Vec<Cell>,
+    ) -> Result<u64, StoreError> {
         match self {
             Store::Sqlite(s) => s.run_exec(op, placeholders(sql, false), cells).await,
             Store::Postgres(s) => s.run_exec(op, placeholders(sql, true), cells).await,

@@ -32,7 +32,9 @@ impl SqliteStore {
         f: fn(&dyn RowAny) -> Result<T, String>,
     ) -> Result<Vec<T>, StoreError> {
         self.call(op, move |c, p| {
-            let mut st = c.prepare_cached(&sql).map_err(|e| error::sqlite(op, p, e))?;
+            let mut st = c
+                .prepare_cached(&sql)
+                .map_err(|e| error::sqlite(op, p, e))?;
             let mut rows = st
                 .query(params_from_iter(cells.iter()))
                 .map_err(|e| error::sqlite(op, p, e))?;
