@@ -125,7 +125,9 @@ pub fn head(run: &RunLoaded) -> Vec<String> {
         "run {} · {} · {} of {} planned requests stored · {} segments",
         run.info.run_id, words, run.counted, run.info.planned_requests, run.info.segments
     )];
-    for (m, s) in &run.members {
+    let mut by_segment: Vec<&(RunMember, SessionMeta)> = run.members.iter().collect();
+    by_segment.sort_by_key(|(m, s)| (m.segment, s.started_at));
+    for (m, s) in by_segment {
         let clock = m.clock.map_or("clock not measured".to_string(), |c| {
             format!(
                 "clock {} ± {}",
