@@ -20,6 +20,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::{EmulatorProcess, assert_code, firsttoken, text};
 
+/// One group of agents at a time: the start-spread bound is about the
+/// agents' clocks and wake-ups, not about sharing 2 cores with another test's agents.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The reference app over the emulator, with its own SQLite database.
 struct World {
     _emu: EmulatorProcess,
@@ -439,6 +447,7 @@ fn four_agents(store: &str, plain: &str) {
 
 #[test]
 fn four_agents_one_run_on_postgres() {
+    let _serial = serial();
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("SKIPPED: DATABASE_URL not set (four agents, one PostgreSQL store)");
         return;
@@ -478,6 +487,7 @@ fn four_agents_one_run_on_postgres() {
 
 #[test]
 fn four_agents_one_run_over_verify_full_tls() {
+    let _serial = serial();
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("SKIPPED: DATABASE_URL not set (four agents over TLS)");
         return;
@@ -502,6 +512,7 @@ fn four_agents_one_run_over_verify_full_tls() {
 
 #[test]
 fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
+    let _serial = serial();
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("SKIPPED: DATABASE_URL not set (a killed agent)");
         return;
