@@ -55,6 +55,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod bootstrap;
 pub mod compare;
 pub mod diagnose;

@@ -22,6 +22,7 @@ mod plan;
 mod probe;
 mod refapp;
 mod report;
+mod runs;
 mod session;
 mod shape;
 mod watch;
@@ -57,6 +58,8 @@ enum Command {
     Run(Box<session::RunArgs>),
     /// List stored sessions.
     Sessions(session::SessionsArgs),
+    /// List runs across agents (`run --run-id`): their agents, state and counts.
+    Runs(runs::RunsArgs),
     /// Write a session's raw samples as JSON lines or CSV.
     Export(session::ExportArgs),
     /// Read a JSONL export into the store (marked imported).
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
             Command::Init(args) => session::init(args),
             Command::Run(args) => session::run(*args).await,
             Command::Sessions(args) => session::sessions(args).await,
+            Command::Runs(args) => runs::runs(args).await,
             Command::Export(args) => session::export(args).await,
             Command::Import(args) => session::import(args).await,
             Command::ImportSpans(args) => session::import_spans(args).await,

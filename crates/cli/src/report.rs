@@ -46,6 +46,16 @@ pub struct Selection {
     sessions: Vec<String>,
 }
 
+/// `report --run`.
+#[derive(Debug, Args)]
+pub struct RunSelection {
+    /// A run across agents (`run --run-id`): the raw rows of every agent
+    /// pooled, each planned request counted once; group by `vantage` or
+    /// `network` for the per-agent breakdown.
+    #[arg(long = "run", value_name = "ID", conflicts_with = "sessions")]
+    run: Option<String>,
+}
+
 /// What was loaded: sessions, the analysis frame and (for HTML) the rows.
 pub struct Loaded {
     /// Sessions, in the order asked.
@@ -190,6 +200,8 @@ pub fn render(
 pub struct ReportArgs {
     #[command(flatten)]
     select: Selection,
+    #[command(flatten)]
+    run: RunSelection,
     /// Group TTFT by these keys: network, code_version, vantage, day, path, phase, strategy, concurrency, provider, provenance.
     #[arg(long, default_value = "code_version,path")]
     group_by: String,
@@ -205,10 +217,32 @@ pub struct ReportArgs {
 pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let keys = GroupKey::parse_list(&a.group_by)?;
     let store = Store::open_existing(&a.select.store).await?;
-    let loaded = load(&store, &a.select.sessions, a.format == Format::Html).await?;
+    let html = a.format == Format::Html;
+    let (loaded, run) = match &a.run.run {
+        Some(id) => {
+            let run = crate::runs::load_run(&store, id).await?;
+            (crate::runs::loaded(&run, html)?, Some(run))
+        }
+        None => (load(&store, &a.select.sessions, html).await?, None),
+    };
     let settings = Settings::from_sessions(&loaded.sessions);
-    let analysis = analyse(&loaded, &keys, &settings);
-    let text = render(a.format, &loaded, &analysis, &[])?;
+    let mut analysis = analyse(&loaded, &keys, &settings);
+    if let Some(run) = &run
+        && run.start.cross_agent != firsttoken_analyze::agents::CrossAgent::Judged
+    {
+        // Bursts split over agents whose clocks are not known well enough
+        // cannot be judged as one level of concurrency.
+        analysis.concurrency.clear();
+    }
+    let mut text = render(a.format, &loaded, &analysis, &[])?;
+    if let Some(run) = &run {
+        let head = crate::runs::head(run).join("\n");
+        match a.format {
+            Format::Terminal | Format::Markdown => text = format!("{head}\n\n{text}"),
+            // JSON and HTML keep their schema; the run's head goes to stderr.
+            Format::Json | Format::Html => eprintln!("{head}"),
+        }
+    }
     write_out(a.out.as_deref(), &text)?;
     if let Some(p) = &a.out {
         eprintln!("wrote {}", p.display());

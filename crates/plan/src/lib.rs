@@ -14,6 +14,7 @@ pub mod config;
 pub mod env;
 pub mod protocol;
 pub mod proxy;
+pub mod segment;
 
 pub use proxy::Proxy;
 

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod export;
 mod percentile;
+pub mod run;
 pub mod session;
 pub mod span;
 pub mod store;

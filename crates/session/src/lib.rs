@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod accounts;
+mod agent;
 mod appdb;
 mod budget;
 mod error;
@@ -40,6 +41,7 @@ mod spec;
 mod traces;
 
 pub use accounts::clean_up;
+pub use agent::{CLOCK_ROUNDS, RunPart, derived_run_id};
 pub use budget::{Budget, price};
 pub use error::SessionError;
 pub use observe::{Observer, Quiet};

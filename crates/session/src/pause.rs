@@ -111,6 +111,10 @@ impl Gate for Paused {
             self.pause.resumed().await;
         })
     }
+
+    fn release(&self) -> StepWait<'_> {
+        self.inner.release()
+    }
 }
 
 #[cfg(test)]

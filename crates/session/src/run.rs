@@ -73,7 +73,13 @@ pub async fn run_session(
             None => "unknown".into(),
         },
     };
-    let protocol = &spec.protocol;
+    // One agent of a run: its segment, less what earlier sessions of the
+    // segment stored, and its clock offset to the store.
+    let joined = match &spec.run {
+        Some(part) => Some(crate::agent::join(part, &spec.protocol, store).await?),
+        None => None,
+    };
+    let protocol = joined.as_ref().map_or(&spec.protocol, |j| &j.protocol);
     let now = SystemTime::now();
     let mut meta = SessionMeta {
         id: new_session_id(now),
@@ -85,6 +91,10 @@ pub async fn run_session(
             "preset": spec.preset,
             "planned": protocol.counts().iter().map(|(k, n)| (k.as_str().to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
             "requests": protocol.requests(),
+            "run": match (&spec.run, &joined) {
+                (Some(part), Some(j)) => crate::agent::spec_json(part, j),
+                _ => serde_json::Value::Null,
+            },
         }),
         seed: spec.seed,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -101,6 +111,12 @@ pub async fn run_session(
         client_lag_p99_ms: None,
     };
     store.create_session(&meta).await?;
+    let mut began = None;
+    if let Some(j) = &joined {
+        let mut member = j.member.clone();
+        member.session_id = meta.id.clone();
+        store.add_run_member(&member).await?;
+    }
     // The receiver runs before the first request; every traced request's id
     // is registered before it is sent.
     let collecting = listener.map(|l| {
@@ -149,10 +165,15 @@ pub async fn run_session(
         let runner = {
             let (protocol, source, run_cancel) =
                 (protocol.clone(), source.clone(), run_cancel.clone());
-            let gate: Arc<dyn firsttoken_drive::Gate> = match &spec.pause {
+            let mut gate: Arc<dyn firsttoken_drive::Gate> = match &spec.pause {
                 Some(pause) => pause.gate(budget.clone()),
                 None => budget.clone(),
             };
+            if let Some(j) = &joined {
+                let start = crate::agent::StartGate::new(gate, j.run.start_at, j.member.clock);
+                began = Some(start.began.clone());
+                gate = Arc::new(start);
+            }
             tokio::spawn(async move { execute(&protocol, source, gate, tx, run_cancel).await })
         };
         recorded = recorder.run(rx, &run_cancel, observer).await;
@@ -165,6 +186,11 @@ pub async fn run_session(
             Ok(Err(e)) => failure = Some(format!("the measuring client failed: {e}")),
             Err(e) => failure = Some(format!("the session task stopped: {e}")),
         }
+    }
+    if let Some(at) = began.as_ref().and_then(|b| b.get())
+        && let Err(e) = store.set_run_began(&meta.id, *at).await
+    {
+        failure.get_or_insert_with(|| format!("the store cannot be written: {e}"));
     }
     if let Some(e) = &recorded.store_error {
         failure = Some(e.clone());

@@ -68,6 +68,9 @@ pub struct SessionSpec {
     /// A switch that holds the session between steps while on (a live
     /// view's `p`); `None`: never paused.
     pub pause: Option<crate::Pause>,
+    /// This session's part in a run across agents; `None`: a session on
+    /// its own.
+    pub run: Option<crate::RunPart>,
 }
 
 /// The store a session writes to when neither a flag nor the config names one.
@@ -157,6 +160,7 @@ impl SessionSpec {
             source,
             config,
             pause: None,
+            run: None,
         })
     }
 

@@ -12,9 +12,11 @@ use clap::Args;
 
 use firsttoken_plan::config::Config;
 use firsttoken_plan::protocol::PRESETS;
+use firsttoken_plan::segment::Segment;
+use firsttoken_record::UtcTime;
 use firsttoken_record::store::Store;
 use firsttoken_report::run::LAG_FLAG_MS;
-use firsttoken_session::{Outcome, Overrides, Pause, SessionError, SessionSpec};
+use firsttoken_session::{Outcome, Overrides, Pause, RunPart, SessionError, SessionSpec};
 
 use super::progress::Progress;
 use crate::watch::Watch;
@@ -39,13 +41,13 @@ pub struct RunArgs {
     #[arg(long, env = "FIRSTTOKEN_STORE")]
     pub store: Option<String>,
     /// Network label, e.g. office-fibre.
-    #[arg(long)]
+    #[arg(long, env = "FIRSTTOKEN_NETWORK")]
     pub network: Option<String>,
     /// The app's code version (default: the config's, else the app's version endpoint).
     #[arg(long)]
     pub code_version: Option<String>,
-    /// Vantage label (default: this host's name).
-    #[arg(long)]
+    /// Vantage label (default: this host's name), e.g. a region.
+    #[arg(long, env = "FIRSTTOKEN_VANTAGE")]
     pub vantage: Option<String>,
     /// Free label k=v (repeatable).
     #[arg(long = "tag", value_name = "K=V")]
@@ -86,6 +88,52 @@ pub struct RunArgs {
     /// Run a large session: more than 100,000 planned requests, or open-loop arrivals above 1,000 per second.
     #[arg(long)]
     pub yes: bool,
+    /// Take part in a run across agents: every agent given this id (and the same config and
+    /// seed) writes its session into the run; `firsttoken runs` lists runs and
+    /// `report --run ID` pools them. Default with --segment or --start-at: derived from the
+    /// protocol and the start time. Letters, digits, '.', '_' and '-', at most 64.
+    #[arg(long, env = "FIRSTTOKEN_RUN_ID", value_name = "ID")]
+    pub run_id: Option<String>,
+    /// This agent's share of the run's load: segment I of N (0 ≤ I < N, as Kubernetes'
+    /// JOB_COMPLETION_INDEX): counts and open-loop arrivals dealt round-robin, each burst's
+    /// members split so the agents' in-flight requests add up to its level. Rerunning a
+    /// segment of a run runs only what it has not stored.
+    #[arg(long, env = "FIRSTTOKEN_SEGMENT", value_name = "I/N")]
+    pub segment: Option<Segment>,
+    /// Common start of a run, RFC 3339 (e.g. 2026-12-01T16:00:00Z), on the store's clock:
+    /// each agent measures its clock offset to the store and holds its first measured requests
+    /// (not their warm-ups) until then. Agents given none use the run's stored start.
+    #[arg(long, env = "FIRSTTOKEN_START_AT", value_name = "RFC3339")]
+    pub start_at: Option<UtcTime>,
+}
+
+/// The run part of the flags, when the session takes part in a run.
+fn run_part(a: &RunArgs, spec: &SessionSpec) -> anyhow::Result<Option<RunPart>> {
+    if a.run_id.is_none() && a.segment.is_none() && a.start_at.is_none() {
+        return Ok(None);
+    }
+    let run_id = match (&a.run_id, a.start_at) {
+        (Some(id), _) => id.clone(),
+        (None, Some(at)) => firsttoken_session::derived_run_id(&spec.protocol, at),
+        (None, None) => anyhow::bail!(
+            "--segment needs --run-id (or --start-at, from which the run id is derived) so the agents find one another"
+        ),
+    };
+    let valid = !run_id.is_empty()
+        && run_id.len() <= 64
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !valid {
+        anyhow::bail!(
+            "--run-id {run_id:?}: use letters, digits, '.', '_' and '-', at most 64 characters"
+        );
+    }
+    Ok(Some(RunPart {
+        run_id,
+        segment: a.segment.unwrap_or(Segment::WHOLE),
+        start_at: a.start_at,
+    }))
 }
 
 /// The flags as overrides of the config.
@@ -129,15 +177,27 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
-    let spec = match SessionSpec::new(cfg, overrides(&a)?) {
+    let mut spec = match SessionSpec::new(cfg, overrides(&a)?) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}: {e}", a.config.display());
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    match run_part(&a, &spec) {
+        Ok(part) => spec.run = part,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    // What this agent sends: its segment (a rerun may send less).
+    let share = spec
+        .run
+        .as_ref()
+        .map_or(spec.protocol.clone(), |r| r.segment.apply(&spec.protocol));
     if !a.quiet {
-        let floor = spec.protocol.min_duration();
+        let floor = share.min_duration();
         let wait = if floor.is_zero() {
             String::new()
         } else {
@@ -148,8 +208,19 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         };
         eprintln!(
             "planned: {} requests, warm-ups included{wait}",
-            spec.protocol.announced()
+            share.announced()
         );
+        if let Some(r) = &spec.run {
+            eprintln!(
+                "run {}: segment {} of the whole protocol's {} requests{}",
+                r.run_id,
+                r.segment,
+                spec.protocol.requests(),
+                r.start_at
+                    .map(|t| format!(", starting at {t} (store clock)"))
+                    .unwrap_or_default()
+            );
+        }
     }
     if a.plan {
         let settings = firsttoken_analyze::power::PlanSettings::default();
@@ -181,7 +252,11 @@ pub async fn run_spec(
     store: &Store,
     quiet: bool,
 ) -> Result<Outcome, SessionError> {
-    let mut progress = Progress::new(quiet, &spec.protocol);
+    let share = spec
+        .run
+        .as_ref()
+        .map_or(spec.protocol.clone(), |r| r.segment.apply(&spec.protocol));
+    let mut progress = Progress::new(quiet, &share);
     let outcome =
         firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
             .await?;

@@ -235,6 +235,7 @@ where
         if let Some(b) = together {
             run.unless_abandoned(b.wait()).await?;
         }
+        run.unless_abandoned(run.gate.release()).await?;
         run.send(&mut slot, &lane, &request, false, trace.as_ref())
             .await
     }

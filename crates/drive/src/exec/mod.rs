@@ -77,6 +77,15 @@ pub trait Gate: Send + Sync {
     fn between_steps(&self) -> StepWait<'_> {
         Box::pin(std::future::ready(()))
     }
+
+    /// Resolves when a measured request may be sent: asked by every lane
+    /// after its warm-up (and its burst's barrier), right before the
+    /// request, so a common start (`run --start-at`) holds the first
+    /// measured requests, not their warm-ups. Raced against cancellation.
+    /// The default never waits.
+    fn release(&self) -> StepWait<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// What [`Gate::between_steps`] returns: resolves when the next step may begin.

@@ -53,6 +53,7 @@
 mod error;
 mod postgres;
 mod redact;
+mod runs;
 mod schema;
 mod spans;
 mod sqlite;

@@ -597,4 +597,5 @@ fn describe_server(cfg: &tokio_postgres::Config) -> String {
     }
 }
 
+mod runs;
 mod spans;

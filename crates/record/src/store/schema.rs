@@ -25,7 +25,9 @@
 //! - version 5 adds `samples.trace_id` (the W3C trace id the request sent)
 //!   and the `spans` table (see [`super::spans`]): ids as lowercase hex,
 //!   times as 64-bit integer ns since the Unix epoch, `kind` `CHECK`ed
-//!   against the [`crate::span::SpanKind`] text forms.
+//!   against the [`crate::span::SpanKind`] text forms;
+//! - version 7 adds `runs` and `run_sessions` (see [`crate::run`]): a run
+//!   across agents, each agent's segment, its clock offset to the store.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -45,6 +47,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("migrations/sqlite/0003_test_accounts.sql")),
     (4, include_str!("migrations/sqlite/0004_wire_facts.sql")),
     (5, include_str!("migrations/sqlite/0005_spans.sql")),
+    (7, include_str!("migrations/sqlite/0007_runs.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -57,6 +60,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     ),
     (4, include_str!("migrations/postgres/0004_wire_facts.sql")),
     (5, include_str!("migrations/postgres/0005_spans.sql")),
+    (7, include_str!("migrations/postgres/0007_runs.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying

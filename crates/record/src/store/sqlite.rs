@@ -612,4 +612,5 @@ fn query_sessions(
     Ok(out)
 }
 
+mod runs;
 mod spans;

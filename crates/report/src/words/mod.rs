@@ -21,6 +21,7 @@ mod findings;
 mod limits;
 pub mod plan;
 mod routes;
+pub mod run;
 pub mod traces;
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
 pub use limits::{limit, limit_kind, limit_lines, limits};

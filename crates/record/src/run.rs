@@ -1,0 +1,194 @@
+//! A run across agents (issue 14): the sessions several agents take part
+//! in, each running one segment of the same protocol into one store.
+//!
+//! A [`RunInfo`] row is written by the first agent that joins a run id
+//! (the others check they agree on the segment count, the config and the
+//! start); each session of the run has a [`RunMember`] row: its segment,
+//! the segment request indices it ran, its clock offset to the store and
+//! when it released its first measured request. [`RunState`] is decided
+//! from those rows and the sessions' states ([`run_state`]).
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::{SessionMeta, SessionStatus};
+use crate::vocab::UtcTime;
+
+/// A run as stored (`runs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The run id every agent was given.
+    pub run_id: String,
+    /// When the first agent joined it.
+    pub created_at: UtcTime,
+    /// Agents (segments) sharing its load.
+    pub segments: u32,
+    /// Measured requests of the whole protocol, all segments together.
+    pub planned_requests: u64,
+    /// SHA-256 (hex) of the config every agent runs (seed included).
+    pub config_hash: String,
+    /// The common start, on the store's clock, when one was given.
+    pub start_at: Option<UtcTime>,
+}
+
+/// An agent's clock offset to the store's clock: `store = local + offset_ms`,
+/// known to within ± `uncertainty_ms` (half the best round trip).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// Store clock minus local clock, ms.
+    pub offset_ms: f64,
+    /// Half the round trip of the best of the rounds, ms.
+    pub uncertainty_ms: f64,
+}
+
+impl ClockOffset {
+    /// The best of several `(local_before_ms, store_ms, local_after_ms)`
+    /// round trips: the one with the shortest round trip, its offset taken
+    /// at the round trip's midpoint (NTP's estimate). `None` without rounds.
+    pub fn best(rounds: &[(f64, f64, f64)]) -> Option<ClockOffset> {
+        rounds
+            .iter()
+            .filter(|(a, s, b)| a.is_finite() && s.is_finite() && b.is_finite() && b >= a)
+            .min_by(|x, y| (x.2 - x.0).total_cmp(&(y.2 - y.0)))
+            .map(|&(a, s, b)| ClockOffset {
+                offset_ms: s - (a + b) / 2.0,
+                uncertainty_ms: (b - a) / 2.0,
+            })
+    }
+}
+
+/// One session's part in a run (`run_sessions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMember {
+    /// The session.
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// Its segment index (0-based).
+    pub segment: u32,
+    /// Segments in the run.
+    pub segments: u32,
+    /// Measured requests of its whole segment.
+    pub segment_requests: u64,
+    /// The segment request indices this session ran, in the order of its
+    /// samples' `seq` (a whole segment: `[0..segment_requests]`).
+    pub ranges: Vec<Range<u64>>,
+    /// Its clock offset to the store's clock, when measured.
+    pub clock: Option<ClockOffset>,
+    /// When its first measured request was released, ms since the Unix
+    /// epoch on the store's clock.
+    pub began_at_ms: Option<f64>,
+}
+
+impl RunMember {
+    /// The segment request index of this session's sample `seq`.
+    pub fn index_of(&self, seq: u64) -> Option<u64> {
+        let mut k = seq;
+        for r in &self.ranges {
+            let len = r.end.saturating_sub(r.start);
+            if k < len {
+                return Some(r.start + k);
+            }
+            k -= len;
+        }
+        None
+    }
+}
+
+/// How a run stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RunState {
+    /// Some member session is still running.
+    Running,
+    /// Every segment has a complete session.
+    Complete,
+    /// Some segments have no complete session and nothing is running.
+    Partial {
+        /// Segments without a complete session, with the agents (vantage
+        /// and host) whose sessions of it stopped, if any.
+        missing: Vec<MissingSegment>,
+    },
+}
+
+/// A segment of a run that has no complete session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingSegment {
+    /// Its index.
+    pub segment: u32,
+    /// `vantage@host` of every session of it that stopped (none: no agent
+    /// ever joined with it).
+    pub agents: Vec<String>,
+}
+
+/// The state of `run` from its members and their sessions.
+pub fn run_state(run: &RunInfo, members: &[(RunMember, SessionMeta)]) -> RunState {
+    if members
+        .iter()
+        .any(|(_, s)| s.status == SessionStatus::Running)
+    {
+        return RunState::Running;
+    }
+    let mut missing = Vec::new();
+    for seg in 0..run.segments {
+        let of: Vec<&(RunMember, SessionMeta)> =
+            members.iter().filter(|(m, _)| m.segment == seg).collect();
+        if of.iter().any(|(_, s)| s.status == SessionStatus::Complete) {
+            continue;
+        }
+        let mut agents: Vec<String> = of
+            .iter()
+            .map(|(_, s)| format!("{}@{}", s.labels.vantage, s.host))
+            .collect();
+        agents.dedup();
+        missing.push(MissingSegment {
+            segment: seg,
+            agents,
+        });
+    }
+    if missing.is_empty() {
+        RunState::Complete
+    } else {
+        RunState::Partial { missing }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_best_round_is_the_shortest_and_its_midpoint_is_the_offset() {
+        let c = ClockOffset::best(&[
+            (0.0, 1010.0, 30.0),
+            (100.0, 1103.0, 104.0),
+            (200.0, 1300.0, 260.0),
+        ])
+        .unwrap();
+        assert_eq!(
+            c,
+            ClockOffset {
+                offset_ms: 1001.0,
+                uncertainty_ms: 2.0
+            }
+        );
+        assert!(ClockOffset::best(&[]).is_none());
+    }
+
+    #[test]
+    fn seq_maps_through_the_ranges() {
+        let m = RunMember {
+            session_id: "s".into(),
+            run_id: "r".into(),
+            segment: 0,
+            segments: 1,
+            segment_requests: 10,
+            ranges: vec![2..4, 7..10],
+            clock: None,
+            began_at_ms: None,
+        };
+        let got: Vec<Option<u64>> = (0..6).map(|k| m.index_of(k)).collect();
+        assert_eq!(got, vec![Some(2), Some(3), Some(7), Some(8), Some(9), None]);
+    }
+}

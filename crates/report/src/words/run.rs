@@ -1,0 +1,64 @@
+//! The words of a run across agents: its state, its counts and how the
+//! agents started (`firsttoken runs`, the head of `report --run`).
+
+use firsttoken_analyze::agents::{CrossAgent, RunStart};
+use firsttoken_record::run::{RunInfo, RunState};
+
+use crate::format as fmt;
+
+/// A run's state in a few words: `complete`, `running`, `partial: segment
+/// 2/4 missing (agent eu-west@pod-2)`.
+pub fn state(run: &RunInfo, state: &RunState) -> String {
+    match state {
+        RunState::Running => "running".into(),
+        RunState::Complete => "complete".into(),
+        RunState::Partial { missing } => {
+            let parts: Vec<String> = missing
+                .iter()
+                .map(|m| {
+                    let who = if m.agents.is_empty() {
+                        "no agent joined".to_string()
+                    } else {
+                        format!("agent {}", m.agents.join(", "))
+                    };
+                    format!("segment {}/{} missing ({who})", m.segment, run.segments)
+                })
+                .collect();
+            format!("partial: {}", parts.join("; "))
+        }
+    }
+}
+
+/// How the agents started, and whether concurrency is judged across them.
+pub fn start(s: &RunStart) -> Vec<String> {
+    let mut out = Vec::new();
+    match (s.spread_ms, s.uncertainty_ms) {
+        (Some(spread), Some(u)) => out.push(format!(
+            "start spread across {} segments: {} (store clock; each agent's clock known to ± {})",
+            s.segments_started,
+            fmt::ms(spread),
+            fmt::ms(u)
+        )),
+        (Some(spread), None) => out.push(format!(
+            "start spread across {} segments: {} (clock offsets not measured)",
+            s.segments_started,
+            fmt::ms(spread)
+        )),
+        _ => out.push("start spread: no agent recorded its start".into()),
+    }
+    match s.cross_agent {
+        CrossAgent::Judged => {}
+        CrossAgent::Refused {
+            uncertainty_ms,
+            limit_ms,
+        } => out.push(format!(
+            "no concurrency verdict across agents: an agent's clock is known only to ± {}, above the {} limit, so its requests cannot be said to have overlapped the others'",
+            fmt::ms(uncertainty_ms),
+            fmt::ms(limit_ms)
+        )),
+        CrossAgent::Unknown => out.push(
+            "no concurrency verdict across agents: an agent measured no clock offset to the store".into(),
+        ),
+    }
+    out
+}

@@ -1,0 +1,282 @@
+//! A session as one agent of a run (issue 14): its segment of the
+//! protocol, what earlier sessions of the segment already stored, its clock
+//! offset to the store, and the common start.
+//!
+//! Every agent of a run expands the same protocol and keeps its segment
+//! ([`Segment::apply`]). The first agent to join writes the run row; the
+//! others must agree on the segment count and the protocol (its hash) and
+//! adopt the stored start time when they were given none. A rerun of a
+//! segment runs only the steps not yet fully stored by earlier sessions of
+//! it ([`Segment::remaining`]); the report keeps the newest sample of each
+//! segment request, so nothing counts twice.
+//!
+//! The common start is on the store's clock: each agent measures its
+//! offset (`clock_timestamp()` round trips, the shortest kept) and holds
+//! its first measured requests until `start_at − offset` on its own clock
+//! ([`StartGate`], drive's `Gate::release`): warm-ups happen before.
+
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+use firsttoken_drive::{Gate, GateAnswer, StepWait};
+use firsttoken_plan::protocol::{Dest, Protocol};
+use firsttoken_plan::segment::Segment;
+use firsttoken_record::run::{ClockOffset, RunInfo, RunMember};
+use firsttoken_record::{Store, UtcTime};
+
+use crate::SessionError;
+
+/// Round trips to the store's clock; the shortest is kept.
+pub const CLOCK_ROUNDS: u32 = 16;
+
+/// This session's part in a run (`run --run-id`, `--segment`, `--start-at`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPart {
+    /// The run id every agent is given.
+    pub run_id: String,
+    /// This agent's segment.
+    pub segment: Segment,
+    /// The common start, on the store's clock (else the run's stored one,
+    /// else at once).
+    pub start_at: Option<UtcTime>,
+}
+
+/// What joining a run decided, before the session row exists.
+#[derive(Debug, Clone)]
+pub(crate) struct Joined {
+    /// The run as stored.
+    pub run: RunInfo,
+    /// The steps this session runs.
+    pub protocol: Protocol,
+    /// Its part, to store once the session row exists.
+    pub member: RunMember,
+}
+
+/// The hex SHA-256 of the whole protocol: agents that would send different
+/// requests cannot join the same run.
+pub(crate) fn protocol_hash(p: &Protocol) -> String {
+    let json = serde_json::to_vec(p).unwrap_or_default();
+    Sha256::digest(&json)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The run id agents derive when given a start but no id: `run-` and 12
+/// hex digits of the protocol's hash and the start, the same on every
+/// agent that runs the same config and seed for the same start.
+pub fn derived_run_id(whole: &Protocol, start_at: UtcTime) -> String {
+    let h = Sha256::digest(format!("{} {start_at}", protocol_hash(whole)).as_bytes());
+    let hex: String = h.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("run-{hex}")
+}
+
+/// Join `part`'s run with the whole protocol `whole`: store or check the
+/// run row, find what earlier sessions of the segment stored, measure the
+/// clock offset.
+pub(crate) async fn join(
+    part: &RunPart,
+    whole: &Protocol,
+    store: &Store,
+) -> Result<Joined, SessionError> {
+    let seg = part.segment;
+    let wanted = RunInfo {
+        run_id: part.run_id.clone(),
+        created_at: UtcTime::now(),
+        segments: seg.count,
+        planned_requests: whole.requests() as u64,
+        config_hash: protocol_hash(whole),
+        start_at: part.start_at,
+    };
+    let run = store.join_run(&wanted).await?;
+    if run.segments != wanted.segments {
+        return Err(SessionError::Invalid(format!(
+            "run {:?} has {} segments; this agent was given --segment {seg}: use the same n on every agent",
+            run.run_id, run.segments
+        )));
+    }
+    if run.config_hash != wanted.config_hash {
+        return Err(SessionError::Invalid(format!(
+            "run {:?} was started with a different protocol (config, preset or seed): every agent of a run must run the same config with the same seed",
+            run.run_id
+        )));
+    }
+    if let (Some(a), Some(b)) = (run.start_at, part.start_at)
+        && a != b
+    {
+        return Err(SessionError::Invalid(format!(
+            "run {:?} starts at {a}; this agent was given --start-at {b}",
+            run.run_id
+        )));
+    }
+    let segment = seg.apply(whole);
+    let done = stored_indices(store, &run.run_id, seg.index).await?;
+    let (protocol, ranges) = Segment::remaining(&segment, &|k| done.contains(&k));
+    if protocol.steps.is_empty() {
+        return Err(SessionError::Invalid(format!(
+            "segment {seg} of run {:?} is already stored in full: nothing to rerun",
+            run.run_id
+        )));
+    }
+    let clock = store.clock_offset(CLOCK_ROUNDS).await?;
+    let member = RunMember {
+        session_id: String::new(),
+        run_id: run.run_id.clone(),
+        segment: seg.index,
+        segments: seg.count,
+        segment_requests: segment.requests() as u64,
+        ranges,
+        clock,
+        began_at_ms: None,
+    };
+    Ok(Joined {
+        run,
+        protocol,
+        member,
+    })
+}
+
+/// The segment request indices that earlier sessions of segment `segment`
+/// stored (measured requests, not warm-ups).
+async fn stored_indices(
+    store: &Store,
+    run_id: &str,
+    segment: u32,
+) -> Result<std::collections::BTreeSet<u64>, SessionError> {
+    let mut done = std::collections::BTreeSet::new();
+    for m in store.run_members(run_id).await? {
+        if m.segment != segment {
+            continue;
+        }
+        for row in store.samples(&m.session_id).await? {
+            if row.sample.warmup {
+                continue;
+            }
+            if let Some(k) = m.index_of(row.sample.seq) {
+                done.insert(k);
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// The JSON stored in the session's spec under `run`.
+pub(crate) fn spec_json(part: &RunPart, j: &Joined) -> serde_json::Value {
+    serde_json::json!({
+        "run_id": part.run_id,
+        "segment": part.segment.to_string(),
+        "segment_requests": j.member.segment_requests,
+        "run_requests": j.run.planned_requests,
+        "ranges": j.member.ranges.iter().map(|r: &Range<u64>| [r.start, r.end]).collect::<Vec<_>>(),
+        "start_at": j.run.start_at.map(|t| t.to_string()),
+    })
+}
+
+fn unix_ms(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// A gate that holds every measured request until the common start (on
+/// this machine's clock: the start minus the clock offset), and notes when
+/// the first one was released, on the store's clock.
+pub(crate) struct StartGate {
+    pub inner: Arc<dyn Gate>,
+    /// Local wall-clock ms since the epoch to wait for; `None`: no wait.
+    pub at_local_ms: Option<f64>,
+    pub offset_ms: f64,
+    pub began: Arc<OnceLock<f64>>,
+}
+
+impl StartGate {
+    pub(crate) fn new(
+        inner: Arc<dyn Gate>,
+        start_at: Option<UtcTime>,
+        clock: Option<ClockOffset>,
+    ) -> StartGate {
+        let offset_ms = clock.map_or(0.0, |c| c.offset_ms);
+        StartGate {
+            inner,
+            at_local_ms: start_at.map(|t| t.unix_ms() as f64 - offset_ms),
+            offset_ms,
+            began: Arc::new(OnceLock::new()),
+        }
+    }
+}
+
+impl Gate for StartGate {
+    fn allows<'a>(&'a self, requests: &'a [Dest]) -> GateAnswer<'a> {
+        self.inner.allows(requests)
+    }
+
+    fn between_steps(&self) -> StepWait<'_> {
+        self.inner.between_steps()
+    }
+
+    fn release(&self) -> StepWait<'_> {
+        Box::pin(async move {
+            self.inner.release().await;
+            if self.began.get().is_none() {
+                if let Some(at) = self.at_local_ms {
+                    wait_until(at).await;
+                }
+                let _ = self.began.set(unix_ms(SystemTime::now()) + self.offset_ms);
+            }
+        })
+    }
+}
+
+/// Wait until the wall clock reads `at` (ms since the epoch) on a blocking
+/// thread's sleep, precise to a fraction of a millisecond (tokio's timer
+/// rounds to whole ms), so agents start within their clock uncertainty.
+async fn wait_until(at: f64) {
+    let left = at - unix_ms(SystemTime::now());
+    if left > 0.0 {
+        let d = Duration::from_secs_f64(left / 1000.0);
+        if tokio::task::spawn_blocking(move || std::thread::sleep(d))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(d).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_start_gate_holds_the_first_release_until_the_start() {
+        let start = SystemTime::now() + Duration::from_millis(120);
+        let gate = StartGate::new(
+            Arc::new(firsttoken_drive::Unlimited),
+            Some(UtcTime::from(start)),
+            Some(ClockOffset {
+                offset_ms: 0.0,
+                uncertainty_ms: 0.0,
+            }),
+        );
+        gate.release().await;
+        let began = *gate.began.get().unwrap();
+        // UtcTime keeps milliseconds: the start is the ms it names.
+        let start_ms = UtcTime::from(start).unix_ms() as f64;
+        assert!(began >= start_ms, "released at {began}, before {start_ms}");
+        let before = SystemTime::now();
+        gate.release().await;
+        assert!(
+            before.elapsed().unwrap() < Duration::from_millis(100),
+            "later releases do not wait"
+        );
+    }
+
+    #[test]
+    fn the_hash_follows_the_protocol() {
+        let a = Protocol { steps: vec![] };
+        assert_eq!(protocol_hash(&a), protocol_hash(&a.clone()));
+        assert_eq!(protocol_hash(&a).len(), 64);
+    }
+}
