@@ -32,6 +32,10 @@
 //! - `FT_BENCH_REPEATS` (default 1): runs of each combination, alternating;
 //! - `FT_BENCH_PIN=1`: the emulator on CPU 0 and the probe on CPU 1
 //!   (`taskset`, util-linux).
+//!
+//! `start → sent` is the client's own send-side delay (request start to
+//! the request written, user space): it is part of the TTFT error that
+//! receive timestamps cannot remove.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -79,6 +83,8 @@ struct Level {
     user_max: f64,
     lag_p50: f64,
     lag_p99: f64,
+    sent_p50: f64,
+    sent_p99: f64,
     kernel_share: f64,
     shared_share: f64,
     cpu_s_per_1k_tokens: f64,
@@ -168,7 +174,7 @@ fn child(url: &str, streams: u32, watched: bool, mode: &str, kernel: bool) {
         "samples": samples.iter().filter(|s| !s.warmup).map(|s| serde_json::json!({
             "request_id": s.request_id, "ttft_ms": s.ttft_ms, "ok": s.is_ok(),
             "ttft_user_ms": s.ttft_user_ms, "client_lag_ms": s.client_lag_ms,
-            "ttft_read_events": s.ttft_read_events,
+            "ttft_read_events": s.ttft_read_events, "sent_ms": s.sent_ms,
             "kernel": s.clock == Some(firsttoken_record::Clock::Kernel),
             "error": s.error.as_ref().map(|e| e.message.clone()),
         })).collect::<Vec<_>>(),
@@ -284,6 +290,7 @@ fn level(run: &Run) -> Level {
     let mut errors = Vec::new();
     let mut user_errors = Vec::new();
     let mut lags = Vec::new();
+    let mut sents = Vec::new();
     let (mut ok, mut failed, mut kernel, mut shared, mut counted) = (0, 0, 0, 0, 0);
     for s in v["samples"].as_array().into_iter().flatten() {
         if s["ok"].as_bool() != Some(true) {
@@ -299,6 +306,9 @@ fn level(run: &Run) -> Level {
         if let Some(l) = s["client_lag_ms"].as_f64() {
             lags.push(l);
         }
+        if let Some(t) = s["sent_ms"].as_f64() {
+            sents.push(t);
+        }
         let id = s["request_id"].as_str().unwrap_or("");
         if let (Some(m), Some(t)) = (s["ttft_ms"].as_f64(), truth.get(id)) {
             errors.push(m - t);
@@ -310,6 +320,7 @@ fn level(run: &Run) -> Level {
     errors.sort_by(f64::total_cmp);
     user_errors.sort_by(f64::total_cmp);
     lags.sort_by(f64::total_cmp);
+    sents.sort_by(f64::total_cmp);
     let tokens = v["content_tokens"].as_f64().unwrap_or(0.0);
     Level {
         run: run.clone(),
@@ -323,6 +334,8 @@ fn level(run: &Run) -> Level {
         user_max: user_errors.last().copied().unwrap_or(f64::NAN),
         lag_p50: percentile(&lags, 50.0),
         lag_p99: percentile(&lags, 99.0),
+        sent_p50: percentile(&sents, 50.0),
+        sent_p99: percentile(&sents, 99.0),
         kernel_share: kernel as f64 / ok.max(1) as f64,
         shared_share: shared as f64 / counted.max(1) as f64,
         cpu_s_per_1k_tokens: v["cpu_s"].as_f64().unwrap_or(f64::NAN) / tokens * 1000.0,
@@ -375,8 +388,8 @@ fn main() {
             ""
         }
     ));
-    md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error p50 / p99 / max (ms) | user-clock error p50 / p99 / max (ms) | client lag p50 / p99 (ms) | kernel-stamped | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
-    md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error p50 / p99 / max (ms) | user-clock error p50 / p99 / max (ms) | client lag p50 / p99 (ms) | start → sent p50 / p99 (ms) | kernel-stamped | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+    md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut runs: Vec<Run> = Vec::new();
     for &streams in &levels {
         for _ in 0..rounds {
@@ -406,7 +419,7 @@ fn main() {
     for run in runs {
         let l = level(&run);
         let row = format!(
-            "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
             l.run.streams,
             l.run.mode,
             if l.run.kernel { "kernel" } else { "user" },
@@ -421,6 +434,8 @@ fn main() {
             l.user_max,
             l.lag_p50,
             l.lag_p99,
+            l.sent_p50,
+            l.sent_p99,
             100.0 * l.kernel_share,
             100.0 * l.shared_share,
             l.cpu_s_per_1k_tokens,
