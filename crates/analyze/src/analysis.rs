@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::Settings;
 use crate::diagnose::{
-    ClientClock, ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers, Routes,
-    client_clock, cold_start, concurrency_wall, connection_cost, drift, limits, overhead, providers, routes,
+    ClientClock, ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers,
+    Routes, client_clock, cold_start, concurrency_wall, connection_cost, drift, limits, overhead,
+    providers, routes,
 };
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::{GroupKey, effective_keys};

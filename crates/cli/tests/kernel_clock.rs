@@ -52,10 +52,8 @@ fn chunk(out: &mut impl Write, data: &[u8]) -> std::io::Result<()> {
 }
 
 fn content(text: &str) -> Vec<u8> {
-    format!(
-        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
-    )
-    .into_bytes()
+    format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+        .into_bytes()
 }
 
 /// Serve requests on one keep-alive connection until the client closes it.
@@ -119,7 +117,10 @@ fn serve(conn: TcpStream, truth: Truth, next: Arc<Mutex<u64>>) -> std::io::Resul
 
 fn ground_truth_server() -> (String, Truth) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1/chat/completions", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
     let truth: Truth = Arc::default();
     let next = Arc::new(Mutex::new(0u64));
     let t = truth.clone();
@@ -141,7 +142,12 @@ fn probe(url: &str, starve: bool) -> Vec<Sample> {
         .unwrap();
     let body = br#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
     let mut spec = ProbeSpec::new(
-        RequestTemplate::new(Target::parse(url).unwrap(), None, Some(body.to_vec().into())).unwrap(),
+        RequestTemplate::new(
+            Target::parse(url).unwrap(),
+            None,
+            Some(body.to_vec().into()),
+        )
+        .unwrap(),
     );
     spec.requests = REQUESTS;
     spec.concurrency = STREAMS;
@@ -227,7 +233,11 @@ fn a_starved_client_is_flagged_while_kernel_stamps_stay_within_a_millisecond() {
     let (mut kernel_worst, mut user_worst, mut shared) = (0.0f64, 0.0f64, 0);
     for s in &samples {
         assert!(s.is_ok(), "{:?}", s.error);
-        assert_eq!(s.clock, Some(Clock::Kernel), "kernel timestamps were not used");
+        assert_eq!(
+            s.clock,
+            Some(Clock::Kernel),
+            "kernel timestamps were not used"
+        );
         let id = s.request_id.as_deref().expect("request id");
         let interval = truth[id];
         let ttfb = s.ttfb_ms.expect("ttfb");
@@ -235,7 +245,10 @@ fn a_starved_client_is_flagged_while_kernel_stamps_stay_within_a_millisecond() {
         let user = s.ttft_user_ms.expect("user ttft") - ttfb;
         user_worst = user_worst.max(outside(user, interval));
         assert!(s.client_lag_ms.is_some());
-        assert!(kernel <= user, "a kernel stamp later than the user-space one");
+        assert!(
+            kernel <= user,
+            "a kernel stamp later than the user-space one"
+        );
         match s.ttft_read_events {
             Some(1) => kernel_worst = kernel_worst.max(outside(kernel, interval)),
             Some(_) => shared += 1,
@@ -268,7 +281,10 @@ fn a_starved_client_is_flagged_while_kernel_stamps_stay_within_a_millisecond() {
     let settings = Settings::new(13);
     let clock = client_clock(&frame, &meta, &settings);
     let c = &clock.sessions[0];
-    assert_eq!((c.kernel, c.user, c.lag_n), (REQUESTS as usize, 0, REQUESTS as usize));
+    assert_eq!(
+        (c.kernel, c.user, c.lag_n),
+        (REQUESTS as usize, 0, REQUESTS as usize)
+    );
     assert_eq!(c.verdict, Direction::Increase, "{c:?}");
     // … and the report says what that means, in the claims.
     let analysis = analyze(&frame, &meta, &[], &settings);

@@ -270,7 +270,9 @@ mod tests {
             later.mono - mapped
         };
         assert!(off < Duration::from_millis(1), "{off:?}");
-        let back = pair.to_instant(pair.real_ns - 5_000_000).expect("representable");
+        let back = pair
+            .to_instant(pair.real_ns - 5_000_000)
+            .expect("representable");
         assert_eq!(pair.mono - back, Duration::from_millis(5));
     }
 
@@ -301,7 +303,11 @@ mod tests {
         // Stamped near the write, not 30 ms later at the read.
         assert!(k <= read);
         assert!(read.saturating_duration_since(k) >= Duration::from_millis(25));
-        let off = if k > written { k - written } else { written - k };
+        let off = if k > written {
+            k - written
+        } else {
+            written - k
+        };
         assert!(off < Duration::from_millis(5), "{off:?}");
     }
 }

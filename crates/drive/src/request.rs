@@ -171,9 +171,7 @@ impl Stamps {
     pub(crate) fn into_sample(self, seq: u64, worker: u32, connection: Connection) -> Sample {
         let at = |t: Option<Instant>| t.map(|t| ms(t.saturating_duration_since(self.start)));
         let kernel = !self.user_only;
-        let arrival = |a: Option<Arrival>| {
-            at(a.map(|a| if kernel { a.at() } else { a.user }))
-        };
+        let arrival = |a: Option<Arrival>| at(a.map(|a| if kernel { a.at() } else { a.user }));
         let mut s = Sample::empty(seq, worker, connection);
         let any_arrival = self.ttfb.is_some() || self.headers.is_some();
         s.clock = any_arrival.then_some(if kernel { Clock::Kernel } else { Clock::User });

@@ -527,7 +527,10 @@ mod tests {
         // Plaintext yielded again without a new socket read (left over in
         // the TLS layer) keeps that read's kernel time.
         tap.on_read(b"more", user + std::time::Duration::from_millis(1));
-        assert_eq!(tap.last_read().map(|a| (a.read, a.kernel)), Some((1, a.kernel)));
+        assert_eq!(
+            tap.last_read().map(|a| (a.read, a.kernel)),
+            Some((1, a.kernel))
+        );
         // A kernel time later than the user stamp (a clock step) is clamped.
         tap.on_raw_read(Some(ns + 60_000_000_000));
         let late = Instant::now();

@@ -41,7 +41,10 @@ async fn the_database_refuses_an_unknown_clock(db: TestDb) {
         .unwrap();
     drop(store);
     let refused = db.raw_exec("UPDATE samples SET clock = 'tsc'").await;
-    assert!(refused.is_err(), "a clock outside the vocabulary was stored");
+    assert!(
+        refused.is_err(),
+        "a clock outside the vocabulary was stored"
+    );
     db.raw_exec("UPDATE samples SET clock = 'user'")
         .await
         .expect("a known clock is accepted");

@@ -338,7 +338,10 @@ async fn csv_export_has_a_header_and_one_record_per_sample(db: TestDb) {
 
 async fn running_migrations_again_is_a_no_op(db: TestDb) {
     let store = db.open().await;
-    assert_eq!(store.schema_versions().await.unwrap(), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        store.schema_versions().await.unwrap(),
+        vec![1, 2, 3, 4, 5, 6]
+    );
     let applied_before = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
         .await;
@@ -346,7 +349,10 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     drop(store);
     let again = db.open().await;
     assert_eq!(again.migrate().await.unwrap(), 0);
-    assert_eq!(again.schema_versions().await.unwrap(), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        again.schema_versions().await.unwrap(),
+        vec![1, 2, 3, 4, 5, 6]
+    );
     let applied_after = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
         .await;

@@ -72,7 +72,10 @@ async fn a_version_1_store_migrates_and_then_refuses_unknown_phases(db: TestDb) 
     .expect("the version 1 schema and rows");
 
     let store = db.open().await;
-    assert_eq!(store.schema_versions().await.unwrap(), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        store.schema_versions().await.unwrap(),
+        vec![1, 2, 3, 4, 5, 6]
+    );
     let meta = store.session("old").await.unwrap().expect("session kept");
     assert_eq!(meta.started_at, utc("2026-11-01T10:00:00.000Z"));
     let got = store.samples("old").await.unwrap();

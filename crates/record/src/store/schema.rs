@@ -363,7 +363,8 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
             .as_ref()
             .map_or(Cell::Null, |p| Cell::Text(p.hash.clone())),
         opt_text(&s.trace_id),
-        s.clock.map_or(Cell::Null, |c| Cell::Text(c.as_str().into())),
+        s.clock
+            .map_or(Cell::Null, |c| Cell::Text(c.as_str().into())),
         opt_real("ttft_user_ms", s.ttft_user_ms)?,
         opt_real("client_lag_ms", s.client_lag_ms)?,
         opt_int("ttft_read_events", s.ttft_read_events)?,
