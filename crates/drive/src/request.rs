@@ -189,7 +189,16 @@ impl Stamps {
         s.proxy_ms = at(self.setup.proxy);
         s.tls_ms = at(self.setup.tls);
         s.tls = self.setup.tls_info.clone();
-        s.sent_ms = at(self.sent);
+        // `sent` is a user-space stamp taken after the write returned; when
+        // the response's first byte has an earlier kernel time, the write
+        // was done by then (the client was descheduled in between).
+        let first = self
+            .ttfb
+            .map(|a| if kernel { a.at() } else { a.user });
+        s.sent_ms = at(match (self.sent, first) {
+            (Some(sent), Some(f)) => Some(sent.min(f)),
+            (sent, _) => sent,
+        });
         s.ttfb_ms = arrival(self.ttfb);
         s.headers_ms = arrival(self.headers);
         s.ttfe_ms = arrival(self.ttfe);
