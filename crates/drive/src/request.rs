@@ -192,9 +192,7 @@ impl Stamps {
         // `sent` is a user-space stamp taken after the write returned; when
         // the response's first byte has an earlier kernel time, the write
         // was done by then (the client was descheduled in between).
-        let first = self
-            .ttfb
-            .map(|a| if kernel { a.at() } else { a.user });
+        let first = self.ttfb.map(|a| if kernel { a.at() } else { a.user });
         s.sent_ms = at(match (self.sent, first) {
             (Some(sent), Some(f)) => Some(sent.min(f)),
             (sent, _) => sent,
