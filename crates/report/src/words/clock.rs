@@ -37,7 +37,7 @@ pub fn session_clock(c: &SessionClock, threshold_ms: f64) -> Vec<(&'static str, 
             Direction::Decrease => format!("below the {limit} threshold"),
             Direction::TooFewSamples => "not judged against the threshold".to_string(),
             Direction::NoDetectableDifference | Direction::Inconclusive => format!(
-                "its interval reaches the {limit} threshold: whether the client was overloaded is {}",
+                "its interval reaches the {limit} threshold: overload is {}",
                 crate::words::INCONCLUSIVE
             ),
         };
@@ -82,4 +82,55 @@ pub fn client_clock(c: &ClientClock) -> Vec<String> {
         .flat_map(|s| session_clock(s, c.threshold_ms))
         .map(|(_, line)| line)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firsttoken_analyze::{Ci, Estimate, Stat};
+
+    fn est(point: f64, lower: f64, upper: f64) -> Stat {
+        Stat::Ok(Estimate {
+            point,
+            standard_error: 0.1,
+            ci: Ci {
+                level: 0.95,
+                lower,
+                upper,
+            },
+        })
+    }
+
+    fn clock(verdict: Direction, p99: Stat) -> SessionClock {
+        SessionClock {
+            session: "s1".into(),
+            kernel: 200,
+            user: 0,
+            lag_n: 200,
+            lag_p50: est(0.2, 0.1, 0.3),
+            lag_p99: p99,
+            verdict,
+            shared_read: 3,
+            read_counted: 200,
+            start_lag_p99_ms: Some(1.5),
+        }
+    }
+
+    #[test]
+    fn words_follow_the_p99_interval() {
+        let over = session_clock(&clock(Direction::Increase, est(9.0, 7.0, 11.0)), 5.0);
+        let text: Vec<&str> = over.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(text[0].contains("all 200 requests stamped on arrival with the kernel"));
+        assert!(text[1].contains("overloaded"), "{}", text[1]);
+        assert!(text[2].contains("3 of 200 requests (1.5 %)"), "{}", text[2]);
+        assert!(text[3].contains("open-loop start lag"));
+        let under = session_clock(&clock(Direction::Decrease, est(0.5, 0.4, 0.7)), 5.0);
+        assert!(under[1].1.contains("below the 5"), "{}", under[1].1);
+        assert!(!under[1].1.contains("overloaded"));
+        let unsure = session_clock(&clock(Direction::Inconclusive, est(5.5, 3.0, 8.0)), 5.0);
+        assert!(unsure[1].1.contains(crate::words::INCONCLUSIVE));
+        assert!(!unsure[1].1.contains("was overloaded"));
+        let names: Vec<&str> = over.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["clock", "client lag", "shared reads", "start lag"]);
+    }
 }
