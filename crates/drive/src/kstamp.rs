@@ -121,7 +121,18 @@ pub(crate) struct RecvStream {
     /// The control-message buffer, allocated once; `None` when timestamps are off.
     #[cfg(target_os = "linux")]
     cmsg: Option<Vec<u8>>,
+    /// An initialized buffer for callers that pass uninitialized memory
+    /// (hyper's HTTP/1.1 reads): `recvmsg` needs initialized bytes, and
+    /// zeroing the caller's 8–16 KiB before every read costs more than
+    /// copying the few hundred bytes a token read returns.
+    #[cfg(target_os = "linux")]
+    scratch: Vec<u8>,
 }
+
+/// Size of [`RecvStream`]'s scratch buffer (the most one read returns when
+/// the caller's buffer is uninitialized).
+#[cfg(target_os = "linux")]
+const SCRATCH_BYTES: usize = 16 * 1024;
 
 impl RecvStream {
     /// Wrap `tcp`, turning kernel receive timestamps on unless `kernel` is
@@ -136,7 +147,12 @@ impl RecvStream {
             let on = kernel && setsockopt(&tcp, ReceiveTimestampns, &true).is_ok();
             let cmsg = on.then(|| nix::cmsg_space!(nix::sys::time::TimeSpec));
             tap.set_kernel(on);
-            RecvStream { tcp, tap, cmsg }
+            RecvStream {
+                tcp,
+                tap,
+                cmsg,
+                scratch: Vec::new(),
+            }
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -161,6 +177,7 @@ impl RecvStream {
 
         let cmsg = self.cmsg.as_mut()?;
         let tcp = &self.tcp;
+        let scratch = &mut self.scratch;
         let fd = tcp.as_raw_fd();
         loop {
             match tcp.poll_read_ready(cx) {
@@ -168,7 +185,18 @@ impl RecvStream {
                 Poll::Ready(Err(e)) => return Some(Poll::Ready(Err(e))),
                 Poll::Ready(Ok(())) => {}
             }
-            let dst = buf.initialize_unfilled();
+            // Read in place when the caller's buffer is initialized (TLS),
+            // else into the scratch buffer and copy what arrived.
+            let in_place = buf.initialized().len() - buf.filled().len() >= buf.remaining();
+            let dst: &mut [u8] = if in_place {
+                buf.initialize_unfilled()
+            } else {
+                if scratch.is_empty() {
+                    scratch.resize(SCRATCH_BYTES, 0);
+                }
+                let n = buf.remaining().min(SCRATCH_BYTES);
+                &mut scratch[..n]
+            };
             let got = tcp.try_io(Interest::READABLE, || {
                 let mut iov = [io::IoSliceMut::new(dst)];
                 let msg = recvmsg::<()>(fd, &mut iov, Some(cmsg.as_mut_slice()), MsgFlags::empty())
@@ -188,7 +216,11 @@ impl RecvStream {
             });
             match got {
                 Ok((n, stamp)) => {
-                    buf.advance(n);
+                    if in_place {
+                        buf.advance(n);
+                    } else {
+                        buf.put_slice(&scratch[..n]);
+                    }
                     if n > 0 {
                         self.tap.on_raw_read(stamp);
                     }
