@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::Settings;
 use crate::diagnose::{
-    ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers, Routes,
-    cold_start, concurrency_wall, connection_cost, drift, limits, overhead, providers, routes,
+    ClientClock, ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers,
+    Routes, client_clock, cold_start, concurrency_wall, connection_cost, drift, limits, overhead,
+    providers, routes,
 };
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::{GroupKey, effective_keys};
@@ -40,6 +41,9 @@ pub struct Analysis {
     pub routes: Vec<Routes>,
     /// Day-to-day drift per provenance kind.
     pub drift: Vec<Drift>,
+    /// The measuring client's clock per session: kernel or user stamps,
+    /// client lag and its verdict, shared first-token reads.
+    pub clock: ClientClock,
     /// What the data cannot support.
     pub limits: Limits,
     /// The app's server-side spans joined to the samples; `None` until
@@ -55,6 +59,9 @@ pub fn analyze(
     keys: &[GroupKey],
     settings: &Settings,
 ) -> Analysis {
+    let clock = client_clock(frame, sessions, settings);
+    let mut limits = limits(frame, sessions);
+    limits.add_overloaded(&clock);
     let mut a = Analysis {
         settings: *settings,
         rows: frame.len(),
@@ -69,7 +76,8 @@ pub fn analyze(
         providers: Vec::new(),
         routes: Vec::new(),
         drift: Vec::new(),
-        limits: limits(frame, sessions),
+        clock,
+        limits,
         traces: None,
     };
     // Diagnostics describe one setup: sessions of different code versions

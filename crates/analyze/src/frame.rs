@@ -20,7 +20,7 @@ use std::str::FromStr;
 
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::{UtcDay, UtcTime};
-use firsttoken_record::{ErrorKind, HandshakeKind};
+use firsttoken_record::{Clock, ErrorKind, HandshakeKind};
 use serde::Serialize;
 
 use crate::AnalyzeError;
@@ -165,6 +165,12 @@ pub(crate) struct Obs {
     pub error: Option<ErrorKind>,
     /// Full or resumed TLS handshake, on fresh TLS connections.
     pub handshake: Option<HandshakeKind>,
+    /// The clock of the arrival stamps (`None`: not recorded).
+    pub clock: Option<Clock>,
+    /// Client lag at the first content token, ms (NaN when none).
+    pub client_lag: f32,
+    /// Stream events in the first content token's read (0: not recorded).
+    pub ttft_read_events: u16,
 }
 
 impl Obs {
@@ -466,6 +472,11 @@ impl FrameBuilder {
             warmup: s.warmup,
             error: s.error.as_ref().map(|e| e.kind),
             handshake: s.tls.as_ref().and_then(|t| t.handshake),
+            clock: s.clock,
+            client_lag: val("client_lag_ms", s.client_lag_ms)? as f32,
+            ttft_read_events: s
+                .ttft_read_events
+                .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
         };
         let i = self.frame.obs.len() as u32;
         self.frame.index[prov_index(row.provenance) * 7 + phase.index()].push(i);

@@ -18,6 +18,24 @@
 //! the live view (`--watch`'s own code, drawing into a pseudo-terminal made
 //! by util-linux `script`), alternating, so the view's cost to the
 //! measurement shows as a difference between rows of one run.
+//!
+//! Kernel receive timestamps (issue 13): every row shows the TTFT error on
+//! the kernel clock (`ttft_ms`) and, for the same requests, on the user
+//! clock (`ttft_user_ms`), the client lag (kernel receive → handled) and
+//! how often the first token shared its socket read. Settings:
+//! - `FT_BENCH_ITL_MS` (default 20): ms between tokens;
+//! - `FT_BENCH_MODES` (default `h1`): any of `h1`, `h2`, `h1-tls`,
+//!   `h2-tls` (TLS with a fresh self-signed certificate; HTTP/2 over
+//!   plaintext is prior knowledge);
+//! - `FT_BENCH_CLOCKS` (default `kernel`): `kernel` and/or `user` (kernel
+//!   timestamps turned off: today's client, for the CPU comparison);
+//! - `FT_BENCH_REPEATS` (default 1): runs of each combination, alternating;
+//! - `FT_BENCH_PIN=1`: the emulator on CPU 0 and the probe on CPU 1
+//!   (`taskset`, util-linux).
+//!
+//! `start → sent` is the client's own send-side delay (request start to
+//! the request written, user space): it is part of the TTFT error that
+//! receive timestamps cannot remove.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -33,17 +51,42 @@ use firsttoken_record::Sample;
 mod watch;
 
 const TTFT_MS: u32 = 200;
-const ITL_MS: u32 = 20;
 const TOKENS: u32 = 50;
 
-struct Level {
+fn itl_ms() -> u32 {
+    std::env::var("FT_BENCH_ITL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+/// One run's settings.
+#[derive(Debug, Clone)]
+struct Run {
     streams: u32,
     watched: bool,
+    /// `h1`, `h2`, `h1-tls` or `h2-tls`.
+    mode: String,
+    /// Kernel receive timestamps on.
+    kernel: bool,
+}
+
+struct Level {
+    run: Run,
     ok: usize,
     failed: usize,
     err_p50: f64,
     err_p99: f64,
     err_max: f64,
+    user_p50: f64,
+    user_p99: f64,
+    user_max: f64,
+    lag_p50: f64,
+    lag_p99: f64,
+    sent_p50: f64,
+    sent_p99: f64,
+    kernel_share: f64,
+    shared_share: f64,
     cpu_s_per_1k_tokens: f64,
     peak_rss_mb: f64,
     wall_s: f64,
@@ -72,7 +115,7 @@ fn peak_rss_mb() -> f64 {
 
 /// Child mode: run the probe against `url` at `streams` concurrency, print one JSON line of results
 /// (to the file `FT_BENCH_OUT` names when the live view owns the terminal).
-fn child(url: &str, streams: u32, watched: bool) {
+fn child(url: &str, streams: u32, watched: bool, mode: &str, kernel: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -86,6 +129,15 @@ fn child(url: &str, streams: u32, watched: bool) {
     spec.requests = u64::from(streams.max(20));
     spec.concurrency = streams;
     spec.timeouts.request = Duration::from_secs(60);
+    spec.kernel_clock = kernel;
+    spec.http = if mode.starts_with("h2") {
+        firsttoken_plan::HttpVersion::Http2
+    } else {
+        firsttoken_plan::HttpVersion::Http1
+    };
+    // The certificate is a fresh self-signed one; verification is not timed
+    // (warm connections) and not what this measures.
+    spec.tls.insecure = true;
     let started = Instant::now();
     let cpu0 = proc_cpu_seconds();
     let samples: Vec<Sample> = rt.block_on(async {
@@ -121,6 +173,9 @@ fn child(url: &str, streams: u32, watched: bool) {
         "wall_s": started.elapsed().as_secs_f64(),
         "samples": samples.iter().filter(|s| !s.warmup).map(|s| serde_json::json!({
             "request_id": s.request_id, "ttft_ms": s.ttft_ms, "ok": s.is_ok(),
+            "ttft_user_ms": s.ttft_user_ms, "client_lag_ms": s.client_lag_ms,
+            "ttft_read_events": s.ttft_read_events, "sent_ms": s.sent_ms,
+            "kernel": s.clock == Some(firsttoken_record::Clock::Kernel),
             "error": s.error.as_ref().map(|e| e.message.clone()),
         })).collect::<Vec<_>>(),
     });
@@ -134,18 +189,44 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     firsttoken_analyze::percentile_sorted(sorted, p).unwrap_or(f64::NAN)
 }
 
-fn level(streams: u32, watched: bool) -> Level {
+/// `taskset -c CPU` before `program` when pinning is asked for.
+fn pinned(program: &str, cpu: &str) -> Command {
+    if std::env::var("FT_BENCH_PIN").is_ok_and(|v| v == "1") {
+        let mut c = Command::new("taskset");
+        c.args(["-c", cpu, program]);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+fn level(run: &Run) -> Level {
+    let (streams, watched) = (run.streams, run.watched);
     let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let truth_path = dir.join("truth.jsonl");
-    let mut emu = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
-        .args(["emulate", "--listen", "127.0.0.1:0", "--truth-log"])
+    let mut emu = pinned(env!("CARGO_BIN_EXE_firsttoken"), "0");
+    if run.mode.ends_with("tls") {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .expect("a self-signed certificate");
+        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).expect("write cert");
+        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).expect("write key");
+        emu.arg("emulate")
+            .arg("--tls-cert")
+            .arg(dir.join("cert.pem"))
+            .arg("--tls-key")
+            .arg(dir.join("key.pem"));
+    } else {
+        emu.arg("emulate");
+    }
+    let mut emu = emu
+        .args(["--listen", "127.0.0.1:0", "--truth-log"])
         .arg(&truth_path)
         .args([
             "--ttft-ms",
             &TTFT_MS.to_string(),
             "--itl-ms",
-            &ITL_MS.to_string(),
+            &itl_ms().to_string(),
             "--tokens",
             &TOKENS.to_string(),
         ])
@@ -171,7 +252,10 @@ fn level(streams: u32, watched: bool) -> Level {
             .args(["-qfec"])
             .arg(format!("stty cols 100 rows 40; exec {}", exe.display()))
             .arg("/dev/null")
-            .env("FT_BENCH_CHILD", format!("{url} {streams} watch"))
+            .env(
+                "FT_BENCH_CHILD",
+                format!("{url} {streams} watch {} {}", run.mode, run.kernel),
+            )
             .env("FT_BENCH_OUT", &results)
             .stdout(Stdio::null())
             .status()
@@ -179,8 +263,11 @@ fn level(streams: u32, watched: bool) -> Level {
         assert!(status.success(), "the watched child failed: {status}");
         std::fs::read_to_string(&results).expect("the child's results")
     } else {
-        let out = Command::new(&exe)
-            .env("FT_BENCH_CHILD", format!("{url} {streams}"))
+        let out = pinned(&exe.to_string_lossy(), "1")
+            .env(
+                "FT_BENCH_CHILD",
+                format!("{url} {streams} plain {} {}", run.mode, run.kernel),
+            )
             .output()
             .expect("run the probe child");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -201,28 +288,56 @@ fn level(streams: u32, watched: bool) -> Level {
         .collect();
     let _ = std::fs::remove_dir_all(&dir);
     let mut errors = Vec::new();
-    let (mut ok, mut failed) = (0, 0);
+    let mut user_errors = Vec::new();
+    let mut lags = Vec::new();
+    let mut sents = Vec::new();
+    let (mut ok, mut failed, mut kernel, mut shared, mut counted) = (0, 0, 0, 0, 0);
     for s in v["samples"].as_array().into_iter().flatten() {
         if s["ok"].as_bool() != Some(true) {
             failed += 1;
             continue;
         }
         ok += 1;
+        kernel += usize::from(s["kernel"].as_bool() == Some(true));
+        if let Some(n) = s["ttft_read_events"].as_u64() {
+            counted += 1;
+            shared += usize::from(n > 1);
+        }
+        if let Some(l) = s["client_lag_ms"].as_f64() {
+            lags.push(l);
+        }
+        if let Some(t) = s["sent_ms"].as_f64() {
+            sents.push(t);
+        }
         let id = s["request_id"].as_str().unwrap_or("");
         if let (Some(m), Some(t)) = (s["ttft_ms"].as_f64(), truth.get(id)) {
             errors.push(m - t);
         }
+        if let (Some(m), Some(t)) = (s["ttft_user_ms"].as_f64(), truth.get(id)) {
+            user_errors.push(m - t);
+        }
     }
     errors.sort_by(f64::total_cmp);
+    user_errors.sort_by(f64::total_cmp);
+    lags.sort_by(f64::total_cmp);
+    sents.sort_by(f64::total_cmp);
     let tokens = v["content_tokens"].as_f64().unwrap_or(0.0);
     Level {
-        streams,
-        watched,
+        run: run.clone(),
         ok,
         failed,
         err_p50: percentile(&errors, 50.0),
         err_p99: percentile(&errors, 99.0),
         err_max: errors.last().copied().unwrap_or(f64::NAN),
+        user_p50: percentile(&user_errors, 50.0),
+        user_p99: percentile(&user_errors, 99.0),
+        user_max: user_errors.last().copied().unwrap_or(f64::NAN),
+        lag_p50: percentile(&lags, 50.0),
+        lag_p99: percentile(&lags, 99.0),
+        sent_p50: percentile(&sents, 50.0),
+        sent_p99: percentile(&sents, 99.0),
+        kernel_share: kernel as f64 / ok.max(1) as f64,
+        shared_share: shared as f64 / counted.max(1) as f64,
         cpu_s_per_1k_tokens: v["cpu_s"].as_f64().unwrap_or(f64::NAN) / tokens * 1000.0,
         peak_rss_mb: v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
         wall_s: v["wall_s"].as_f64().unwrap_or(f64::NAN),
@@ -233,9 +348,26 @@ fn main() {
     if let Ok(args) = std::env::var("FT_BENCH_CHILD") {
         let mut it = args.split(' ');
         let (url, n) = (it.next().expect("url"), it.next().expect("streams"));
-        child(url, n.parse().expect("streams"), it.next() == Some("watch"));
+        let watched = it.next() == Some("watch");
+        let mode = it.next().unwrap_or("h1");
+        let kernel = it.next() != Some("false");
+        child(url, n.parse().expect("streams"), watched, mode, kernel);
         return;
     }
+    let list = |name: &str, default: &str| -> Vec<String> {
+        std::env::var(name)
+            .unwrap_or_else(|_| default.into())
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let modes = list("FT_BENCH_MODES", "h1");
+    let clocks = list("FT_BENCH_CLOCKS", "kernel");
+    let rounds: u32 = std::env::var("FT_BENCH_REPEATS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let repeats: u32 = std::env::var("FT_BENCH_WATCH")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -248,31 +380,64 @@ fn main() {
         .collect();
     let mut md = String::new();
     md.push_str(&format!(
-        "Emulator: TTFT {TTFT_MS} ms, {ITL_MS} ms between tokens, {TOKENS} tokens; warm connections, one stream per worker.\n\n"
+        "Emulator: TTFT {TTFT_MS} ms, {} ms between tokens, {TOKENS} tokens; warm connections, one stream per worker{}.\n\n",
+        itl_ms(),
+        if std::env::var("FT_BENCH_PIN").is_ok_and(|v| v == "1") {
+            "; emulator pinned to CPU 0, probe to CPU 1"
+        } else {
+            ""
+        }
     ));
-    md.push_str("| streams | live view | ok | failed | TTFT error p50 (ms) | p99 (ms) | max (ms) | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
-    md.push_str("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    let runs: Vec<(u32, bool)> = levels
-        .iter()
-        .flat_map(|&n| {
-            if repeats == 0 {
-                vec![(n, false)]
-            } else {
-                (0..repeats).flat_map(|_| [(n, false), (n, true)]).collect()
+    md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error p50 / p99 / max (ms) | user-clock error p50 / p99 / max (ms) | client lag p50 / p99 (ms) | start → sent p50 / p99 (ms) | kernel-stamped | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+    md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut runs: Vec<Run> = Vec::new();
+    for &streams in &levels {
+        for _ in 0..rounds {
+            for mode in &modes {
+                for clock in &clocks {
+                    let base = Run {
+                        streams,
+                        watched: false,
+                        mode: mode.clone(),
+                        kernel: clock != "user",
+                    };
+                    if repeats == 0 {
+                        runs.push(base);
+                    } else {
+                        for _ in 0..repeats {
+                            runs.push(base.clone());
+                            runs.push(Run {
+                                watched: true,
+                                ..base.clone()
+                            });
+                        }
+                    }
+                }
             }
-        })
-        .collect();
-    for (n, watched) in runs {
-        let l = level(n, watched);
+        }
+    }
+    for run in runs {
+        let l = level(&run);
         let row = format!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.4} | {:.1} | {:.2} |\n",
-            l.streams,
-            if l.watched { "on" } else { "off" },
+            "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
+            l.run.streams,
+            l.run.mode,
+            if l.run.kernel { "kernel" } else { "user" },
+            if l.run.watched { "on" } else { "off" },
             l.ok,
             l.failed,
             l.err_p50,
             l.err_p99,
             l.err_max,
+            l.user_p50,
+            l.user_p99,
+            l.user_max,
+            l.lag_p50,
+            l.lag_p99,
+            l.sent_p50,
+            l.sent_p99,
+            100.0 * l.kernel_share,
+            100.0 * l.shared_share,
             l.cpu_s_per_1k_tokens,
             l.peak_rss_mb,
             l.wall_s

@@ -19,6 +19,7 @@ use tokio_rustls::TlsConnector;
 use firsttoken_plan::{HttpVersion, ProbeSpec, Proxy, RequestTemplate, Target, TlsOptions};
 use firsttoken_record::{ErrorKind, HandshakeKind, TlsInfo};
 
+use crate::kstamp::RecvStream;
 use crate::tap::{Tap, TimedIo};
 use crate::tunnel;
 use crate::{DriveError, Failure};
@@ -214,6 +215,7 @@ pub(crate) struct Connector {
     http: HttpVersion,
     addr_override: Option<std::net::IpAddr>,
     proxy: Option<Proxy>,
+    kernel_clock: bool,
 }
 
 /// The prepared TLS side of a [`Connector`].
@@ -227,6 +229,9 @@ struct Tls {
 
 impl Connector {
     pub(crate) fn new(spec: &ProbeSpec) -> Result<Connector, DriveError> {
+        if spec.kernel_clock {
+            crate::kstamp::keep_timestamps_on();
+        }
         let target = spec.request.target.clone();
         let tls = if target.tls() {
             let host = target.host.clone();
@@ -248,6 +253,7 @@ impl Connector {
             http: spec.http,
             addr_override: spec.resolved_addr(),
             proxy: spec.proxy.clone(),
+            kernel_clock: spec.kernel_clock,
         })
     }
 
@@ -370,6 +376,8 @@ impl Connector {
         let host = self.target.host.as_str();
         let tcp = self.transport(setup).await?;
         let tap = Tap::default();
+        // Below TLS: every socket read reports its kernel receive time to the tap.
+        let tcp = RecvStream::new(tcp, tap.clone(), self.kernel_clock);
         match &self.tls {
             None => {
                 let h2 = self.http == HttpVersion::Http2;

@@ -38,6 +38,11 @@ impl Gaps {
         }
     }
 
+    /// True before the first gap.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.seen == 0
+    }
+
     pub(crate) fn percentile(&self, p: f64) -> Option<f64> {
         firsttoken_record::percentile(&self.kept, p)
     }

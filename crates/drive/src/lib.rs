@@ -37,6 +37,7 @@ mod connect;
 pub mod decode;
 pub mod exec;
 mod itl;
+mod kstamp;
 mod probe;
 mod request;
 mod slot;

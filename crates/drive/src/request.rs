@@ -1,6 +1,11 @@
 //! One request on an open connection: send it, stamp headers and every body
 //! chunk as it arrives, then decode the chunk. The result is a [`Stamps`]
 //! set turned into a [`Sample`].
+//!
+//! Arrival stamps are [`Arrival`]s (the kernel's receive time of the read
+//! that delivered the bytes, and the user-space read time): a sample uses
+//! the kernel clock when every arrival it stamps had a kernel time, and
+//! the user clock otherwise, never a mix.
 
 use std::time::Instant;
 
@@ -11,13 +16,14 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 use firsttoken_plan::{RequestTemplate, StreamFormat};
-use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
+use firsttoken_record::{Clock, Connection, ErrorKind, Sample, SampleError};
 
 use crate::Failure;
 use crate::connect::{Conn, Sender, Setup};
 use crate::decode::coding::{self, BROWSER_ACCEPT_ENCODING, Inflater};
 use crate::decode::{ChunkFacts, Decoder, StreamFacts};
 use crate::itl::Gaps;
+use crate::tap::Arrival;
 
 /// Most bytes of an error response body kept for the message.
 const ERROR_BODY_LIMIT: usize = 4096;
@@ -31,15 +37,28 @@ pub(crate) struct Stamps {
     pub setup: Setup,
     pub http2: Option<bool>,
     pub sent: Option<Instant>,
-    pub ttfb: Option<Instant>,
-    pub headers: Option<Instant>,
-    pub ttfe: Option<Instant>,
-    pub ttfr: Option<Instant>,
-    pub ttft: Option<Instant>,
-    pub last_token: Option<Instant>,
+    pub ttfb: Option<Arrival>,
+    pub headers: Option<Arrival>,
+    pub ttfe: Option<Arrival>,
+    pub ttfr: Option<Arrival>,
+    pub ttft: Option<Arrival>,
+    pub last_token: Option<Arrival>,
     pub end: Option<Instant>,
     pub content_chunks: u64,
+    /// Gaps between content chunks on the kernel clock (while every
+    /// arrival so far had a kernel time) …
     pub gaps: Gaps,
+    /// … and on the user clock, kept only until the kernel clock is known
+    /// to hold for the whole request (see [`Stamps::on_chunk`]).
+    pub user_gaps: Gaps,
+    /// An arrival without a kernel time was seen: the sample falls back to the user clock.
+    pub user_only: bool,
+    /// When the request's task handled the first content chunk.
+    pub ttft_handled: Option<Instant>,
+    /// Events in the read that carried the first content token (itself included).
+    pub ttft_read_events: u64,
+    /// The read the latest chunk came from, and the events it delivered so far.
+    current_read: Option<(u64, u64)>,
     pub status: Option<u16>,
     pub request_id: Option<String>,
     pub route: Option<String>,
@@ -74,6 +93,11 @@ impl Stamps {
             end: None,
             content_chunks: 0,
             gaps: Gaps::default(),
+            user_gaps: Gaps::default(),
+            user_only: false,
+            ttft_handled: None,
+            ttft_read_events: 0,
+            current_read: None,
             status: None,
             request_id: None,
             route: None,
@@ -87,7 +111,26 @@ impl Stamps {
         }
     }
 
-    fn on_chunk(&mut self, at: Instant, cf: ChunkFacts) {
+    /// Note an arrival stamp the sample will use.
+    pub(crate) fn arrived(&mut self, a: Arrival) -> Arrival {
+        if a.kernel.is_none() {
+            self.user_only = true;
+        }
+        a
+    }
+
+    /// A body chunk that arrived at `at` and was handled (decoded) at `handled`.
+    fn on_chunk(&mut self, at: Arrival, handled: Instant, cf: ChunkFacts) {
+        let at = self.arrived(at);
+        let events = u64::from(cf.events.max(u32::from(cf.content)));
+        let read_events = match self.current_read {
+            Some((read, n)) if read == at.read => n.saturating_add(events),
+            _ => events,
+        };
+        self.current_read = Some((at.read, read_events));
+        if self.ttft.is_some_and(|t| t.read == at.read) {
+            self.ttft_read_events = read_events;
+        }
         if cf.events > 0 && self.ttfe.is_none() {
             self.ttfe = Some(at);
         }
@@ -98,9 +141,19 @@ impl Stamps {
             self.content_chunks += 1;
             if self.ttft.is_none() {
                 self.ttft = Some(at);
+                self.ttft_handled = Some(handled);
+                self.ttft_read_events = read_events;
             }
             if let Some(prev) = self.last_token {
-                self.gaps.push(ms(at.saturating_duration_since(prev)));
+                self.gaps
+                    .push(ms(at.at().saturating_duration_since(prev.at())));
+                // The user-clock gaps are needed only if the kernel clock
+                // fails somewhere in this request; a connection with kernel
+                // stamps off never has one, so it keeps a single set.
+                if prev.kernel.is_some() || at.kernel.is_some() {
+                    self.user_gaps
+                        .push(ms(at.user.saturating_duration_since(prev.user)));
+                }
             }
             self.last_token = Some(at);
         }
@@ -117,7 +170,17 @@ impl Stamps {
     /// The sample, with times in milliseconds from `start`.
     pub(crate) fn into_sample(self, seq: u64, worker: u32, connection: Connection) -> Sample {
         let at = |t: Option<Instant>| t.map(|t| ms(t.saturating_duration_since(self.start)));
+        let kernel = !self.user_only;
+        let arrival = |a: Option<Arrival>| at(a.map(|a| if kernel { a.at() } else { a.user }));
         let mut s = Sample::empty(seq, worker, connection);
+        let any_arrival = self.ttfb.is_some() || self.headers.is_some();
+        s.clock = any_arrival.then_some(if kernel { Clock::Kernel } else { Clock::User });
+        s.ttft_user_ms = at(self.ttft.map(|a| a.user));
+        s.client_lag_ms = match (self.ttft.and_then(|a| a.kernel), self.ttft_handled) {
+            (Some(k), Some(h)) if kernel => Some(ms(h.saturating_duration_since(k))),
+            _ => None,
+        };
+        s.ttft_read_events = self.ttft.map(|_| self.ttft_read_events);
         s.http_version = self
             .http2
             .map(|h2| if h2 { "HTTP/2" } else { "HTTP/1.1" }.to_string());
@@ -126,13 +189,20 @@ impl Stamps {
         s.proxy_ms = at(self.setup.proxy);
         s.tls_ms = at(self.setup.tls);
         s.tls = self.setup.tls_info.clone();
-        s.sent_ms = at(self.sent);
-        s.ttfb_ms = at(self.ttfb);
-        s.headers_ms = at(self.headers);
-        s.ttfe_ms = at(self.ttfe);
-        s.ttfr_ms = at(self.ttfr);
-        s.ttft_ms = at(self.ttft);
-        s.last_token_ms = at(self.last_token);
+        // `sent` is a user-space stamp taken after the write returned; when
+        // the response's first byte has an earlier kernel time, the write
+        // was done by then (the client was descheduled in between).
+        let first = self.ttfb.map(|a| if kernel { a.at() } else { a.user });
+        s.sent_ms = at(match (self.sent, first) {
+            (Some(sent), Some(f)) => Some(sent.min(f)),
+            (sent, _) => sent,
+        });
+        s.ttfb_ms = arrival(self.ttfb);
+        s.headers_ms = arrival(self.headers);
+        s.ttfe_ms = arrival(self.ttfe);
+        s.ttfr_ms = arrival(self.ttfr);
+        s.ttft_ms = arrival(self.ttft);
+        s.last_token_ms = arrival(self.last_token);
         s.e2e_ms = at(self.end);
         s.content_chunks = self.content_chunks;
         s.output_tokens = self.facts.output_tokens;
@@ -145,8 +215,13 @@ impl Stamps {
         {
             s.tokens_per_s = Some((n - 1) as f64 / ((last - first) / 1000.0));
         }
-        s.itl_p50_ms = self.gaps.percentile(50.0);
-        s.itl_p99_ms = self.gaps.percentile(99.0);
+        let gaps = if kernel || self.user_gaps.is_empty() {
+            &self.gaps
+        } else {
+            &self.user_gaps
+        };
+        s.itl_p50_ms = gaps.percentile(50.0);
+        s.itl_p99_ms = gaps.percentile(99.0);
         s.status = self.status;
         s.request_id = self.request_id;
         s.route = self.route;
@@ -265,11 +340,16 @@ pub(crate) async fn exchange(
         // HTTP/2 frames are read by hyper's own task: take the instant the
         // HEADERS frame arrived, as for DATA frames, so phases stay ordered.
         let now = Instant::now();
-        st.headers = Some(if http2 {
-            tap.headers_read().map_or(now, |t| t.min(now))
+        let headers = if http2 {
+            tap.headers_read()
         } else {
-            now
-        });
+            tap.last_read()
+        };
+        st.headers = Some(st.arrived(headers.unwrap_or(Arrival {
+            user: now,
+            kernel: None,
+            read: 0,
+        })));
         let status = resp.status();
         st.status = Some(status.as_u16());
         let header = |n: &str| {
@@ -349,7 +429,7 @@ pub(crate) async fn exchange(
     }
     let (sent, first) = tap.stamps();
     st.sent = sent;
-    st.ttfb = first;
+    st.ttfb = first.map(|a| st.arrived(a));
 }
 
 /// Feed one wire chunk to the stream decoder, through `inflater` when the
@@ -393,19 +473,26 @@ async fn read_stream(
                 }
                 // Stamp before decoding. HTTP/2 frames are read by hyper's
                 // connection task; the tap knows when each DATA frame arrived.
+                // HTTP/1.1 bytes are read in this task's poll: the latest read.
+                let handled = Instant::now();
                 let at = if http2 {
-                    tap.pop_data_time().unwrap_or_else(Instant::now)
+                    tap.pop_data_time()
                 } else {
-                    Instant::now()
-                };
+                    tap.last_read()
+                }
+                .unwrap_or(Arrival {
+                    user: handled,
+                    kernel: None,
+                    read: 0,
+                });
                 let (cf, inflated) = decode_chunk(data, decoder, inflater.as_mut());
-                st.on_chunk(at, cf);
+                st.on_chunk(at, handled, cf);
                 if let Err(m) = inflated {
-                    st.end = Some(at);
+                    st.end = Some(at.user);
                     return st.fail(Failure::new(ErrorKind::Decode, m));
                 }
                 if let Some((kind, message)) = decoder.facts().error.clone() {
-                    st.end = Some(at);
+                    st.end = Some(at.user);
                     return st.fail(Failure::new(kind, message));
                 }
             }

@@ -10,6 +10,14 @@
 //! a request stream, "first byte" the first HEADERS or DATA frame received on
 //! a non-zero stream. One request is in flight per connection at a time
 //! (each worker owns its connection), so no stream-id bookkeeping is needed.
+//!
+//! Every arrival is an [`Arrival`]: the user-space instant the plaintext
+//! came out of the stream below, and the kernel receive time of the latest
+//! socket read at that moment (reported by [`crate::kstamp::RecvStream`]).
+//! That read is the one that completed what was yielded: tokio-rustls reads
+//! the socket only while rustls holds no plaintext, so plaintext always
+//! comes from records completed by the latest read; hyper reads HTTP/1.1
+//! bytes in the poll that yields them.
 
 use std::collections::VecDeque;
 use std::io;
@@ -19,6 +27,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::kstamp::ClockPair;
 
 /// HTTP/2 client connection preface length ("PRI * HTTP/2.0…").
 const H2_PREFACE_LEN: usize = 24;
@@ -108,16 +118,52 @@ impl FrameScanner {
     }
 }
 
+/// When some response bytes arrived, on both clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Arrival {
+    /// When the plaintext came out of the stream below the tap (user space).
+    pub user: Instant,
+    /// The kernel's receive time of the socket read that completed those
+    /// bytes, never later than `user`; `None` without kernel timestamps.
+    pub kernel: Option<Instant>,
+    /// Which socket read that was (a per-connection count), so arrivals
+    /// that shared one read can be told apart from those that did not.
+    pub read: u64,
+}
+
+impl Arrival {
+    /// The best stamp: the kernel's when there is one.
+    pub(crate) fn at(self) -> Instant {
+        self.kernel.unwrap_or(self.user)
+    }
+}
+
 #[derive(Debug, Default)]
 struct TapState {
     armed: bool,
+    /// Kernel receive timestamps are on for this connection.
+    kernel: bool,
+    /// Maps the kernel's real-time stamps onto `Instant`s; taken again at each `arm`.
+    clocks: ClockPair,
+    /// Socket reads so far on this connection.
+    raw_reads: u64,
+    /// The kernel receive time of the latest socket read.
+    raw_kernel: Option<Instant>,
+    /// The latest plaintext read.
+    last_read: Option<Arrival>,
     last_write: Option<Instant>,
-    first_read: Option<Instant>,
+    first_read: Option<Arrival>,
     /// HTTP/2: when the response HEADERS frame was fully read.
-    headers_read: Option<Instant>,
+    headers_read: Option<Arrival>,
     h2: Option<(FrameScanner, FrameScanner)>,
     /// HTTP/2: completion time of each non-empty DATA frame received, oldest first.
-    data_times: VecDeque<Instant>,
+    data_times: VecDeque<Arrival>,
+}
+
+impl Default for ClockPair {
+    fn default() -> ClockPair {
+        ClockPair::now()
+    }
 }
 
 /// Shared between the wrapped stream and the request that reads the stamps.
@@ -136,9 +182,42 @@ impl Tap {
         self.lock().h2 = Some((FrameScanner::new(H2_PREFACE_LEN), FrameScanner::new(0)));
     }
 
+    /// Record whether kernel receive timestamps are on for this connection.
+    pub(crate) fn set_kernel(&self, on: bool) {
+        self.lock().kernel = on;
+    }
+
+    /// True when kernel receive timestamps are on for this connection.
+    #[cfg(test)]
+    pub(crate) fn kernel(&self) -> bool {
+        self.lock().kernel
+    }
+
+    /// A socket read happened; `stamp` is its kernel receive time in ns
+    /// since the epoch (real-time clock), when the kernel gave one.
+    pub(crate) fn on_raw_read(&self, stamp: Option<i128>) {
+        let mut s = self.lock();
+        s.raw_reads += 1;
+        s.raw_kernel = stamp.and_then(|ns| s.clocks.to_instant(ns));
+    }
+
+    /// The kernel time of the latest socket read, if it had one.
+    #[cfg(test)]
+    pub(crate) fn raw_kernel(&self) -> Option<Instant> {
+        self.lock().raw_kernel
+    }
+
+    /// The latest plaintext read: what an HTTP/1.1 body chunk handed over
+    /// in this poll arrived with.
+    pub(crate) fn last_read(&self) -> Option<Arrival> {
+        self.lock().last_read
+    }
+
     /// Start stamping a new request.
     pub(crate) fn arm(&self) {
+        let clocks = ClockPair::now();
         let mut s = self.lock();
+        s.clocks = clocks;
         s.armed = true;
         s.last_write = None;
         s.first_read = None;
@@ -147,17 +226,17 @@ impl Tap {
     }
 
     /// HTTP/2: when the response's HEADERS frame was fully read.
-    pub(crate) fn headers_read(&self) -> Option<Instant> {
+    pub(crate) fn headers_read(&self) -> Option<Arrival> {
         self.lock().headers_read
     }
 
     /// HTTP/2: when the next DATA frame of the request was fully received, if known.
-    pub(crate) fn pop_data_time(&self) -> Option<Instant> {
+    pub(crate) fn pop_data_time(&self) -> Option<Arrival> {
         self.lock().data_times.pop_front()
     }
 
     /// `(sent, first_byte)` of the armed request.
-    pub(crate) fn stamps(&self) -> (Option<Instant>, Option<Instant>) {
+    pub(crate) fn stamps(&self) -> (Option<Instant>, Option<Arrival>) {
         let s = self.lock();
         (s.last_write, s.first_read)
     }
@@ -189,9 +268,15 @@ impl Tap {
         }
     }
 
-    fn on_read(&self, bytes: &[u8], at: Instant) {
+    fn on_read(&self, bytes: &[u8], user: Instant) {
         let mut guard = self.lock();
         let s = &mut *guard;
+        let at = Arrival {
+            user,
+            kernel: s.raw_kernel.map(|k| k.min(user)),
+            read: s.raw_reads,
+        };
+        s.last_read = Some(at);
         match &mut s.h2 {
             None => {
                 if s.armed && s.first_read.is_none() {
@@ -397,14 +482,14 @@ mod tests {
         assert_eq!(tap.stamps().0, Some(t1));
         let t2 = Instant::now();
         tap.on_read(&frame(1, 4, 1, &[0; 3]), t2);
-        assert_eq!(tap.stamps(), (Some(t1), Some(t2)));
+        assert_eq!(tap.stamps().1.map(|a| a.user), Some(t2));
         // A DATA frame split over two reads is stamped when its last byte arrives.
         let data = frame(0, 0, 1, b"data: x\n\n");
         tap.on_read(&data[..12], Instant::now());
         assert_eq!(tap.pop_data_time(), None);
         let t3 = Instant::now();
         tap.on_read(&data[12..], t3);
-        assert_eq!(tap.pop_data_time(), Some(t3));
+        assert_eq!(tap.pop_data_time().map(|a| a.user), Some(t3));
     }
 
     #[test]
@@ -420,6 +505,40 @@ mod tests {
         let t3 = Instant::now();
         tap.on_read(b"HTTP/1.1 200 OK", t3);
         tap.on_write(b"late", Instant::now());
-        assert_eq!(tap.stamps(), (Some(t2), Some(t3)));
+        let (sent, first) = tap.stamps();
+        assert_eq!((sent, first.map(|a| a.user)), (Some(t2), Some(t3)));
+        assert_eq!(first.and_then(|a| a.kernel), None);
+    }
+
+    #[test]
+    fn reads_carry_the_kernel_time_of_the_latest_socket_read() {
+        let tap = Tap::default();
+        tap.arm();
+        let clocks = tap.lock().clocks;
+        // A socket read the kernel stamped 3 ms after the clock pair.
+        let ns = clocks.real_ns_for_test() + 3_000_000;
+        tap.on_raw_read(Some(ns));
+        let user = Instant::now() + std::time::Duration::from_millis(10);
+        tap.on_read(b"HTTP/1.1 200 OK\r\n", user);
+        let a = tap.stamps().1.expect("first byte");
+        assert_eq!(a.read, 1);
+        assert_eq!(a.kernel, clocks.to_instant(ns));
+        assert!(a.at() < a.user);
+        // Plaintext yielded again without a new socket read (left over in
+        // the TLS layer) keeps that read's kernel time.
+        tap.on_read(b"more", user + std::time::Duration::from_millis(1));
+        assert_eq!(
+            tap.last_read().map(|a| (a.read, a.kernel)),
+            Some((1, a.kernel))
+        );
+        // A kernel time later than the user stamp (a clock step) is clamped.
+        tap.on_raw_read(Some(ns + 60_000_000_000));
+        let late = Instant::now();
+        tap.on_read(b"x", late);
+        assert_eq!(tap.last_read().and_then(|a| a.kernel), Some(late));
+        // A read without a kernel time has none.
+        tap.on_raw_read(None);
+        tap.on_read(b"y", Instant::now());
+        assert_eq!(tap.last_read().map(|a| (a.read, a.kernel)), Some((3, None)));
     }
 }

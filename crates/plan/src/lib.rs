@@ -506,6 +506,10 @@ pub struct ProbeSpec {
     /// request, sampled) so the app's OpenTelemetry spans can be joined to
     /// the sample, which stores the trace id.
     pub trace_context: bool,
+    /// Stamp arrivals with the kernel's receive timestamps where the OS
+    /// gives them (Linux, `SO_TIMESTAMPNS`); `false` keeps user-space
+    /// stamps only (`clock: "user"`), e.g. to compare the two.
+    pub kernel_clock: bool,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -541,6 +545,7 @@ impl ProbeSpec {
             route_field: None,
             compressed: false,
             trace_context: false,
+            kernel_clock: true,
         }
     }
 

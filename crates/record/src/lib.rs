@@ -58,6 +58,41 @@ pub enum Connection {
     Reused,
 }
 
+/// Which clock a sample's arrival stamps (`ttfb_ms` … `last_token_ms`) were
+/// read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// The kernel's receive timestamp of the read that delivered the bytes
+    /// (`SO_TIMESTAMPNS`), converted to the monotonic clock: independent of
+    /// when the client got a core.
+    Kernel,
+    /// The moment the client's code saw the bytes (a monotonic clock read in
+    /// user space): the fallback where kernel timestamps are unavailable.
+    User,
+}
+
+impl Clock {
+    /// The snake_case name used in JSON and the stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::Kernel => "kernel",
+            Clock::User => "user",
+        }
+    }
+}
+
+impl std::str::FromStr for Clock {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Clock, String> {
+        match s {
+            "kernel" => Ok(Clock::Kernel),
+            "user" => Ok(Clock::User),
+            other => Err(format!("unknown clock {other:?} (kernel or user)")),
+        }
+    }
+}
+
 /// Why a request failed. Each kind names the phase or the way it went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -237,6 +272,26 @@ pub struct Sample {
     /// app's spans for this request carry the same id ([`span::SpanRow`]).
     #[serde(default)]
     pub trace_id: Option<String>,
+    /// The clock the arrival stamps (`ttfb_ms`, `headers_ms`, `ttfe_ms`,
+    /// `ttfr_ms`, `ttft_ms`, every token, `last_token_ms`) come from;
+    /// `None` when nothing arrived (or the sample predates the field).
+    #[serde(default)]
+    pub clock: Option<Clock>,
+    /// The user-space stamp of the first content token (when the client's
+    /// code read it), kept beside a kernel-stamped `ttft_ms`; equal to
+    /// `ttft_ms` when the clock is `user`.
+    #[serde(default)]
+    pub ttft_user_ms: Option<f64>,
+    /// Client lag at the first content token: from the kernel's receive
+    /// time to the moment the request's task handled the chunk. `None`
+    /// without a kernel stamp.
+    #[serde(default)]
+    pub client_lag_ms: Option<f64>,
+    /// How many stream events arrived in the same read as the first content
+    /// token, itself included (1: it came alone). With several, the
+    /// kernel stamp is the latest segment's (see docs/METHODOLOGY.md).
+    #[serde(default)]
+    pub ttft_read_events: Option<u64>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -278,6 +333,10 @@ impl Sample {
             content_encoding: None,
             retried_stale: false,
             trace_id: None,
+            clock: None,
+            ttft_user_ms: None,
+            client_lag_ms: None,
+            ttft_read_events: None,
             error: None,
         }
     }

@@ -319,6 +319,14 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     doc.sections
         .push(section("Drift", lines(&analysis.drift, words::drift)));
 
+    // Only sessions that recorded their clock (or an open-loop start lag)
+    // have this section.
+    let clock = words::client_clock(&analysis.clock);
+    if !clock.is_empty() {
+        doc.sections
+            .push(section("The measuring client's clock", clock));
+    }
+
     let mut limits = section(
         "Claims and limits: what this data cannot support",
         words::limit_lines(&analysis.limits),

@@ -42,6 +42,8 @@ pub enum LimitKind {
     SmallCell,
     /// A session whose client lagged.
     ClientLag,
+    /// A session whose client handled received data late (kernel stamps).
+    ClientOverloaded,
     /// Test accounts not (verifiably) deleted.
     CleanupResidue,
     /// A session that stopped early.
@@ -108,6 +110,18 @@ pub enum Limit {
         /// p99 of its scheduling lag, ms.
         lag_p99_ms: f64,
     },
+    /// A session whose client lag (kernel receive stamp → handled) had a
+    /// p99 whose whole interval lies above the threshold.
+    ClientOverloaded {
+        /// The session.
+        session: String,
+        /// p99 of its client lag, ms.
+        lag_p99_ms: f64,
+        /// The lower bound of that p99's interval, ms.
+        lag_p99_lower_ms: f64,
+        /// The threshold, ms.
+        threshold_ms: f64,
+    },
     /// Test accounts not (verifiably) deleted.
     CleanupResidue {
         /// The session.
@@ -163,6 +177,7 @@ impl Limit {
             Limit::ImportedData { .. } => LimitKind::ImportedData,
             Limit::SmallCell { .. } => LimitKind::SmallCell,
             Limit::ClientLag { .. } => LimitKind::ClientLag,
+            Limit::ClientOverloaded { .. } => LimitKind::ClientOverloaded,
             Limit::CleanupResidue { .. } => LimitKind::CleanupResidue,
             Limit::PartialSession { .. } => LimitKind::PartialSession,
             Limit::NoDirect => LimitKind::NoDirect,
@@ -178,6 +193,50 @@ impl Limit {
 pub struct Limits {
     /// The limits, in the order checked.
     pub items: Vec<Limit>,
+}
+
+impl Limits {
+    /// Add a [`Limit::ClientOverloaded`] for each session `clock` judges
+    /// overloaded, right after the scheduling-lag limits (the same claim:
+    /// the client's own load).
+    pub fn add_overloaded(&mut self, clock: &super::ClientClock) {
+        let at = self
+            .items
+            .iter()
+            .rposition(|l| l.kind() == LimitKind::ClientLag)
+            .map_or_else(
+                || {
+                    self.items
+                        .iter()
+                        .position(|l| {
+                            matches!(
+                                l.kind(),
+                                LimitKind::CleanupResidue
+                                    | LimitKind::PartialSession
+                                    | LimitKind::NoDirect
+                                    | LimitKind::NoPing
+                                    | LimitKind::MissingSessionMeta
+                                    | LimitKind::HighErrorRate
+                            )
+                        })
+                        .unwrap_or(self.items.len())
+                },
+                |i| i + 1,
+            );
+        let new: Vec<Limit> = clock
+            .overloaded()
+            .filter_map(|s| {
+                let e = s.lag_p99.estimate()?;
+                Some(Limit::ClientOverloaded {
+                    session: s.session.clone(),
+                    lag_p99_ms: e.point,
+                    lag_p99_lower_ms: e.ci.lower,
+                    threshold_ms: clock.threshold_ms,
+                })
+            })
+            .collect();
+        self.items.splice(at..at, new);
+    }
 }
 
 impl Limits {

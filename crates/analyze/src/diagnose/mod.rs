@@ -24,6 +24,7 @@
 //! | [`mod@providers`] | direct rows per strategy and per served provider |
 //! | [`mod@routes`] | app rows per path: funnel of reported routes; warm TTFT per path |
 //! | [`mod@drift`] | warm TTFT and ping RTT per UTC day |
+//! | [`mod@clock`] | every counted, successful row: its clock, client lag and first-token read, per session |
 //! | [`mod@limits`] | everything: what the data cannot support |
 
 use firsttoken_record::session::Provenance;
@@ -31,6 +32,7 @@ use serde::Serialize;
 
 use crate::frame::{Frame, NONE, PhaseKind};
 
+pub mod clock;
 pub mod cold;
 pub mod concurrency;
 pub mod connection;
@@ -40,6 +42,7 @@ pub mod overhead;
 pub mod providers;
 pub mod routes;
 
+pub use clock::{CLIENT_LAG_THRESHOLD_MS, ClientClock, SessionClock, client_clock};
 pub use cold::{ColdProbe, ColdStart, cold_start};
 pub use concurrency::{ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrency_wall};
 pub use connection::{ConnectionCost, HandshakeTls, connection_cost};

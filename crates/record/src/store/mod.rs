@@ -16,7 +16,9 @@
 //!   its place in it (seq, phase, path, strategy, concurrency, intended and
 //!   actual start), provenance, every stamp of the probe, token counts, ITL
 //!   summary, status, request id, provider, route, cost, Server-Timing and
-//!   TLS (JSON) and the error, and (version 5) the trace id it sent;
+//!   TLS (JSON) and the error, (version 5) the trace id it sent, and
+//!   (version 6) the arrival clock, the user-space first-token stamp, the
+//!   client lag at the first token and how many events shared its read;
 //! - `spans`: the app's server-side spans of a session ([`SPAN_COLUMNS`]),
 //!   stored in batches up to a per-session cap ([`Store::append_spans`]).
 //!

@@ -26,6 +26,10 @@
 //!   and the `spans` table (see [`super::spans`]): ids as lowercase hex,
 //!   times as 64-bit integer ns since the Unix epoch, `kind` `CHECK`ed
 //!   against the [`crate::span::SpanKind`] text forms;
+//! - version 6 adds the arrival clock (`clock`, `CHECK`ed against the
+//!   [`crate::Clock`] names), the user-space first-token stamp
+//!   (`ttft_user_ms`), the client lag at the first token (`client_lag_ms`)
+//!   and how many stream events shared its read (`ttft_read_events`).
 //! - version 7 adds `runs` and `run_sessions` (see [`crate::run`]): a run
 //!   across agents, each agent's segment, its clock offset to the store.
 //!
@@ -37,7 +41,7 @@ use crate::session::{
     Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus,
 };
 use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Connection, ErrorKind, Sample, SampleError, TlsInfo};
+use crate::{Clock, Connection, ErrorKind, Sample, SampleError, TlsInfo};
 
 /// Ordered migrations for SQLite: `(version, SQL)`. Each file is applied
 /// once and never edited; a change is a new version.
@@ -47,6 +51,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("migrations/sqlite/0003_test_accounts.sql")),
     (4, include_str!("migrations/sqlite/0004_wire_facts.sql")),
     (5, include_str!("migrations/sqlite/0005_spans.sql")),
+    (6, include_str!("migrations/sqlite/0006_kernel_clock.sql")),
     (7, include_str!("migrations/sqlite/0007_runs.sql")),
 ];
 
@@ -60,6 +65,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     ),
     (4, include_str!("migrations/postgres/0004_wire_facts.sql")),
     (5, include_str!("migrations/postgres/0005_spans.sql")),
+    (6, include_str!("migrations/postgres/0006_kernel_clock.sql")),
     (7, include_str!("migrations/postgres/0007_runs.sql")),
 ];
 
@@ -106,7 +112,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 46] = [
+pub const SAMPLE_COLUMNS: [&str; 50] = [
     "session_id",
     "seq",
     "phase",
@@ -153,15 +159,23 @@ pub const SAMPLE_COLUMNS: [&str; 46] = [
     "prompt_index",
     "prompt_hash",
     "trace_id",
+    "clock",
+    "ttft_user_ms",
+    "client_lag_ms",
+    "ttft_read_events",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
-/// [`V4_SAMPLE_COLUMNS`] come from version 4, the rest from version 5.
+/// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
+/// from version 5, the rest from version 6.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
 #[cfg(test)]
 const V4_SAMPLE_COLUMNS: usize = 5;
+/// How many of [`SAMPLE_COLUMNS`] version 5 adds.
+#[cfg(test)]
+const V5_SAMPLE_COLUMNS: usize = 1;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -353,6 +367,11 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
             .as_ref()
             .map_or(Cell::Null, |p| Cell::Text(p.hash.clone())),
         opt_text(&s.trace_id),
+        s.clock
+            .map_or(Cell::Null, |c| Cell::Text(c.as_str().into())),
+        opt_real("ttft_user_ms", s.ttft_user_ms)?,
+        opt_real("client_lag_ms", s.client_lag_ms)?,
+        opt_int("ttft_read_events", s.ttft_read_events)?,
     ])
 }
 
@@ -489,6 +508,13 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         content_encoding: r.opt_text("content_encoding")?,
         retried_stale: r.bool("retried_stale")?,
         trace_id: r.opt_text("trace_id")?,
+        clock: r
+            .opt_text("clock")?
+            .map(|c| c.parse::<Clock>().map_err(|e| format!("clock: {e}")))
+            .transpose()?,
+        ttft_user_ms: r.opt_f64("ttft_user_ms")?,
+        client_lag_ms: r.opt_f64("client_lag_ms")?,
+        ttft_read_events: r.opt_u64("ttft_read_events")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -523,7 +549,19 @@ mod tests {
     #[test]
     fn every_sample_column_appears_in_both_migrations() {
         let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
-        let (v4_cols, v5_cols) = later.split_at(V4_SAMPLE_COLUMNS);
+        let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
+        let (v5_cols, v6_cols) = later.split_at(V5_SAMPLE_COLUMNS);
+        for col in v6_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                SQLITE_MIGRATIONS[5].1.contains(&pat),
+                "sqlite v6 lacks {col}"
+            );
+            assert!(
+                POSTGRES_MIGRATIONS[5].1.contains(&pat),
+                "postgres v6 lacks {col}"
+            );
+        }
         for col in v5_cols {
             let pat = format!("ADD COLUMN {col} ");
             assert!(

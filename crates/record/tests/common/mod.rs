@@ -16,7 +16,7 @@ use firsttoken_record::session::{
 use firsttoken_record::store::{Store, host_name};
 use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
 use firsttoken_record::{
-    Connection, ErrorKind, HandshakeKind, PromptRef, Sample, SampleError, TlsInfo,
+    Clock, Connection, ErrorKind, HandshakeKind, PromptRef, Sample, SampleError, TlsInfo,
 };
 
 /// A time from its RFC 3339 text.
@@ -302,6 +302,10 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.content_encoding = Some("gzip".into());
     s.retried_stale = true;
     s.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+    s.clock = Some(Clock::Kernel);
+    s.ttft_user_ms = Some(210.875);
+    s.client_lag_ms = Some(0.542);
+    s.ttft_read_events = Some(3);
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),

@@ -412,9 +412,41 @@ fn drift(d: &Drift) -> Entry {
     }
 }
 
+/// One session's client clock: its first sentence as the summary, the rest as facts.
+fn clock_entry(c: &firsttoken_analyze::diagnose::SessionClock, threshold_ms: f64) -> Entry {
+    let mut lines = words::session_clock(c, threshold_ms).into_iter();
+    Entry {
+        provenance: "measured",
+        summary: lines.next().map(|(_, l)| l).unwrap_or_default(),
+        facts: lines.map(|(name, l)| fact(name, l)).collect(),
+        tables: Vec::new(),
+    }
+}
+
 /// The diagnostic sections in reading order; `concurrency_plot` and
-/// `providers_plot` sit in their sections.
+/// `providers_plot` sit in their sections. The client-clock section is
+/// there only when some session recorded its clock or start lag.
 pub(crate) fn sections(a: &Analysis, concurrency_plot: Plot, providers_plot: Plot) -> Vec<Section> {
+    let mut out = all_sections(a, concurrency_plot, providers_plot);
+    if !a.clock.sessions.is_empty() {
+        out.push(Section {
+            id: "clock",
+            title: "The measuring client's clock",
+            intro: "Arrivals stamped with the kernel's receive time do not include the client's own lag; the client lag (kernel receive → handled) shows how far behind the client ran.",
+            plot: None,
+            entries: a
+                .clock
+                .sessions
+                .iter()
+                .map(|c| clock_entry(c, a.clock.threshold_ms))
+                .collect(),
+            empty: "No session recorded its clock.",
+        });
+    }
+    out
+}
+
+fn all_sections(a: &Analysis, concurrency_plot: Plot, providers_plot: Plot) -> Vec<Section> {
     vec![
         Section {
             id: "overhead",

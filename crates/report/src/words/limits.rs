@@ -31,6 +31,16 @@ fn affected(l: &Limit) -> String {
             session,
             lag_p99_ms,
         } => format!("{session} (p99 = {})", ms(*lag_p99_ms)),
+        Limit::ClientOverloaded {
+            session,
+            lag_p99_ms,
+            lag_p99_lower_ms,
+            ..
+        } => format!(
+            "{session} (p99 = {}, at least {})",
+            ms(*lag_p99_ms),
+            ms(*lag_p99_lower_ms)
+        ),
         Limit::PartialSession { session, reason } => format!("{session} ({reason})"),
         other => limit(other),
     }
@@ -51,10 +61,16 @@ fn meaning(kind: LimitKind) -> &'static str {
         LimitKind::PartialSession => {
             "sessions stopped early, so their phases may be unevenly covered"
         }
+        LimitKind::ClientOverloaded => OVERLOADED_MEANING,
         LimitKind::CleanupResidue => "test-account cleanup",
         _ => "limits",
     }
 }
+
+/// What an overloaded client means, said once.
+const OVERLOADED_MEANING: &str = "the measuring client was overloaded: its own numbers are still right \
+     (arrivals carry the kernel's receive time), but requests were sent late, so the load the app saw \
+     was lower than asked, in";
 
 /// Each kind of limit once, in the order first found, with the groups it
 /// affects listed.
@@ -137,6 +153,19 @@ pub fn limit(l: &Limit) -> String {
             "session {session}: the client's own scheduling lag reached p99 = {}, so its timings may be inflated",
             ms(*lag_p99_ms)
         ),
+        Limit::ClientOverloaded {
+            session,
+            lag_p99_ms,
+            lag_p99_lower_ms,
+            threshold_ms,
+        } => format!(
+            "session {session}: the measuring client was overloaded (client lag p99 = {}, its interval \
+             starts at {}, above {}): its own numbers are still right, since arrivals carry the kernel's \
+             receive time, but requests were sent late, so the app saw less load than asked",
+            ms(*lag_p99_ms),
+            ms(*lag_p99_lower_ms),
+            ms(*threshold_ms)
+        ),
         Limit::CleanupResidue {
             session,
             created,
@@ -189,6 +218,7 @@ pub fn limit_kind(l: &Limit) -> &'static str {
         Limit::ImportedData { .. } => "imported data",
         Limit::SmallCell { .. } => "small n in some cells",
         Limit::ClientLag { .. } => "client lag",
+        Limit::ClientOverloaded { .. } => "overloaded client",
         Limit::CleanupResidue { .. } => "cleanup residue",
         Limit::PartialSession { .. } => "partial session",
         Limit::NoDirect => "no direct baseline",

@@ -17,12 +17,14 @@ use firsttoken_record::session::Provenance;
 
 use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
+mod clock;
 mod findings;
 mod limits;
 pub mod plan;
 mod routes;
 pub mod run;
 pub mod traces;
+pub use clock::{client_clock, session_clock};
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
 pub use limits::{limit, limit_kind, limit_lines, limits};
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
