@@ -8,7 +8,7 @@
 mod common;
 
 use common::edge::free_port;
-use common::{EmulatorProcess, REFAPP_ACCOUNTS, assert_code, firsttoken, text};
+use common::{EmulatorProcess, REFAPP_ACCOUNTS, report_json, run_collecting_spans};
 use firsttoken_record::Store;
 use firsttoken_record::span::SpanKind;
 
@@ -75,32 +75,15 @@ fn the_refapps_own_spans_explain_its_overhead_and_its_wall() {
         "--otlp-endpoint",
         &otlp,
     ]);
-    let cfg = dir.path().join("ft.toml");
-    std::fs::write(&cfg, config(&app.base, &emu.base)).unwrap();
-    let store = dir.path().join("s.db").display().to_string();
-    let out = firsttoken(
-        &[
-            "run",
-            "-c",
-            cfg.to_str().unwrap(),
-            "--store",
-            &store,
-            "--otlp-listen",
-            &listen,
-        ],
+    let (store, _) = run_collecting_spans(
+        dir.path(),
+        &config(&app.base, &emu.base),
+        &listen,
         &[("FT_TEST_APP_DB", &app_db)],
-    );
-    assert_code(&out, 0);
-    assert!(
-        text(&out.stdout).contains("spans: "),
-        "{}",
-        text(&out.stdout)
     );
     drop(app);
 
-    let report = firsttoken(&["report", "--store", &store, "--format", "json"], &[]);
-    assert_code(&report, 0);
-    let j: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let j = report_json(&store);
     let traces = &j["analysis"]["traces"];
     for c in traces["coverage"].as_array().unwrap() {
         assert_eq!(c["requests"], c["traced"], "every request joined: {c}");

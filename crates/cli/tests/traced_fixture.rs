@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::edge::free_port;
-use common::{EmulatorProcess, assert_code, firsttoken, text};
+use common::{EmulatorProcess, assert_code, firsttoken, report_json, run_collecting_spans};
 use firsttoken_record::Store;
 use firsttoken_record::span::SpanKind;
 
@@ -170,28 +170,10 @@ fn the_python_sdks_spans_join_every_sample() {
         database.as_deref(),
         &emu.url(),
     );
-    let cfg = dir.path().join("firsttoken.toml");
-    std::fs::write(&cfg, config(&fixture.base, &emu.url())).unwrap();
-    let store = dir.path().join("s.db").display().to_string();
-    let out = firsttoken(
-        &[
-            "run",
-            "-c",
-            cfg.to_str().unwrap(),
-            "--store",
-            &store,
-            "--otlp-listen",
-            &listen,
-        ],
-        &[],
-    );
-    assert_code(&out, 0);
-    let stdout = text(&out.stdout);
-    assert!(stdout.contains("spans: "), "{stdout}");
+    let (store, _) =
+        run_collecting_spans(dir.path(), &config(&fixture.base, &emu.url()), &listen, &[]);
     drop(fixture);
-    let report = firsttoken(&["report", "--store", &store, "--format", "json"], &[]);
-    assert_code(&report, 0);
-    let j: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let j = report_json(&store);
     let traces = &j["analysis"]["traces"];
     // The clock offset is estimated, never assumed: one machine, so near
     // zero, with its uncertainty.

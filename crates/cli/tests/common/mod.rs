@@ -181,3 +181,43 @@ signup_path = "/api/auth/signup"
 body = '{"email": "{email}", "password": "{password}"}'
 token_pointer = "/token"
 id_pointer = "/user_id""#;
+
+/// `firsttoken run -c DIR/ft.toml --store DIR/s.db --otlp-listen LISTEN`
+/// with `config` written first; the store and the finished command (exit 0
+/// and a spans line checked).
+pub fn run_collecting_spans(
+    dir: &Path,
+    config: &str,
+    listen: &str,
+    env: &[(&str, &str)],
+) -> (String, Output) {
+    let cfg = dir.join("ft.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let store = dir.join("s.db").display().to_string();
+    let out = firsttoken(
+        &[
+            "run",
+            "-c",
+            cfg.to_str().unwrap(),
+            "--store",
+            &store,
+            "--otlp-listen",
+            listen,
+        ],
+        env,
+    );
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("spans: "),
+        "{}",
+        text(&out.stdout)
+    );
+    (store, out)
+}
+
+/// `firsttoken report --store STORE --format json`, parsed (exit 0 checked).
+pub fn report_json(store: &str) -> serde_json::Value {
+    let report = firsttoken(&["report", "--store", store, "--format", "json"], &[]);
+    assert_code(&report, 0);
+    serde_json::from_slice(&report.stdout).unwrap()
+}
