@@ -100,6 +100,8 @@ mod tests {
                 uncertainty_ms: u,
             }),
             began_at_ms: began,
+            heartbeat_at_ms: None,
+            heartbeat_every_ms: None,
         }
     }
 

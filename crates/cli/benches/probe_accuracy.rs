@@ -35,7 +35,10 @@
 //!
 //! `start → sent` is the client's own send-side delay (request start to
 //! the request written, user space): it is part of the TTFT error that
-//! receive timestamps cannot remove.
+//! receive timestamps cannot remove. `error after sent` takes it out:
+//! `ttft_ms − sent_ms` minus the emulator's own TTFT, the error of the
+//! receive side alone (what remains is the loopback, the emulator's own
+//! lateness in reading the request, and the client's stamps).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -85,6 +88,8 @@ struct Level {
     lag_p99: f64,
     sent_p50: f64,
     sent_p99: f64,
+    after_sent_p50: f64,
+    after_sent_p99: f64,
     kernel_share: f64,
     shared_share: f64,
     cpu_s_per_1k_tokens: f64,
@@ -291,6 +296,7 @@ fn level(run: &Run) -> Level {
     let mut user_errors = Vec::new();
     let mut lags = Vec::new();
     let mut sents = Vec::new();
+    let mut after_sent = Vec::new();
     let (mut ok, mut failed, mut kernel, mut shared, mut counted) = (0, 0, 0, 0, 0);
     for s in v["samples"].as_array().into_iter().flatten() {
         if s["ok"].as_bool() != Some(true) {
@@ -312,6 +318,9 @@ fn level(run: &Run) -> Level {
         let id = s["request_id"].as_str().unwrap_or("");
         if let (Some(m), Some(t)) = (s["ttft_ms"].as_f64(), truth.get(id)) {
             errors.push(m - t);
+            if let Some(sent) = s["sent_ms"].as_f64() {
+                after_sent.push(m - sent - t);
+            }
         }
         if let (Some(m), Some(t)) = (s["ttft_user_ms"].as_f64(), truth.get(id)) {
             user_errors.push(m - t);
@@ -321,6 +330,7 @@ fn level(run: &Run) -> Level {
     user_errors.sort_by(f64::total_cmp);
     lags.sort_by(f64::total_cmp);
     sents.sort_by(f64::total_cmp);
+    after_sent.sort_by(f64::total_cmp);
     let tokens = v["content_tokens"].as_f64().unwrap_or(0.0);
     Level {
         run: run.clone(),
@@ -336,6 +346,8 @@ fn level(run: &Run) -> Level {
         lag_p99: percentile(&lags, 99.0),
         sent_p50: percentile(&sents, 50.0),
         sent_p99: percentile(&sents, 99.0),
+        after_sent_p50: percentile(&after_sent, 50.0),
+        after_sent_p99: percentile(&after_sent, 99.0),
         kernel_share: kernel as f64 / ok.max(1) as f64,
         shared_share: shared as f64 / counted.max(1) as f64,
         cpu_s_per_1k_tokens: v["cpu_s"].as_f64().unwrap_or(f64::NAN) / tokens * 1000.0,
@@ -388,8 +400,8 @@ fn main() {
             ""
         }
     ));
-    md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error p50 / p99 / max (ms) | user-clock error p50 / p99 / max (ms) | client lag p50 / p99 (ms) | start → sent p50 / p99 (ms) | kernel-stamped | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
-    md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error p50 / p99 / max (ms) | user-clock error p50 / p99 / max (ms) | client lag p50 / p99 (ms) | start → sent p50 / p99 (ms) | error after sent p50 / p99 (ms) | kernel-stamped | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+    md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut runs: Vec<Run> = Vec::new();
     for &streams in &levels {
         for _ in 0..rounds {
@@ -419,7 +431,7 @@ fn main() {
     for run in runs {
         let l = level(&run);
         let row = format!(
-            "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
             l.run.streams,
             l.run.mode,
             if l.run.kernel { "kernel" } else { "user" },
@@ -436,6 +448,8 @@ fn main() {
             l.lag_p99,
             l.sent_p50,
             l.sent_p99,
+            l.after_sent_p50,
+            l.after_sent_p99,
             100.0 * l.kernel_share,
             100.0 * l.shared_share,
             l.cpu_s_per_1k_tokens,

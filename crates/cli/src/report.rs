@@ -90,8 +90,20 @@ pub async fn load(store: &Store, ids: &[String], keep_rows: bool) -> anyhow::Res
     if sessions.is_empty() {
         bail!("the store has no sessions: run `firsttoken run` or `firsttoken demo` first");
     }
+    assemble(store, sessions, None, keep_rows).await
+}
+
+/// `sessions` with their rows (`rows`, by session id; `None`: every stored
+/// sample of each) streamed into a frame, and the server spans of those
+/// that have any with the counted, traced rows to join them with.
+pub async fn assemble(
+    store: &Store,
+    sessions: Vec<SessionMeta>,
+    mut rows: Option<BTreeMap<String, Vec<SampleRow>>>,
+    keep_rows: bool,
+) -> anyhow::Result<Loaded> {
     let mut builder = FrameBuilder::new(&sessions)?;
-    let (mut rows, mut spans, mut traced) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut kept, mut spans, mut traced) = (Vec::new(), Vec::new(), Vec::new());
     for s in &sessions {
         // Sessions without spans (no receiver, or nothing arrived) keep
         // their rows out of the join: "no span" would be noise there.
@@ -99,20 +111,24 @@ pub async fn load(store: &Store, ids: &[String], keep_rows: bool) -> anyhow::Res
         if has_spans {
             spans.extend(store.spans(&s.id).await?);
         }
-        for r in store.samples(&s.id).await? {
+        let own = match rows.as_mut() {
+            Some(by_id) => by_id.remove(&s.id).unwrap_or_default(),
+            None => store.samples(&s.id).await?,
+        };
+        for r in own {
             builder.push(&r)?;
             if has_spans && !r.sample.warmup && r.sample.trace_id.is_some() {
                 traced.push(r.clone());
             }
             if keep_rows && !r.sample.warmup && r.sample.is_ok() {
-                rows.push(r);
+                kept.push(r);
             }
         }
     }
     Ok(Loaded {
         sessions,
         frame: builder.finish(),
-        rows,
+        rows: kept,
         spans,
         traced,
     })
@@ -220,8 +236,11 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let html = a.format == Format::Html;
     let (loaded, run) = match &a.run.run {
         Some(id) => {
-            let run = crate::runs::load_run(&store, id).await?;
-            (crate::runs::loaded(&run, html)?, Some(run))
+            let mut run = crate::runs::load_run(&store, id, true).await?;
+            (
+                crate::runs::loaded(&store, &mut run, html).await?,
+                Some(run),
+            )
         }
         None => (load(&store, &a.select.sessions, html).await?, None),
     };
@@ -239,8 +258,16 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         let head = crate::runs::head(run).join("\n");
         match a.format {
             Format::Terminal | Format::Markdown => text = format!("{head}\n\n{text}"),
-            // JSON and HTML keep their schema; the run's head goes to stderr.
-            Format::Json | Format::Html => eprintln!("{head}"),
+            // The JSON report carries the run as its `run` object.
+            Format::Json => {
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&text).context("the JSON report does not parse")?;
+                v["run"] = crate::runs::json(run);
+                text = serde_json::to_string_pretty(&v)?;
+                eprintln!("{head}");
+            }
+            // The page keeps its layout; the run's head goes to stderr.
+            Format::Html => eprintln!("{head}"),
         }
     }
     write_out(a.out.as_deref(), &text)?;

@@ -13,7 +13,6 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use firsttoken_analyze::FrameBuilder;
 use firsttoken_analyze::agents::{RunStart, run_start};
 use firsttoken_record::run::{RunInfo, RunMember, RunState, run_state};
 use firsttoken_record::session::{SampleRow, SessionMeta};
@@ -47,8 +46,10 @@ pub struct RunLoaded {
     pub rows: BTreeMap<String, Vec<SampleRow>>,
 }
 
-/// Load run `run_id`: members, state, and the rows that count.
-pub async fn load_run(store: &Store, run_id: &str) -> anyhow::Result<RunLoaded> {
+/// Load run `run_id`: members, state (on the store's clock, which tells a
+/// silent agent), and what counts: with `with_rows`, the rows themselves
+/// (for `report --run`), else only their count (`runs` reads no rows).
+pub async fn load_run(store: &Store, run_id: &str, with_rows: bool) -> anyhow::Result<RunLoaded> {
     let info = store
         .run(run_id)
         .await?
@@ -64,24 +65,29 @@ pub async fn load_run(store: &Store, run_id: &str) -> anyhow::Result<RunLoaded> 
         members.push((m, s));
     }
     members.sort_by(|a, b| (a.1.started_at, &a.1.id).cmp(&(b.1.started_at, &b.1.id)));
-    let state = run_state(&info, &members);
+    let state = run_state(&info, &members, store.store_now_ms().await?);
     let start = run_start(&members.iter().map(|(m, _)| m.clone()).collect::<Vec<_>>());
     // Newest session first: the first to claim an index keeps it.
     let mut claimed: BTreeSet<(u32, u64, bool)> = BTreeSet::new();
     let mut rows = BTreeMap::new();
     let mut counted = 0u64;
+    let mut claim = |m: &RunMember, seq: u64, warmup: bool| {
+        let fresh = m
+            .index_of(seq)
+            .is_some_and(|k| claimed.insert((m.segment, k, warmup)));
+        counted += u64::from(fresh && !warmup);
+        fresh
+    };
     for (m, s) in members.iter().rev() {
-        let mut kept = Vec::new();
-        for r in store.samples(&s.id).await? {
-            let Some(k) = m.index_of(r.sample.seq) else {
-                continue;
-            };
-            if claimed.insert((m.segment, k, r.sample.warmup)) {
-                counted += u64::from(!r.sample.warmup);
-                kept.push(r);
+        if with_rows {
+            let mut kept = store.samples(&s.id).await?;
+            kept.retain(|r| claim(m, r.sample.seq, r.sample.warmup));
+            rows.insert(s.id.clone(), kept);
+        } else {
+            for (seq, warmup) in store.sample_keys(&s.id).await? {
+                claim(m, seq, warmup);
             }
         }
-        rows.insert(s.id.clone(), kept);
     }
     Ok(RunLoaded {
         info,
@@ -93,29 +99,16 @@ pub async fn load_run(store: &Store, run_id: &str) -> anyhow::Result<RunLoaded> 
     })
 }
 
-/// The run's counted rows as what `report` analyses.
-pub fn loaded(run: &RunLoaded, keep_rows: bool) -> anyhow::Result<Loaded> {
+/// The run's counted rows as what `report` analyses, with the server spans
+/// of its sessions that have any (joined to their counted, traced rows).
+/// The rows move out of `run` into the frame.
+pub async fn loaded(store: &Store, run: &mut RunLoaded, keep_rows: bool) -> anyhow::Result<Loaded> {
     let sessions: Vec<SessionMeta> = run.members.iter().map(|(_, s)| s.clone()).collect();
     if sessions.is_empty() {
         bail!("run {:?} has no sessions yet", run.info.run_id);
     }
-    let mut builder = FrameBuilder::new(&sessions)?;
-    let mut rows = Vec::new();
-    for s in &sessions {
-        for r in run.rows.get(&s.id).into_iter().flatten() {
-            builder.push(r)?;
-            if keep_rows && !r.sample.warmup && r.sample.is_ok() {
-                rows.push(r.clone());
-            }
-        }
-    }
-    Ok(Loaded {
-        sessions,
-        frame: builder.finish(),
-        rows,
-        spans: Vec::new(),
-        traced: Vec::new(),
-    })
+    let rows = std::mem::take(&mut run.rows);
+    crate::report::assemble(store, sessions, Some(rows), keep_rows).await
 }
 
 /// The head of a run's report: id, state, counts, agents, start.
@@ -144,6 +137,43 @@ pub fn head(run: &RunLoaded) -> Vec<String> {
     out
 }
 
+/// The run as the JSON report's `run` object (docs/schema/report.v1.schema.json):
+/// its row, state, counts, members with their clocks and heartbeats, how
+/// the agents started, and the head's lines.
+pub fn json(run: &RunLoaded) -> serde_json::Value {
+    let members: Vec<serde_json::Value> = run
+        .members
+        .iter()
+        .map(|(m, s)| {
+            serde_json::json!({
+                "session_id": s.id,
+                "segment": m.segment,
+                "segment_requests": m.segment_requests,
+                "vantage": s.labels.vantage,
+                "network": s.labels.network,
+                "host": s.host,
+                "status": s.status,
+                "clock": m.clock,
+                "began_at_ms": m.began_at_ms,
+                "heartbeat_at_ms": m.heartbeat_at_ms,
+                "heartbeat_every_ms": m.heartbeat_every_ms,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "run_id": run.info.run_id,
+        "created_at": run.info.created_at.to_string(),
+        "segments": run.info.segments,
+        "planned_requests": run.info.planned_requests,
+        "counted_requests": run.counted,
+        "start_at": run.info.start_at.map(|t| t.to_string()),
+        "state": run.state,
+        "start": run.start,
+        "members": members,
+        "text": head(run),
+    })
+}
+
 /// List runs, newest first.
 pub async fn runs(a: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(&a.store).await?;
@@ -154,7 +184,10 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<ExitCode> {
     }
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_width(100);
+    // What a partial run misses goes below the table, whole.
+    let mut notes = Vec::new();
     t.set_header(vec![
         "run",
         "created (UTC)",
@@ -164,7 +197,14 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<ExitCode> {
         "requests",
     ]);
     for info in list {
-        let run = load_run(&store, &info.run_id).await?;
+        let run = load_run(&store, &info.run_id, false).await?;
+        if matches!(run.state, RunState::Partial { .. }) {
+            notes.push(format!(
+                "run {}: {}",
+                info.run_id,
+                firsttoken_report::words::run::state(&info, &run.state)
+            ));
+        }
         let mut agents: Vec<String> = run
             .members
             .iter()
@@ -175,12 +215,15 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<ExitCode> {
         t.add_row(vec![
             info.run_id.clone(),
             info.created_at.to_string().chars().take(19).collect(),
-            firsttoken_report::words::run::state(&info, &run.state),
+            firsttoken_report::words::run::state_word(&run.state).to_string(),
             agents.join(", "),
             run.members.len().to_string(),
             format!("{} of {}", run.counted, info.planned_requests),
         ]);
     }
     outln!("{t}");
+    for n in notes {
+        outln!("{n}");
+    }
     Ok(ExitCode::SUCCESS)
 }

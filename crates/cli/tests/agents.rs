@@ -186,8 +186,12 @@ fn agent_args(cfg: &str, store: &str, run: &str, seg: &str, start_at: Option<&st
     args
 }
 
-/// An agent: `firsttoken run` as its own process.
-fn agent(
+/// An agent: `firsttoken run` as its own process; on `host` (`Some`), in a
+/// UTS namespace of its own with that host name (`unshare -u`) and a
+/// heartbeat every 250 ms, so no process on this host can see it die and
+/// only its heartbeat tells.
+fn agent_on(
+    host: Option<&str>,
     cfg: &str,
     store: &str,
     run: &str,
@@ -195,9 +199,27 @@ fn agent(
     start_at: Option<&str>,
     app_db: &str,
 ) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_firsttoken"))
-        .args(agent_args(cfg, store, run, &seg.to_string(), start_at))
-        .env("FT_TEST_APP_DB", app_db)
+    let args = agent_args(cfg, store, run, &seg.to_string(), start_at);
+    let mut cmd = match host {
+        None => Command::new(env!("CARGO_BIN_EXE_firsttoken")),
+        Some(host) => {
+            let probe = Command::new("unshare").args(["-u", "true"]).status();
+            assert!(
+                probe.is_ok_and(|s| s.success()),
+                "`unshare -u` (util-linux, run as root) is needed to run an agent under another host name"
+            );
+            let mut c = Command::new("unshare");
+            c.args(["-u", "sh", "-c", r#"hostname "$0" && exec "$@""#, host])
+                .arg(env!("CARGO_BIN_EXE_firsttoken"));
+            c
+        }
+    };
+    if host.is_some() {
+        cmd.args(&args).args(["--heartbeat", "250ms"]);
+    } else {
+        cmd.args(&args);
+    }
+    cmd.env("FT_TEST_APP_DB", app_db)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -285,7 +307,15 @@ fn report_json(store: &str, run: &str, group_by: &str) -> serde_json::Value {
         &[],
     );
     assert_code(&out, 0);
-    serde_json::from_slice(&out.stdout).expect("the JSON report")
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the JSON report");
+    // Every run report is valid against the published schema, `run` included.
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(v["run"]["run_id"], run, "the run object names its run");
+    v
 }
 
 fn point(stat: &serde_json::Value) -> Option<f64> {
@@ -303,7 +333,7 @@ fn four_agents(store: &str, plain: &str) {
     let run = "four-agents";
     let start = start_in(2.0);
     let agents: Vec<Child> = (0..4)
-        .map(|i| agent(&cfg, store, run, i, Some(&start), &w.app_db))
+        .map(|i| agent_on(None, &cfg, store, run, i, Some(&start), &w.app_db))
         .collect();
     for (i, a) in agents.into_iter().enumerate() {
         let (code, out) = finish(a);
@@ -525,8 +555,20 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
     let cfg = write_config(&w, &app, 80);
     let run = "kill-one";
     let start = start_in(2.0);
+    // Agent 2 runs on "another host": no agent here can see its process.
     let mut agents: Vec<Child> = (0..4)
-        .map(|i| agent(&cfg, store, run, i, Some(&start), &w.app_db))
+        .map(|i| match i {
+            2 => agent_on(
+                Some("agent-host-2"),
+                &cfg,
+                store,
+                run,
+                i,
+                Some(&start),
+                &w.app_db,
+            ),
+            _ => agent_on(None, &cfg, store, run, i, Some(&start), &w.app_db),
+        })
         .collect();
     // Kill agent 2 (SIGKILL) a second and a half into the run.
     let at = start
@@ -547,13 +589,39 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
         let (code, out) = finish(a);
         assert_eq!(code, Some(0), "{out}");
     }
-    let listed = firsttoken(&["runs", "--store", store], &[]);
-    assert_code(&listed, 0);
-    let t = text(&listed.stdout);
+    // Its session still reads running (no one here could see it die)
+    // until its heartbeat is 4 beats late; then the run reads partial.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let t = loop {
+        let listed = firsttoken(&["runs", "--store", store], &[]);
+        assert_code(&listed, 0);
+        let t = text(&listed.stdout);
+        if !t.contains("running") || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert!(
-        t.contains("partial: segment 2/4 missing (agent agent-2@"),
+        t.contains("partial: segment 2/4 missing (agent agent-2@agent-host-2, silent for"),
         "{t}"
     );
+    eprintln!("runs, with agent 2 killed on another host:\n{t}");
+    let status = |reason: bool| {
+        with_client(store, async |c| {
+            let row = c
+                .query_one(
+                    "SELECT s.status, coalesce(s.status_reason, '') FROM sessions s
+                     JOIN run_sessions r ON r.session_id = s.id
+                     WHERE r.run_id = $1 AND s.host = 'agent-host-2'",
+                    &[&run],
+                )
+                .await
+                .unwrap();
+            let (st, why): (String, String) = (row.get(0), row.get(1));
+            if reason { format!("{st}: {why}") } else { st }
+        })
+    };
+    assert_eq!(status(false), "running", "only its heartbeat tells");
     let stored_before = run_rows(store, run).iter().filter(|r| !r.3).count();
     assert!(
         stored_before < 88,
@@ -562,9 +630,14 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
 
     // The same segment again, with the same run id: a new session of the
     // run that sends only what was not stored (the burst was), no start given.
-    let rerun = agent(&cfg, store, run, 2, None, &w.app_db);
+    let rerun = agent_on(None, &cfg, store, run, 2, None, &w.app_db);
     let (code, out) = finish(rerun);
     assert_eq!(code, Some(0), "{out}");
+    let marked = status(true);
+    assert!(
+        marked.starts_with("partial: agent silent: no heartbeat for"),
+        "the rerun marks the silent agent's session: {marked}"
+    );
     let listed = firsttoken(&["runs", "--store", store], &[]);
     let t = text(&listed.stdout);
     assert!(t.contains("complete") && t.contains("88 of 88"), "{t}");
@@ -593,6 +666,10 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
         .map(|g| g["pooled"]["requests"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(n, 88, "{}", pooled["analysis"]["groups"]);
+    let head = &pooled["run"];
+    assert_eq!(head["state"]["state"], "complete", "{head}");
+    assert_eq!(head["counted_requests"], 88, "{head}");
+    assert_eq!(head["members"].as_array().map(Vec::len), Some(5), "{head}");
     let stored_now = rows.iter().filter(|r| !r.3).count();
     assert!(
         stored_now > 88,

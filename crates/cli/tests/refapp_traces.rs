@@ -83,11 +83,19 @@ fn the_refapps_own_spans_explain_its_overhead_and_its_wall() {
     );
     drop(app);
 
-    let j = report_json(&store);
+    let j = report_json(&store, &[]);
     let traces = &j["analysis"]["traces"];
     for c in traces["coverage"].as_array().unwrap() {
         assert_eq!(c["requests"], c["traced"], "every request joined: {c}");
     }
+    // The session was a run of one agent: `report --run` joins the same
+    // spans to the same rows.
+    let by_run = report_json(&store, &["--run", "spans"]);
+    assert_eq!(by_run["run"]["state"]["state"], "complete");
+    assert_eq!(
+        by_run["analysis"]["traces"]["coverage"], traces["coverage"],
+        "the run's report joins the spans as the session's does"
+    );
     let offset = &traces["sessions"][0]["offset"];
     assert_eq!(offset["consistent"], true, "{offset}");
 

@@ -173,7 +173,7 @@ fn the_python_sdks_spans_join_every_sample() {
     let (store, _) =
         run_collecting_spans(dir.path(), &config(&fixture.base, &emu.url()), &listen, &[]);
     drop(fixture);
-    let j = report_json(&store);
+    let j = report_json(&store, &[]);
     let traces = &j["analysis"]["traces"];
     // The clock offset is estimated, never assumed: one machine, so near
     // zero, with its uncertainty.

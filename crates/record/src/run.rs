@@ -5,8 +5,10 @@
 //! (the others check they agree on the segment count, the config and the
 //! start); each session of the run has a [`RunMember`] row: its segment,
 //! the segment request indices it ran, its clock offset to the store and
-//! when it released its first measured request. [`RunState`] is decided
-//! from those rows and the sessions' states ([`run_state`]).
+//! when it released its first measured request, and its heartbeat: when
+//! its agent last said it was alive. [`RunState`] is decided from those
+//! rows, the sessions' states and the store's clock ([`run_state`]): a
+//! session still `running` whose agent fell silent counts as stopped.
 
 use std::ops::Range;
 
@@ -79,7 +81,16 @@ pub struct RunMember {
     /// When its first measured request was released, ms since the Unix
     /// epoch on the store's clock.
     pub began_at_ms: Option<f64>,
+    /// When its agent last said it was alive, ms since the Unix epoch on
+    /// the store's clock.
+    pub heartbeat_at_ms: Option<f64>,
+    /// How often its agent promised to say so, ms (none: it made no
+    /// promise, and is never taken as silent).
+    pub heartbeat_every_ms: Option<f64>,
 }
+
+/// Heartbeats an agent may miss before its session is taken as stopped.
+pub const SILENT_BEATS: f64 = 4.0;
 
 impl RunMember {
     /// The segment request index of this session's sample `seq`.
@@ -94,13 +105,24 @@ impl RunMember {
         }
         None
     }
+
+    /// How long this member's agent has been silent at `now_ms` (store
+    /// clock), when that is more than [`SILENT_BEATS`] of its promised
+    /// intervals plus its clock uncertainty; `None` while it keeps its
+    /// promise, or when it made none.
+    pub fn silent_at(&self, now_ms: f64) -> Option<f64> {
+        let (every, last) = (self.heartbeat_every_ms?, self.heartbeat_at_ms?);
+        let slack = self.clock.map_or(0.0, |c| c.uncertainty_ms);
+        let silent = now_ms - last;
+        (silent > SILENT_BEATS * every + slack).then_some(silent)
+    }
 }
 
 /// How a run stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunState {
-    /// Some member session is still running.
+    /// Some member session is still running (and its agent not silent).
     Running,
     /// Every segment has a complete session.
     Complete,
@@ -113,21 +135,33 @@ pub enum RunState {
 }
 
 /// A segment of a run that has no complete session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MissingSegment {
     /// Its index.
     pub segment: u32,
-    /// `vantage@host` of every session of it that stopped (none: no agent
-    /// ever joined with it).
-    pub agents: Vec<String>,
+    /// Every agent whose session of it stopped (none: no agent ever
+    /// joined with it).
+    pub agents: Vec<StoppedAgent>,
 }
 
-/// The state of `run` from its members and their sessions.
-pub fn run_state(run: &RunInfo, members: &[(RunMember, SessionMeta)]) -> RunState {
-    if members
-        .iter()
-        .any(|(_, s)| s.status == SessionStatus::Running)
-    {
+/// An agent whose session of a segment stopped before it was complete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedAgent {
+    /// `vantage@host`.
+    pub agent: String,
+    /// Set when its session still reads `running` but the agent has not
+    /// said it was alive for this long (ms): it died where no one could
+    /// mark it, e.g. on another host.
+    pub silent_for_ms: Option<f64>,
+}
+
+/// The state of `run` from its members and their sessions, at `now_ms` on
+/// the store's clock (which decides whose agent fell silent).
+pub fn run_state(run: &RunInfo, members: &[(RunMember, SessionMeta)], now_ms: f64) -> RunState {
+    let live = |(m, s): &(RunMember, SessionMeta)| {
+        s.status == SessionStatus::Running && m.silent_at(now_ms).is_none()
+    };
+    if members.iter().any(live) {
         return RunState::Running;
     }
     let mut missing = Vec::new();
@@ -137,11 +171,18 @@ pub fn run_state(run: &RunInfo, members: &[(RunMember, SessionMeta)]) -> RunStat
         if of.iter().any(|(_, s)| s.status == SessionStatus::Complete) {
             continue;
         }
-        let mut agents: Vec<String> = of
+        let mut agents: Vec<StoppedAgent> = of
             .iter()
-            .map(|(_, s)| format!("{}@{}", s.labels.vantage, s.host))
+            .map(|(m, s)| StoppedAgent {
+                agent: format!("{}@{}", s.labels.vantage, s.host),
+                silent_for_ms: (s.status == SessionStatus::Running)
+                    .then(|| m.silent_at(now_ms))
+                    .flatten(),
+            })
             .collect();
-        agents.dedup();
+        agents.dedup_by(|a, b| {
+            a.agent == b.agent && a.silent_for_ms.is_none() == b.silent_for_ms.is_none()
+        });
         missing.push(MissingSegment {
             segment: seg,
             agents,
@@ -177,16 +218,39 @@ mod tests {
     }
 
     #[test]
-    fn seq_maps_through_the_ranges() {
-        let m = RunMember {
+    fn an_agent_is_silent_after_four_missed_beats_and_its_clock_slack() {
+        let mut m = member();
+        assert_eq!(m.silent_at(1e12), None, "no promise: never silent");
+        m.heartbeat_every_ms = Some(1000.0);
+        m.heartbeat_at_ms = Some(10_000.0);
+        m.clock = Some(ClockOffset {
+            offset_ms: 3.0,
+            uncertainty_ms: 50.0,
+        });
+        assert_eq!(m.silent_at(14_050.0), None, "4 beats and the slack");
+        assert_eq!(m.silent_at(14_051.0), Some(4_051.0));
+    }
+
+    fn member() -> RunMember {
+        RunMember {
             session_id: "s".into(),
             run_id: "r".into(),
             segment: 0,
             segments: 1,
             segment_requests: 10,
-            ranges: vec![2..4, 7..10],
+            ranges: std::iter::once(0..10).collect(),
             clock: None,
             began_at_ms: None,
+            heartbeat_at_ms: None,
+            heartbeat_every_ms: None,
+        }
+    }
+
+    #[test]
+    fn seq_maps_through_the_ranges() {
+        let m = RunMember {
+            ranges: vec![2..4, 7..10],
+            ..member()
         };
         let got: Vec<Option<u64>> = (0..6).map(|k| m.index_of(k)).collect();
         assert_eq!(got, vec![Some(2), Some(3), Some(7), Some(8), Some(9), None]);

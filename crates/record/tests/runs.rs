@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestDb, full_session, utc};
+use common::{TestDb, full_row, full_session, utc};
 use firsttoken_record::run::{ClockOffset, RunInfo, RunMember, RunState, run_state};
 use firsttoken_record::session::SessionStatus;
 
@@ -49,6 +49,8 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
                 uncertainty_ms: 0.5,
             }),
             began_at_ms: None,
+            heartbeat_at_ms: Some(1_796_000_000_000.0),
+            heartbeat_every_ms: Some(500.0),
         };
         store.add_run_member(&member).await.unwrap();
         // Idempotent: a retry after a lost reply stores it once.
@@ -59,8 +61,15 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
         .set_run_began(&metas[1].id, 1_796_000_000_123.25)
         .await
         .unwrap();
+    store
+        .run_heartbeat(&metas[0].id, 1_796_000_001_000.5)
+        .await
+        .unwrap();
     let members = store.run_members("r-1").await.unwrap();
     assert_eq!(members.len(), 2);
+    assert_eq!(members[0].heartbeat_at_ms, Some(1_796_000_001_000.5));
+    assert_eq!(members[1].heartbeat_at_ms, Some(1_796_000_000_000.0));
+    assert_eq!(members[1].heartbeat_every_ms, Some(500.0));
     assert_eq!(members[0].ranges, vec![0..3, 5..8]);
     assert_eq!(members[0].index_of(3), Some(5));
     assert_eq!(members[1].began_at_ms, Some(1_796_000_000_123.25));
@@ -79,11 +88,34 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
             .collect::<Vec<_>>()
     };
     let info = run_info(4, "aa");
+    // Agent 1's last beat was at …000.0 ms, agent 0's a second later; each
+    // promised one every 500 ms and is silent past 4 beats + 0.5 ms of clock.
+    let beat = 1_796_000_000_000.0;
     assert_eq!(
-        run_state(&info, &pairs(SessionStatus::Running)),
+        run_state(&info, &pairs(SessionStatus::Running), beat + 2000.5),
         RunState::Running
     );
-    let RunState::Partial { missing } = run_state(&info, &pairs(SessionStatus::Complete)) else {
+    // Agent 1 fell silent, agent 0 still beats: running.
+    assert_eq!(
+        run_state(&info, &pairs(SessionStatus::Running), beat + 2001.0),
+        RunState::Running
+    );
+    // Both silent: partial, each named with how long it has been silent.
+    let RunState::Partial { missing } =
+        run_state(&info, &pairs(SessionStatus::Running), beat + 3501.0)
+    else {
+        panic!("partial")
+    };
+    assert_eq!(
+        missing.iter().map(|m| m.segment).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(missing[0].agents[0].silent_for_ms, Some(2500.5));
+    assert_eq!(missing[1].agents[0].silent_for_ms, Some(3501.0));
+    assert!(missing[1].agents[0].agent.starts_with("agent-1@"));
+    let now = beat + 1e9;
+    let RunState::Partial { missing } = run_state(&info, &pairs(SessionStatus::Complete), now)
+    else {
         panic!("partial")
     };
     assert_eq!(
@@ -96,10 +128,54 @@ async fn the_first_agent_writes_the_run_and_members_read_back(db: TestDb) {
         &pairs(SessionStatus::Partial {
             reason: "killed".into(),
         }),
+        now,
     ) else {
         panic!("partial")
     };
-    assert!(missing[0].agents[0].starts_with("agent-0@"), "{missing:?}");
+    assert!(
+        missing[0].agents[0].agent.starts_with("agent-0@"),
+        "{missing:?}"
+    );
+    assert_eq!(
+        missing[0].agents[0].silent_for_ms, None,
+        "stopped, not silent"
+    );
+
+    // A silent agent's session is marked partial once, only while running.
+    assert!(
+        store
+            .mark_silent(&metas[1].id, "agent silent")
+            .await
+            .unwrap()
+    );
+    assert!(!store.mark_silent(&metas[1].id, "again").await.unwrap());
+    let m = store.session(&metas[1].id).await.unwrap().unwrap();
+    assert_eq!(
+        m.status,
+        SessionStatus::Partial {
+            reason: "agent silent".into()
+        }
+    );
+    // Counting reads keys only: (seq, warm-up) in seq order.
+    for (seq, warmup) in [(2, false), (0, true), (1, false)] {
+        let mut r = full_row(&metas[0].id, seq, seq as f64 * 10.0);
+        r.sample.warmup = warmup;
+        store.append_sample(&r).await.unwrap();
+    }
+    assert_eq!(
+        store.sample_keys(&metas[0].id).await.unwrap(),
+        vec![(0, true), (1, false), (2, false)]
+    );
+    assert!(store.sample_keys(&metas[1].id).await.unwrap().is_empty());
+
+    // The store's clock, read once: near this machine's.
+    let mine = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0;
+    let theirs = store.store_now_ms().await.unwrap();
+    assert!((theirs - mine).abs() < 1000.0, "{theirs} vs {mine}");
 
     // The store's clock: PostgreSQL's, within a generous bound of ours
     // (same machine); SQLite's offset is zero by definition.

@@ -14,6 +14,13 @@
 //! offset (`clock_timestamp()` round trips, the shortest kept) and holds
 //! its first measured requests until `start_at − offset` on its own clock
 //! ([`StartGate`], drive's `Gate::release`): warm-ups happen before.
+//!
+//! While its session runs, an agent writes a heartbeat every
+//! [`RunPart::heartbeat`] ([`Heartbeat`]). An agent that dies where no one
+//! can see its process (another host, another pod) leaves its session
+//! `running`; after
+//! [`firsttoken_record::run::SILENT_BEATS`] missed beats its run reads partial, and
+//! the next agent to join the run marks the session so.
 
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -32,6 +39,9 @@ use crate::SessionError;
 /// Round trips to the store's clock; the shortest is kept.
 pub const CLOCK_ROUNDS: u32 = 16;
 
+/// How often an agent says it is alive, unless told otherwise.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
+
 /// This session's part in a run (`run --run-id`, `--segment`, `--start-at`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPart {
@@ -42,6 +52,8 @@ pub struct RunPart {
     /// The common start, on the store's clock (else the run's stored one,
     /// else at once).
     pub start_at: Option<UtcTime>,
+    /// How often this agent writes that it is alive ([`DEFAULT_HEARTBEAT`]).
+    pub heartbeat: Duration,
 }
 
 /// What joining a run decided, before the session row exists.
@@ -112,6 +124,7 @@ pub(crate) async fn join(
             run.run_id
         )));
     }
+    mark_silent(store, &run).await?;
     let segment = seg.apply(whole);
     let done = stored_indices(store, &run.run_id, seg.index).await?;
     let (protocol, ranges) = Segment::remaining(&segment, &|k| done.contains(&k));
@@ -131,12 +144,32 @@ pub(crate) async fn join(
         ranges,
         clock,
         began_at_ms: None,
+        heartbeat_at_ms: None,
+        heartbeat_every_ms: Some(part.heartbeat.as_secs_f64() * 1000.0),
     };
     Ok(Joined {
         run,
         protocol,
         member,
     })
+}
+
+/// Marks `partial` every session of `run` that still reads `running` but
+/// whose agent fell silent ([`RunMember::silent_at`], on the store's clock).
+async fn mark_silent(store: &Store, run: &RunInfo) -> Result<(), SessionError> {
+    let now = store.store_now_ms().await?;
+    for m in store.run_members(&run.run_id).await? {
+        if let Some(silent) = m.silent_at(now) {
+            let reason = format!(
+                "agent silent: no heartbeat for {:.1} s (it promised one every {:.1} s); marked by a later agent of run {}",
+                silent / 1000.0,
+                m.heartbeat_every_ms.unwrap_or(0.0) / 1000.0,
+                run.run_id
+            );
+            store.mark_silent(&m.session_id, &reason).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The segment request indices that earlier sessions of segment `segment`
@@ -151,16 +184,52 @@ async fn stored_indices(
         if m.segment != segment {
             continue;
         }
-        for row in store.samples(&m.session_id).await? {
-            if row.sample.warmup {
+        for (seq, warmup) in store.sample_keys(&m.session_id).await? {
+            if warmup {
                 continue;
             }
-            if let Some(k) = m.index_of(row.sample.seq) {
+            if let Some(k) = m.index_of(seq) {
                 done.insert(k);
             }
         }
     }
     Ok(done)
+}
+
+/// This machine's wall clock on the store's clock, ms since the epoch.
+pub(crate) fn store_now_ms(clock: Option<ClockOffset>) -> f64 {
+    unix_ms(SystemTime::now()) + clock.map_or(0.0, |c| c.offset_ms)
+}
+
+/// The heartbeat of a run member's agent: a task that writes, every
+/// `every`, that the agent is alive (store clock), until dropped. A write
+/// that fails is tried again at the next beat (the session's own writes
+/// report a store that is gone).
+pub(crate) struct Heartbeat(tokio::task::JoinHandle<()>);
+
+impl Heartbeat {
+    pub(crate) fn start(
+        store: Store,
+        session_id: String,
+        clock: Option<ClockOffset>,
+        every: Duration,
+    ) -> Heartbeat {
+        Heartbeat(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let _ = store.run_heartbeat(&session_id, store_now_ms(clock)).await;
+            }
+        }))
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The JSON stored in the session's spec under `run`.

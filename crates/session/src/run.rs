@@ -112,10 +112,20 @@ pub async fn run_session(
     };
     store.create_session(&meta).await?;
     let mut began = None;
-    if let Some(j) = &joined {
+    // Dropped (stopping the beats) once the session's row is finished, or
+    // on any early return.
+    let mut _heartbeat = None;
+    if let (Some(j), Some(part)) = (&joined, &spec.run) {
         let mut member = j.member.clone();
         member.session_id = meta.id.clone();
+        member.heartbeat_at_ms = Some(crate::agent::store_now_ms(member.clock));
         store.add_run_member(&member).await?;
+        _heartbeat = Some(crate::agent::Heartbeat::start(
+            store.clone(),
+            meta.id.clone(),
+            member.clock,
+            part.heartbeat,
+        ));
     }
     // The receiver runs before the first request; every traced request's id
     // is registered before it is sent.

@@ -105,6 +105,25 @@ pub struct RunArgs {
     /// (not their warm-ups) until then. Agents given none use the run's stored start.
     #[arg(long, env = "FIRSTTOKEN_START_AT", value_name = "RFC3339")]
     pub start_at: Option<UtcTime>,
+    /// How often an agent of a run writes to the store that it is alive (100ms to 10m). An
+    /// agent silent for 4 of its intervals is taken as dead, wherever it ran: its run reads
+    /// partial, naming its segment, and the next agent to join the run marks its session
+    /// partial.
+    #[arg(long, value_name = "DURATION", default_value = HEARTBEAT_DEFAULT, value_parser = heartbeat)]
+    pub heartbeat: Duration,
+}
+
+/// `--heartbeat`'s default, the session library's [`firsttoken_session::DEFAULT_HEARTBEAT`].
+const HEARTBEAT_DEFAULT: &str = "5s";
+const _: () = assert!(firsttoken_session::DEFAULT_HEARTBEAT.as_secs() == 5);
+
+/// `--heartbeat`: a humantime duration from 100 ms to 10 minutes.
+fn heartbeat(v: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(v).map_err(|e| format!("{v:?}: {e} (e.g. 5s, 500ms)"))?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
+        return Err(format!("{v:?}: use 100ms to 10m"));
+    }
+    Ok(d)
 }
 
 /// The run part of the flags, when the session takes part in a run.
@@ -133,6 +152,7 @@ fn run_part(a: &RunArgs, spec: &SessionSpec) -> anyhow::Result<Option<RunPart>> 
         run_id,
         segment: a.segment.unwrap_or(Segment::WHOLE),
         start_at: a.start_at,
+        heartbeat: a.heartbeat,
     }))
 }
 

@@ -182,9 +182,10 @@ body = '{"email": "{email}", "password": "{password}"}'
 token_pointer = "/token"
 id_pointer = "/user_id""#;
 
-/// `firsttoken run -c DIR/ft.toml --store DIR/s.db --otlp-listen LISTEN`
-/// with `config` written first; the store and the finished command (exit 0
-/// and a spans line checked).
+/// `firsttoken run -c DIR/ft.toml --store DIR/s.db --otlp-listen LISTEN
+/// --run-id spans` with `config` written first (a run of one agent, so
+/// `report --run spans` reads it too); the store and the finished command
+/// (exit 0 and a spans line checked).
 pub fn run_collecting_spans(
     dir: &Path,
     config: &str,
@@ -203,6 +204,8 @@ pub fn run_collecting_spans(
             &store,
             "--otlp-listen",
             listen,
+            "--run-id",
+            "spans",
         ],
         env,
     );
@@ -215,9 +218,12 @@ pub fn run_collecting_spans(
     (store, out)
 }
 
-/// `firsttoken report --store STORE --format json`, parsed (exit 0 checked).
-pub fn report_json(store: &str) -> serde_json::Value {
-    let report = firsttoken(&["report", "--store", store, "--format", "json"], &[]);
+/// `firsttoken report --store STORE --format json ARGS…`, parsed (exit 0
+/// checked).
+pub fn report_json(store: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["report", "--store", store, "--format", "json"];
+    all.extend_from_slice(args);
+    let report = firsttoken(&all, &[]);
     assert_code(&report, 0);
     serde_json::from_slice(&report.stdout).unwrap()
 }

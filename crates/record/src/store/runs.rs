@@ -15,7 +15,7 @@ const RUN_COLUMNS: [&str; 6] = [
     "start_at",
 ];
 
-const MEMBER_COLUMNS: [&str; 9] = [
+const MEMBER_COLUMNS: [&str; 11] = [
     "session_id",
     "run_id",
     "segment_index",
@@ -25,6 +25,8 @@ const MEMBER_COLUMNS: [&str; 9] = [
     "clock_offset_ms",
     "clock_uncertainty_ms",
     "began_at_ms",
+    "heartbeat_at_ms",
+    "heartbeat_every_ms",
 ];
 
 fn int(name: &str, v: u64) -> Result<Cell, String> {
@@ -72,6 +74,8 @@ fn member_from(r: &impl RowGet) -> Result<RunMember, String> {
         ranges: ranges.into_iter().map(|[a, b]| a..b).collect(),
         clock,
         began_at_ms: r.opt_f64("began_at_ms")?,
+        heartbeat_at_ms: r.opt_f64("heartbeat_at_ms")?,
+        heartbeat_every_ms: r.opt_f64("heartbeat_every_ms")?,
     })
 }
 
@@ -151,9 +155,11 @@ impl Store {
             real(m.clock.map(|c| c.offset_ms)),
             real(m.clock.map(|c| c.uncertainty_ms)),
             real(m.began_at_ms),
+            real(m.heartbeat_at_ms),
+            real(m.heartbeat_every_ms.filter(|e| *e > 0.0)),
         ];
         let sql = format!(
-            "INSERT INTO run_sessions ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            "INSERT INTO run_sessions ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
              ON CONFLICT (session_id) DO NOTHING",
             MEMBER_COLUMNS.join(", ")
         );
@@ -167,13 +173,99 @@ impl Store {
         session_id: &str,
         began_at_ms: f64,
     ) -> Result<(), StoreError> {
-        self.run_exec(
+        self.set_member_ms(
             "set run start",
             "UPDATE run_sessions SET began_at_ms = $2 WHERE session_id = $1",
-            vec![Cell::Text(session_id.to_owned()), real(Some(began_at_ms))],
+            session_id,
+            began_at_ms,
+        )
+        .await
+    }
+
+    /// Records that the agent running `session_id` is alive at `at_ms` (ms
+    /// since the Unix epoch, store clock).
+    pub async fn run_heartbeat(&self, session_id: &str, at_ms: f64) -> Result<(), StoreError> {
+        self.set_member_ms(
+            "store a heartbeat",
+            "UPDATE run_sessions SET heartbeat_at_ms = $2 WHERE session_id = $1",
+            session_id,
+            at_ms,
+        )
+        .await
+    }
+
+    /// `sql` (`$1` the session id, `$2` a time in ms) on a run member.
+    async fn set_member_ms(
+        &self,
+        op: &'static str,
+        sql: &str,
+        session_id: &str,
+        ms: f64,
+    ) -> Result<(), StoreError> {
+        self.run_exec(
+            op,
+            sql,
+            vec![Cell::Text(session_id.to_owned()), real(Some(ms))],
         )
         .await
         .map(|_| ())
+    }
+
+    /// Marks session `session_id` `partial` with `reason` if it still reads
+    /// `running`: its agent fell silent (see [`RunMember::silent_at`]).
+    /// Whether it was marked.
+    pub async fn mark_silent(&self, session_id: &str, reason: &str) -> Result<bool, StoreError> {
+        let n = self
+            .run_exec(
+                "mark a silent agent's session",
+                "UPDATE sessions SET status = 'partial', status_reason = $2
+                 WHERE id = $1 AND status = 'running'",
+                vec![
+                    Cell::Text(session_id.to_owned()),
+                    Cell::Text(reason.to_owned()),
+                ],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// The store's clock now, ms since the Unix epoch: PostgreSQL's
+    /// `clock_timestamp()`; for SQLite, a file on this machine, this
+    /// machine's clock.
+    pub async fn store_now_ms(&self) -> Result<f64, StoreError> {
+        match self {
+            Store::Sqlite(_) => Ok(std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64() * 1000.0)),
+            Store::Postgres(_) => {
+                let sql = "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000.0 AS now_ms";
+                let v = self
+                    .run_query("read the store's clock", sql, vec![], |r| {
+                        r.opt_f64("now_ms")?.ok_or_else(|| "no clock".to_string())
+                    })
+                    .await?;
+                v.first()
+                    .copied()
+                    .ok_or_else(|| self.invalid("read the store's clock", "no row".into()))
+            }
+        }
+    }
+
+    /// `(seq, warm-up)` of every sample of a session: what counting a
+    /// run's requests needs, without reading whole rows.
+    pub async fn sample_keys(&self, session_id: &str) -> Result<Vec<(u64, bool)>, StoreError> {
+        self.run_query(
+            "read sample keys",
+            "SELECT seq, CAST(CASE WHEN warmup THEN 1 ELSE 0 END AS BIGINT) AS warm
+             FROM samples WHERE session_id = $1 ORDER BY seq",
+            vec![Cell::Text(session_id.to_owned())],
+            |r| {
+                let seq = r.opt_i64("seq")?.ok_or("seq is NULL")?;
+                let seq = u64::try_from(seq).map_err(|_| format!("seq {seq} is negative"))?;
+                Ok((seq, r.opt_i64("warm")? == Some(1)))
+            },
+        )
+        .await
     }
 
     /// The sessions of a run, by segment then session id.

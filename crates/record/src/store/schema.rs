@@ -32,6 +32,9 @@
 //!   and how many stream events shared its read (`ttft_read_events`).
 //! - version 7 adds `runs` and `run_sessions` (see [`crate::run`]): a run
 //!   across agents, each agent's segment, its clock offset to the store.
+//! - version 8 adds `run_sessions.heartbeat_at_ms` and `heartbeat_every_ms`:
+//!   when each agent last said it was alive (store clock), and how often it
+//!   promised to, so a run tells a dead agent on another host.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -53,6 +56,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("migrations/sqlite/0005_spans.sql")),
     (6, include_str!("migrations/sqlite/0006_kernel_clock.sql")),
     (7, include_str!("migrations/sqlite/0007_runs.sql")),
+    (8, include_str!("migrations/sqlite/0008_heartbeat.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -67,6 +71,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("migrations/postgres/0005_spans.sql")),
     (6, include_str!("migrations/postgres/0006_kernel_clock.sql")),
     (7, include_str!("migrations/postgres/0007_runs.sql")),
+    (8, include_str!("migrations/postgres/0008_heartbeat.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying

@@ -7,7 +7,9 @@ use firsttoken_record::run::{RunInfo, RunState};
 use crate::format as fmt;
 
 /// A run's state in a few words: `complete`, `running`, `partial: segment
-/// 2/4 missing (agent eu-west@pod-2)`.
+/// 2/4 missing (agent eu-west@pod-2)`, or, for an agent whose session still
+/// reads running but who stopped writing heartbeats, `(agent eu-west@pod-2,
+/// silent for 42 s)`.
 pub fn state(run: &RunInfo, state: &RunState) -> String {
     match state {
         RunState::Running => "running".into(),
@@ -19,13 +21,31 @@ pub fn state(run: &RunInfo, state: &RunState) -> String {
                     let who = if m.agents.is_empty() {
                         "no agent joined".to_string()
                     } else {
-                        format!("agent {}", m.agents.join(", "))
+                        let who: Vec<String> = m
+                            .agents
+                            .iter()
+                            .map(|a| match a.silent_for_ms {
+                                Some(ms) => format!("{}, silent for {}", a.agent, fmt::ms(ms)),
+                                None => a.agent.clone(),
+                            })
+                            .collect();
+                        format!("agent {}", who.join("; "))
                     };
                     format!("segment {}/{} missing ({who})", m.segment, run.segments)
                 })
                 .collect();
             format!("partial: {}", parts.join("; "))
         }
+    }
+}
+
+/// A run's state in one word, for a table column: `running`, `complete`,
+/// `partial` (its missing segments are said by [`state`]).
+pub fn state_word(state: &RunState) -> &'static str {
+    match state {
+        RunState::Running => "running",
+        RunState::Complete => "complete",
+        RunState::Partial { .. } => "partial",
     }
 }
 
