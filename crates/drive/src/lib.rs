@@ -36,6 +36,7 @@
 mod connect;
 pub mod decode;
 pub mod exec;
+mod inline;
 mod itl;
 mod kstamp;
 mod probe;

@@ -337,8 +337,8 @@ pub(crate) async fn exchange(
                 ));
             }
         };
-        // HTTP/2 frames are read by hyper's own task: take the instant the
-        // HEADERS frame arrived, as for DATA frames, so phases stay ordered.
+        // HTTP/2: one read may carry frames of several streams; take the
+        // instant this stream's HEADERS frame arrived, as for DATA frames.
         let now = Instant::now();
         let headers = if http2 {
             tap.headers_read()
