@@ -197,6 +197,12 @@ impl RecvStream {
                 let n = buf.remaining().min(SCRATCH_BYTES);
                 &mut scratch[..n]
             };
+            let len = dst.len();
+            // A read shorter than the buffer drained the socket: as tokio's
+            // own `poll_read` does, its readiness is cleared now (the closure
+            // says WouldBlock, its result kept aside), so the next read waits
+            // for the next arrival instead of costing a `recvmsg` that fails.
+            let mut short = None;
             let got = tcp.try_io(Interest::READABLE, || {
                 let mut iov = [io::IoSliceMut::new(dst)];
                 let msg = recvmsg::<()>(fd, &mut iov, Some(cmsg.as_mut_slice()), MsgFlags::empty())
@@ -212,8 +218,16 @@ impl RecvStream {
                         }
                     }
                 }
+                if msg.bytes > 0 && msg.bytes < len {
+                    short = Some((msg.bytes, stamp));
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
                 Ok((msg.bytes, stamp))
             });
+            let got = match (got, short) {
+                (Err(_), Some(read)) => Ok(read),
+                (got, _) => got,
+            };
             match got {
                 Ok((n, stamp)) => {
                     if in_place {
