@@ -214,10 +214,9 @@ fn agent_on(
             c
         }
     };
+    cmd.args(&args);
     if host.is_some() {
-        cmd.args(&args).args(["--heartbeat", "250ms"]);
-    } else {
-        cmd.args(&args);
+        cmd.args(["--heartbeat", "250ms"]);
     }
     cmd.env("FT_TEST_APP_DB", app_db)
         .stdin(Stdio::null())
@@ -282,32 +281,15 @@ fn run_rows(store_url: &str, run: &str) -> Vec<Row> {
     })
 }
 
-/// numpy's default percentile (linear interpolation), the report's definition.
+/// The report's percentile (firsttoken's one definition) of the union of rows.
 fn percentile(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let h = (v.len() - 1) as f64 * p / 100.0;
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    v[lo] + (v[hi] - v[lo]) * (h - lo as f64)
+    firsttoken_record::percentile(v, p).expect("rows to take a percentile of")
 }
 
-fn report_json(store: &str, run: &str, group_by: &str) -> serde_json::Value {
-    let out = firsttoken(
-        &[
-            "report",
-            "--store",
-            store,
-            "--run",
-            run,
-            "--group-by",
-            group_by,
-            "--format",
-            "json",
-        ],
-        &[],
-    );
-    assert_code(&out, 0);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the JSON report");
+/// `report --run RUN --group-by KEYS --format json`, checked against the
+/// published schema (its `run` object included).
+fn run_report_json(store: &str, run: &str, group_by: &str) -> serde_json::Value {
+    let v = common::report_json(store, &["--run", run, "--group-by", group_by]);
     // Every run report is valid against the published schema, `run` included.
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../../docs/schema/report.v1.schema.json")).unwrap();
@@ -441,7 +423,7 @@ fn four_agents(store: &str, plain: &str) {
             .filter_map(|r| r.5)
             .collect()
     };
-    let pooled = report_json(store, run, "provenance");
+    let pooled = run_report_json(store, run, "provenance");
     let groups = pooled["analysis"]["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 1, "{groups:?}");
     let all = ttft(&|_| true);
@@ -455,7 +437,7 @@ fn four_agents(store: &str, plain: &str) {
         (p90 - percentile(&all, 90.0)).abs() < 1e-9,
         "{p90} vs the union's"
     );
-    let by_vantage = report_json(store, run, "vantage");
+    let by_vantage = run_report_json(store, run, "vantage");
     let groups = by_vantage["analysis"]["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 4, "one row per vantage");
     for g in groups {
@@ -487,7 +469,7 @@ fn four_agents_one_run_on_postgres() {
     // Had one agent's clock been known only to ± 25 ms, the report would
     // give no concurrency verdict across agents.
     let store = schema.url.as_str();
-    let before = report_json(store, "four-agents", "vantage");
+    let before = run_report_json(store, "four-agents", "vantage");
     assert!(
         !before["analysis"]["concurrency"]
             .as_array()
@@ -506,7 +488,7 @@ fn four_agents_one_run_on_postgres() {
     assert_code(&out, 0);
     let t = text(&out.stdout);
     assert!(t.contains("no concurrency verdict across agents: an agent's clock is known only to ± 25 ms, above the 20 ms limit"), "{t}");
-    let after = report_json(store, "four-agents", "vantage");
+    let after = run_report_json(store, "four-agents", "vantage");
     assert!(
         after["analysis"]["concurrency"]
             .as_array()
@@ -658,7 +640,7 @@ fn a_killed_agent_leaves_a_partial_run_and_its_rerun_completes_it() {
         "{t}"
     );
     // Counted once: the union of stored rows is larger than what the report pools.
-    let pooled = report_json(store, run, "provenance");
+    let pooled = run_report_json(store, run, "provenance");
     let n: u64 = pooled["analysis"]["groups"]
         .as_array()
         .unwrap()

@@ -124,9 +124,10 @@ pub(crate) async fn join(
             run.run_id
         )));
     }
-    mark_silent(store, &run).await?;
+    let members = store.run_members(&run.run_id).await?;
+    mark_silent(store, &run, &members).await?;
     let segment = seg.apply(whole);
-    let done = stored_indices(store, &run.run_id, seg.index).await?;
+    let done = stored_indices(store, &members, seg.index).await?;
     let (protocol, ranges) = Segment::remaining(&segment, &|k| done.contains(&k));
     if protocol.steps.is_empty() {
         return Err(SessionError::Invalid(format!(
@@ -156,9 +157,13 @@ pub(crate) async fn join(
 
 /// Marks `partial` every session of `run` that still reads `running` but
 /// whose agent fell silent ([`RunMember::silent_at`], on the store's clock).
-async fn mark_silent(store: &Store, run: &RunInfo) -> Result<(), SessionError> {
+async fn mark_silent(
+    store: &Store,
+    run: &RunInfo,
+    members: &[RunMember],
+) -> Result<(), SessionError> {
     let now = store.store_now_ms().await?;
-    for m in store.run_members(&run.run_id).await? {
+    for m in members {
         if let Some(silent) = m.silent_at(now) {
             let reason = format!(
                 "agent silent: no heartbeat for {:.1} s (it promised one every {:.1} s); marked by a later agent of run {}",
@@ -172,15 +177,15 @@ async fn mark_silent(store: &Store, run: &RunInfo) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// The segment request indices that earlier sessions of segment `segment`
-/// stored (measured requests, not warm-ups).
+/// The segment request indices that earlier sessions (`members`) of
+/// segment `segment` stored (measured requests, not warm-ups).
 async fn stored_indices(
     store: &Store,
-    run_id: &str,
+    members: &[RunMember],
     segment: u32,
 ) -> Result<std::collections::BTreeSet<u64>, SessionError> {
     let mut done = std::collections::BTreeSet::new();
-    for m in store.run_members(run_id).await? {
+    for m in members {
         if m.segment != segment {
             continue;
         }
