@@ -86,16 +86,26 @@ async fn added_round_trip_is_twice_the_delay_at_the_median() {
             )
             .await
             .unwrap();
-            let direct = median(round_trips(echo, 41).await);
-            let shaped = median(round_trips(relay.local_addr(), 41).await);
-            let added = shaped - direct;
             let want = 2.0 * delay_ms as f64;
-            eprintln!(
-                "delay {delay_ms} ms: median RTT direct {direct:.3} ms, through the relay {shaped:.3} ms, added {added:.3} ms (want {want} ms)"
-            );
+            // Two sittings at most: a 2-core CI machine once put one median
+            // 0.06 ms past the bound while nothing else ran; a relay that is
+            // off misses it in both.
+            let mut added = Vec::new();
+            for _ in 0..2 {
+                let direct = median(round_trips(echo, 41).await);
+                let shaped = median(round_trips(relay.local_addr(), 41).await);
+                let a = shaped - direct;
+                eprintln!(
+                    "delay {delay_ms} ms: median RTT direct {direct:.3} ms, through the relay {shaped:.3} ms, added {a:.3} ms (want {want} ms)"
+                );
+                added.push(a);
+                if (a - want).abs() <= 1.0 {
+                    break;
+                }
+            }
             assert!(
-                (added - want).abs() <= 1.0,
-                "added {added:.3} ms, want {want} ms ± 1 ms"
+                added.iter().any(|a| (a - want).abs() <= 1.0),
+                "added {added:.3?} ms in two sittings, want {want} ms ± 1 ms"
             );
             relay.stop().await.unwrap();
         }
