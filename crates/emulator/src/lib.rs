@@ -63,13 +63,14 @@ mod server;
 pub mod stream;
 pub mod truth;
 mod upstream;
+pub mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -86,6 +87,7 @@ use faults::{Applied, FaultParams};
 use rng::Rng;
 use routing::Routing;
 use upstream::{Hold, Serial, Upstream, Warmth};
+use wire::Wire;
 
 /// The emulator cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -195,8 +197,8 @@ pub fn app(settings: Settings) -> Router {
         next_id: AtomicU64::new(0),
     });
     Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(completion::<true>))
+        .route("/v1/completions", post(completion::<false>))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
         .with_state(state)
@@ -281,6 +283,8 @@ struct Ask {
     max_tokens: Option<u32>,
     prompt_tokens: u32,
     read_at: Instant,
+    /// Kernel receive time of the read that completed the request.
+    wire_read: Option<Instant>,
 }
 
 impl AppState {
@@ -292,6 +296,9 @@ impl AppState {
             path: ask.path.to_string(),
             stream: ask.stream,
             read_ms: log.ms(ask.read_at),
+            wire_read_ms: ask.wire_read.map(|at| log.ms(at)),
+            wire_first_token_ms: None,
+            wire_ttft_ms: None,
             first_token_ms: None,
             last_token_ms: None,
             ttft_ms: None,
@@ -334,9 +341,11 @@ async fn respond(
     path: &'static str,
     headers: HeaderMap,
     body: Bytes,
+    wire: Option<Arc<Wire>>,
 ) -> Response {
     // The body extractor has run: the request is fully read now.
     let read_at = Instant::now();
+    let wire_read = wire.as_ref().and_then(|w| w.last_read());
     let req: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return bad_request("the request body must be a JSON object"),
@@ -375,6 +384,7 @@ async fn respond(
             .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
         prompt_tokens: prompt_words(&req),
         read_at,
+        wire_read,
     };
     let names: Vec<&str> = state
         .upstreams
@@ -490,6 +500,8 @@ async fn respond(
             path: path.to_string(),
             attempts,
             hold,
+            wire,
+            wire_read,
         };
         let resp = if ask.stream {
             let mut r = Response::new(stream::sse(plan, ctx));
@@ -517,23 +529,20 @@ async fn respond(
     )
 }
 
-async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
-    respond(state, Endpoint::Chat, "/v1/chat/completions", headers, body).await
-}
-
-async fn completions(
+/// `POST /v1/chat/completions` (`CHAT`) or `POST /v1/completions`.
+async fn completion<const CHAT: bool>(
     State(state): State<Arc<AppState>>,
+    wire: Option<Extension<Arc<Wire>>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    respond(
-        state,
-        Endpoint::Completions,
-        "/v1/completions",
-        headers,
-        body,
-    )
-    .await
+    let (endpoint, path) = if CHAT {
+        (Endpoint::Chat, "/v1/chat/completions")
+    } else {
+        (Endpoint::Completions, "/v1/completions")
+    };
+    let wire = wire.map(|Extension(w)| w);
+    respond(state, endpoint, path, headers, body, wire).await
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Response {

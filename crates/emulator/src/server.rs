@@ -1,6 +1,6 @@
 //! Serving a router on a listener, cleartext or TLS, HTTP/1.1 and HTTP/2
 //! (ALPN over TLS, prior knowledge in cleartext), with TCP_NODELAY on every
-//! accepted socket and a graceful stop.
+//! accepted socket, its wire clock ([`crate::wire`]) and a graceful stop.
 
 use std::sync::Arc;
 
@@ -12,6 +12,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::wire::{self, Wire, WireStream};
 
 /// How long a stop waits for open responses before closing them.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -24,6 +27,7 @@ pub async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    wire::keep_timestamps_on();
     let graceful = GracefulShutdown::new();
     let acceptor = tls.map(TlsAcceptor::from);
     loop {
@@ -37,7 +41,15 @@ pub async fn serve(
         };
         // Without it, Nagle + delayed ACK hold small SSE writes back ~40 ms.
         let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // The connection's wire clock, below TLS, handed to every request.
+        let wire = Arc::new(Wire::default());
+        let tcp = WireStream::new(tcp, wire.clone());
+        let service = TowerToHyperService::new(app.clone().map_request(
+            move |mut r: http::Request<hyper::body::Incoming>| {
+                r.extensions_mut().insert(wire.clone());
+                r
+            },
+        ));
         let builder = auto::Builder::new(TokioExecutor::new());
         match &acceptor {
             None => {

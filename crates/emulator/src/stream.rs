@@ -10,6 +10,7 @@
 //! tokens. The moment each token is handed to the connection is recorded for
 //! the truth log.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
@@ -21,6 +22,7 @@ use crate::faults::{Applied, Fault, Stall};
 use crate::profile::cost_usd;
 use crate::truth::{Attempt, TruthLog, TruthRecord};
 use crate::upstream::Hold;
+use crate::wire::{Departure, Wire};
 
 /// Which OpenAI endpoint shape to produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +141,10 @@ pub(crate) struct Ctx {
     pub attempts: Vec<Attempt>,
     /// Serial-mode permits and warmth trackers, released when the body ends.
     pub hold: Hold,
+    /// The connection's wire clock (`None`: not served through [`crate::serve`]).
+    pub wire: Option<Arc<Wire>>,
+    /// Kernel receive time of the read that completed the request.
+    pub wire_read: Option<Instant>,
 }
 
 /// Records what was sent; writes the truth record when dropped, so a client
@@ -146,21 +152,40 @@ pub(crate) struct Ctx {
 struct Truth {
     log: TruthLog,
     rec: TruthRecord,
+    /// The connection's wire clock.
+    wire: Option<Arc<Wire>>,
+    /// When the first content token's bytes left (set by the write).
+    departure: Option<Departure>,
 }
 
 impl Drop for Truth {
     fn drop(&mut self) {
+        if let Some(&left) = self.departure.as_ref().and_then(|d| d.get()) {
+            let at = self.log.ms(left);
+            self.rec.wire_first_token_ms = Some(at);
+            self.rec.wire_ttft_ms = self.rec.wire_read_ms.map(|r| at - r);
+        }
         self.log.write(self.rec.clone());
     }
 }
 
 impl Truth {
+    fn new(plan: &Plan, ctx: &Ctx, stream: bool) -> Truth {
+        Truth {
+            rec: record(plan, ctx, stream),
+            log: ctx.log.clone(),
+            wire: ctx.wire.clone(),
+            departure: None,
+        }
+    }
+
     fn token_sent(&mut self, k: u32) {
         let at = self.log.ms(Instant::now());
         let rec = &mut self.rec;
         if rec.first_token_ms.is_none() {
             rec.first_token_ms = Some(at);
             rec.ttft_ms = Some(at - rec.read_ms);
+            self.departure = self.wire.as_ref().map(|w| w.departure());
         }
         rec.last_token_ms = Some(at);
         rec.tokens_sent = k;
@@ -173,6 +198,9 @@ fn record(plan: &Plan, ctx: &Ctx, stream: bool) -> TruthRecord {
         path: ctx.path.clone(),
         stream,
         read_ms: ctx.log.ms(ctx.read_at),
+        wire_read_ms: ctx.wire_read.map(|at| ctx.log.ms(at)),
+        wire_first_token_ms: None,
+        wire_ttft_ms: None,
         first_token_ms: None,
         last_token_ms: None,
         ttft_ms: None,
@@ -327,19 +355,21 @@ pub fn sse_body(plan: Plan, log: TruthLog, read_at: Instant, path: &str) -> axum
             fault: None,
         }],
         hold: Hold::default(),
+        wire: None,
+        wire_read: None,
     };
     sse(plan, ctx)
 }
 
 pub(crate) fn sse(plan: Plan, ctx: Ctx) -> axum::body::Body {
-    let rec = record(&plan, &ctx, true);
+    let truth = Truth::new(&plan, &ctx, true);
     let gen_state = Gen {
         start: ctx.started_at,
         plan,
         step: 0,
         done: false,
         shift: Duration::ZERO,
-        truth: Truth { log: ctx.log, rec },
+        truth,
         created: unix_now(),
         _hold: ctx.hold,
     };
@@ -381,11 +411,10 @@ pub async fn json_response(plan: Plan, log: TruthLog, read_at: Instant, path: &s
             fault: None,
         }],
         hold: Hold::default(),
+        wire: None,
+        wire_read: None,
     };
-    let mut truth = Truth {
-        rec: record(&plan, &ctx, false),
-        log: ctx.log,
-    };
+    let mut truth = Truth::new(&plan, &ctx, false);
     let done = plan.due(read_at, plan.tokens.max(1));
     tokio::time::sleep_until(done.into()).await;
     truth.token_sent(plan.tokens);
@@ -398,10 +427,7 @@ pub async fn json_response(plan: Plan, log: TruthLog, read_at: Instant, path: &s
 /// document: a stream error becomes a 502, a drop a truncated body, a stall
 /// a later answer.
 pub(crate) async fn json_reply(plan: Plan, ctx: Ctx) -> Response {
-    let mut truth = Truth {
-        rec: record(&plan, &ctx, false),
-        log: ctx.log.clone(),
-    };
+    let mut truth = Truth::new(&plan, &ctx, false);
     let _hold = ctx.hold;
     let n = plan.tokens;
     let mut shift = Duration::ZERO;

@@ -25,6 +25,16 @@ pub struct TruthRecord {
     pub stream: bool,
     /// Request fully read (headers and body).
     pub read_ms: f64,
+    /// Wire-level arrival: the kernel's receive time of the read that
+    /// completed the request (`None`: no kernel stamp, or a connection not
+    /// accepted by [`crate::serve`]); see [`crate::wire`].
+    pub wire_read_ms: Option<f64>,
+    /// Wire-level departure of the first content token: when the write that
+    /// carried it began (`None`: not written, or not through [`crate::serve`]).
+    pub wire_first_token_ms: Option<f64>,
+    /// `wire_first_token_ms − wire_read_ms`: the server's time to first
+    /// token at its socket, the truth a client's TTFT is judged against.
+    pub wire_ttft_ms: Option<f64>,
     /// First content token handed to the connection.
     pub first_token_ms: Option<f64>,
     /// Last content token handed to the connection.
