@@ -59,7 +59,7 @@ pub struct EmulateArgs {
     /// Model name reported when the request names none.
     #[arg(long, default_value = "emulated-model")]
     model: String,
-    /// Write one JSON line per request: provider, queue wait, fault, when it was read and when its first token was sent.
+    /// Write one JSON line per request: provider, queue wait, fault, when it was read and when its first token was sent (in the handler, and at the socket: `wire_*`).
     #[arg(long, value_name = "FILE")]
     truth_log: Option<PathBuf>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).

@@ -169,14 +169,18 @@ fn tls_resume_is_marked_and_ttft_less_setup_is_the_origins_own(
         "every later connection resumes: {kinds:?}"
     );
 
-    // The origin's own first-token time, from the emulator's truth log, by request id.
+    // The origin's own first-token time at its socket (the emulator's wire
+    // truth: the kernel's receive time of the request to the start of the
+    // write carrying the first token), from its truth log, by request id.
+    // Its handler's `ttft_ms` would leave out the time the request waited
+    // in the emulator's socket, which load stretches.
     let truth = std::fs::read_to_string(dir.join("truth.jsonl")).expect("truth log");
     let by_id: HashMap<String, f64> = truth
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("truth line"))
         .map(|t| {
             let id = t["request_id"].as_str().expect("request_id").to_string();
-            (id, f(&t, "ttft_ms"))
+            (id, f(&t, "wire_ttft_ms"))
         })
         .collect();
     let mut extra = Vec::new();

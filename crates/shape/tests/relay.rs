@@ -13,6 +13,11 @@ const MS: Duration = Duration::from_millis(1);
 /// No test may take longer than this.
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// The timed tests (round-trip delay, rates) run one at a time: the test
+/// harness runs a binary's tests two at a time, and a 20 MB transfer beside
+/// a ± 1 ms delay check on 2 cores measures the neighbour, not the relay.
+static TIMED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn any_port() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
@@ -76,6 +81,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn added_round_trip_is_twice_the_delay_at_the_median() {
+    let _serial = TIMED.lock().await;
     tokio::time::timeout(LIMIT, async {
         let echo = echo_server().await;
         for delay_ms in [3u32, 12] {
@@ -151,6 +157,7 @@ fn mbit_per_s(bytes: usize, from: Instant, to: Instant) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_is_kept_within_ten_percent_on_10_mb_each_way() {
+    let _serial = TIMED.lock().await;
     const TOTAL: usize = 10_000_000;
     // 40 Mbit/s = 5 MB/s: 2 s per direction, both directions at once.
     const RATE: f64 = 40.0;
@@ -441,6 +448,7 @@ async fn serve_stops_when_its_token_is_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_connection_has_its_own_bucket() {
+    let _serial = TIMED.lock().await;
     const TOTAL: usize = 2_000_000;
     tokio::time::timeout(LIMIT, async {
         // An upstream that sends TOTAL bytes to each of two connections.
