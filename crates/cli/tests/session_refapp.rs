@@ -241,6 +241,17 @@ fn kill_9_case(w: &World, store: &str) {
     assert_code(&out, 0);
     let session = session_line(store);
     assert_eq!(session["status"]["state"], "partial", "{session}");
+    // The table keeps to 100 columns; why is said whole below it.
+    let listing = text(&out.stdout);
+    let mut table = listing.lines().filter(|l| !l.starts_with("session "));
+    assert!(table.clone().count() >= 5, "{listing}");
+    assert!(table.all(|l| l.chars().count() <= 100), "{listing}");
+    let why = format!(
+        "session {} partial: {}",
+        session["id"].as_str().unwrap(),
+        session["status"]["reason"].as_str().unwrap_or_default()
+    );
+    assert!(listing.contains(&why), "{why} in {listing}");
     let exp = firsttoken(
         &[
             "export",

@@ -80,29 +80,33 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
-        .set_width(100);
+    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+    // A session id begins with its start, to the UTC second
+    // (`new_session_id`), so the start needs no column of its own.
     t.set_header(vec![
-        "id",
-        "started (UTC)",
+        "id (UTC start)",
         "status",
         "provenance",
         "network",
         "code version",
         "vantage",
     ]);
+    // The status column holds one word; why a session is partial is
+    // printed whole below the table, which keeps the table narrow (91
+    // columns with the demo's labels).
+    let mut reasons = Vec::new();
     for s in list {
         let status = match &s.status {
-            firsttoken_record::session::SessionStatus::Running => "running".to_string(),
-            firsttoken_record::session::SessionStatus::Complete => "complete".to_string(),
+            firsttoken_record::session::SessionStatus::Running => "running",
+            firsttoken_record::session::SessionStatus::Complete => "complete",
             firsttoken_record::session::SessionStatus::Partial { reason } => {
-                format!("partial: {reason}")
+                reasons.push(format!("session {} partial: {reason}", s.id));
+                "partial"
             }
         };
         t.add_row(vec![
             s.id,
-            s.started_at.to_string().chars().take(19).collect(),
-            status,
+            status.to_string(),
             s.provenance.as_str().to_string(),
             s.labels.network,
             s.labels.code_version,
@@ -110,6 +114,9 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
         ]);
     }
     outln!("{t}");
+    for r in reasons {
+        outln!("{r}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -161,8 +161,11 @@ pub fn write_config(dir: &Path, base: &str, warm: u32) -> String {
 pub fn session_ids(store: &str) -> Vec<String> {
     let out = firsttoken(&["sessions", "--store", store], &[]);
     assert_code(&out, 0);
+    // The table's rows only: the notes below it name partial sessions again.
     text(&out.stdout)
-        .split(|c: char| c.is_whitespace() || c == '│' || c == '┆')
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == '│' || c == '┆'))
         .filter(|w| w.len() > 16 && w.as_bytes()[8] == b'T' && w.contains("Z-"))
         .map(str::to_string)
         .collect()
