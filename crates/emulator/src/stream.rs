@@ -174,7 +174,9 @@ impl Truth {
         Truth {
             rec: record(plan, ctx, stream),
             log: ctx.log.clone(),
-            wire: ctx.wire.clone(),
+            // A whole JSON reply's record is written before its body is:
+            // only a stream's first token can be seen leaving.
+            wire: ctx.wire.clone().filter(|_| stream),
             departure: None,
         }
     }

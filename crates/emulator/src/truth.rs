@@ -30,7 +30,8 @@ pub struct TruthRecord {
     /// accepted by [`crate::serve`]); see [`crate::wire`].
     pub wire_read_ms: Option<f64>,
     /// Wire-level departure of the first content token: when the write that
-    /// carried it began (`None`: not written, or not through [`crate::serve`]).
+    /// carried it began (`None`: not written, a reply that did not stream, or
+    /// not through [`crate::serve`]).
     pub wire_first_token_ms: Option<f64>,
     /// `wire_first_token_ms − wire_read_ms`: the server's time to first
     /// token at its socket, the truth a client's TTFT is judged against.
