@@ -15,7 +15,9 @@
 //! `monotonic_mid + (stamp − realtime)`. Both clocks tick at the same
 //! (NTP-slewed) rate, so the only errors are half the bracket (tens of
 //! nanoseconds) and a step of the real-time clock between the pair and the
-//! stamp; the pair is taken again for every request to bound the latter.
+//! stamp; the pair is taken again for every request to bound the latter,
+//! and read again when the response ends: a request during which the
+//! real-time clock stepped keeps its user-space stamps (`clock: "user"`).
 //!
 //! Where the option is refused or the OS is not Linux, reads go through
 //! the ordinary path and carry no kernel time: samples then say
@@ -76,6 +78,27 @@ impl ClockPair {
         self.real_ns
     }
 
+    /// How far the real-time clock moved against the monotonic one from
+    /// this pair to `later` (ns; positive: forward). Zero but for the two
+    /// pairs' own errors unless the real-time clock was stepped.
+    pub(crate) fn step_ns(self, later: ClockPair) -> i128 {
+        let mono = if later.mono >= self.mono {
+            (later.mono - self.mono).as_nanos() as i128
+        } else {
+            -((self.mono - later.mono).as_nanos() as i128)
+        };
+        (later.real_ns - self.real_ns) - mono
+    }
+
+    /// The same pair with its real-time side `ns` later.
+    #[cfg(test)]
+    pub(crate) fn shifted_for_test(self, ns: i128) -> ClockPair {
+        ClockPair {
+            real_ns: self.real_ns + ns,
+            ..self
+        }
+    }
+
     /// A real-time stamp (ns since the epoch) on the monotonic clock;
     /// `None` when it falls before the process's clock can express it.
     pub(crate) fn to_instant(self, real_ns: i128) -> Option<Instant> {
@@ -121,18 +144,24 @@ pub(crate) struct RecvStream {
     /// The control-message buffer, allocated once; `None` when timestamps are off.
     #[cfg(target_os = "linux")]
     cmsg: Option<Vec<u8>>,
-    /// An initialized buffer for callers that pass uninitialized memory
-    /// (hyper's HTTP/1.1 reads): `recvmsg` needs initialized bytes, and
-    /// zeroing the caller's 8–16 KiB before every read costs more than
-    /// copying the few hundred bytes a token read returns.
-    #[cfg(target_os = "linux")]
-    scratch: Vec<u8>,
 }
 
-/// Size of [`RecvStream`]'s scratch buffer (the most one read returns when
-/// the caller's buffer is uninitialized).
+/// Size of the scratch buffer (the most one read returns when the caller's
+/// buffer is uninitialized).
 #[cfg(target_os = "linux")]
 const SCRATCH_BYTES: usize = 16 * 1024;
+
+#[cfg(target_os = "linux")]
+thread_local! {
+    /// An initialized buffer for callers that pass uninitialized memory
+    /// (hyper's HTTP/1.1 reads, h2's): `recvmsg` needs initialized bytes,
+    /// and zeroing the caller's 8–16 KiB before every read costs more than
+    /// copying the few hundred bytes a token read returns. What a read puts
+    /// here is copied out before the read returns, so one buffer per thread
+    /// serves every connection (one per connection was 16 MB at 1,024
+    /// plaintext streams).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 impl RecvStream {
     /// Wrap `tcp`, turning kernel receive timestamps on unless `kernel` is
@@ -147,12 +176,7 @@ impl RecvStream {
             let on = kernel && setsockopt(&tcp, ReceiveTimestampns, &true).is_ok();
             let cmsg = on.then(|| nix::cmsg_space!(nix::sys::time::TimeSpec));
             tap.set_kernel(on);
-            RecvStream {
-                tcp,
-                tap,
-                cmsg,
-                scratch: Vec::new(),
-            }
+            RecvStream { tcp, tap, cmsg }
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -177,31 +201,14 @@ impl RecvStream {
 
         let cmsg = self.cmsg.as_mut()?;
         let tcp = &self.tcp;
-        let scratch = &mut self.scratch;
         let fd = tcp.as_raw_fd();
-        loop {
-            match tcp.poll_read_ready(cx) {
-                Poll::Pending => return Some(Poll::Pending),
-                Poll::Ready(Err(e)) => return Some(Poll::Ready(Err(e))),
-                Poll::Ready(Ok(())) => {}
-            }
-            // Read in place when the caller's buffer is initialized (TLS),
-            // else into the scratch buffer and copy what arrived.
-            let in_place = buf.initialized().len() - buf.filled().len() >= buf.remaining();
-            let dst: &mut [u8] = if in_place {
-                buf.initialize_unfilled()
-            } else {
-                if scratch.is_empty() {
-                    scratch.resize(SCRATCH_BYTES, 0);
-                }
-                let n = buf.remaining().min(SCRATCH_BYTES);
-                &mut scratch[..n]
-            };
+        // One `recvmsg` into `dst`: the byte count and the kernel's stamp.
+        // A read shorter than the buffer drained the socket: as tokio's own
+        // `poll_read` does, its readiness is cleared now (the closure says
+        // WouldBlock, its result kept aside), so the next read waits for the
+        // next arrival instead of costing a `recvmsg` that fails.
+        let mut recv = |dst: &mut [u8]| -> io::Result<(usize, Option<i128>)> {
             let len = dst.len();
-            // A read shorter than the buffer drained the socket: as tokio's
-            // own `poll_read` does, its readiness is cleared now (the closure
-            // says WouldBlock, its result kept aside), so the next read waits
-            // for the next arrival instead of costing a `recvmsg` that fails.
             let mut short = None;
             let got = tcp.try_io(Interest::READABLE, || {
                 let mut iov = [io::IoSliceMut::new(dst)];
@@ -224,17 +231,33 @@ impl RecvStream {
                 }
                 Ok((msg.bytes, stamp))
             });
-            let got = match (got, short) {
+            match (got, short) {
                 (Err(_), Some(read)) => Ok(read),
                 (got, _) => got,
+            }
+        };
+        loop {
+            match tcp.poll_read_ready(cx) {
+                Poll::Pending => return Some(Poll::Pending),
+                Poll::Ready(Err(e)) => return Some(Poll::Ready(Err(e))),
+                Poll::Ready(Ok(())) => {}
+            }
+            // Read in place when the caller's buffer is initialized (TLS),
+            // else into the thread's scratch buffer and copy what arrived.
+            let in_place = buf.initialized().len() - buf.filled().len() >= buf.remaining();
+            let got = if in_place {
+                recv(buf.initialize_unfilled()).inspect(|&(n, _)| buf.advance(n))
+            } else {
+                SCRATCH.with_borrow_mut(|scratch| {
+                    if scratch.is_empty() {
+                        scratch.resize(SCRATCH_BYTES, 0);
+                    }
+                    let n = buf.remaining().min(SCRATCH_BYTES);
+                    recv(&mut scratch[..n]).inspect(|&(got, _)| buf.put_slice(&scratch[..got]))
+                })
             };
             match got {
                 Ok((n, stamp)) => {
-                    if in_place {
-                        buf.advance(n);
-                    } else {
-                        buf.put_slice(&scratch[..n]);
-                    }
                     if n > 0 {
                         self.tap.on_raw_read(stamp);
                     }

@@ -430,6 +430,9 @@ pub(crate) async fn exchange(
     let (sent, first) = tap.stamps();
     st.sent = sent;
     st.ttfb = first.map(|a| st.arrived(a));
+    if tap.clock_stepped() {
+        st.user_only = true;
+    }
 }
 
 /// Feed one wire chunk to the stream decoder, through `inflater` when the

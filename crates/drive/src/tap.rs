@@ -24,7 +24,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -138,6 +138,12 @@ impl Arrival {
     }
 }
 
+/// How far the real-time clock may move against the monotonic one during
+/// a request (and a kernel stamp map past its user-space stamp) before the
+/// request's kernel stamps are dropped. A clock pair is good to tens of
+/// nanoseconds and NTP slews both clocks alike, so only a step exceeds it.
+const STEP_TOLERANCE: Duration = Duration::from_micros(20);
+
 #[derive(Debug, Default)]
 struct TapState {
     armed: bool,
@@ -225,6 +231,17 @@ impl Tap {
         s.headers_read = None;
     }
 
+    /// True when kernel stamps are on and the real-time clock moved against
+    /// the monotonic one by more than [`STEP_TOLERANCE`] since
+    /// [`Tap::arm`] took the clock pair: a step (`settimeofday`, a VM's
+    /// clock set on resume) that would shift every kernel stamp of the
+    /// request, so the request keeps its user-space stamps.
+    pub(crate) fn clock_stepped(&self) -> bool {
+        let now = ClockPair::now();
+        let s = self.lock();
+        s.kernel && s.clocks.step_ns(now).unsigned_abs() > STEP_TOLERANCE.as_nanos()
+    }
+
     /// HTTP/2: when the response's HEADERS frame was fully read.
     pub(crate) fn headers_read(&self) -> Option<Arrival> {
         self.lock().headers_read
@@ -273,7 +290,12 @@ impl Tap {
         let s = &mut *guard;
         let at = Arrival {
             user,
-            kernel: s.raw_kernel.map(|k| k.min(user)),
+            // A kernel time cannot follow the user stamp of the same bytes;
+            // past the pair's own error it means the real-time clock
+            // stepped since the pair was taken, and the time is no time.
+            kernel: s
+                .raw_kernel
+                .and_then(|k| (k <= user + STEP_TOLERANCE).then_some(k.min(user))),
             read: s.raw_reads,
         };
         s.last_read = Some(at);
@@ -531,14 +553,31 @@ mod tests {
             tap.last_read().map(|a| (a.read, a.kernel)),
             Some((1, a.kernel))
         );
-        // A kernel time later than the user stamp (a clock step) is clamped.
+        // A kernel time later than the user stamp (a clock step) is no time.
         tap.on_raw_read(Some(ns + 60_000_000_000));
         let late = Instant::now();
         tap.on_read(b"x", late);
-        assert_eq!(tap.last_read().and_then(|a| a.kernel), Some(late));
+        assert_eq!(tap.last_read().map(|a| (a.read, a.kernel)), Some((2, None)));
         // A read without a kernel time has none.
         tap.on_raw_read(None);
         tap.on_read(b"y", Instant::now());
         assert_eq!(tap.last_read().map(|a| (a.read, a.kernel)), Some((3, None)));
+    }
+
+    #[test]
+    fn a_step_of_the_real_time_clock_is_noticed() {
+        let tap = Tap::default();
+        tap.set_kernel(true);
+        tap.arm();
+        assert!(!tap.clock_stepped(), "no step yet");
+        // The pair as if taken before the real-time clock moved 5 ms back.
+        {
+            let mut s = tap.lock();
+            s.clocks = s.clocks.shifted_for_test(5_000_000);
+        }
+        assert!(tap.clock_stepped());
+        // Without kernel stamps a step changes nothing.
+        tap.set_kernel(false);
+        assert!(!tap.clock_stepped());
     }
 }
