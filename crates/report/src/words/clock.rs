@@ -8,6 +8,10 @@ use firsttoken_analyze::diagnose::{ClientClock, SessionClock};
 
 use crate::format::{self, Unit, ms, stat};
 
+/// Above this share of shared first-token reads, TTFT's 99th percentile
+/// can be a shared read's late stamp.
+const SHARED_READ_P99_SHARE: f64 = 0.01;
+
 /// The sentences for one session's client clock, each with a short name
 /// of what it is about (`clock`, `client lag`, `shared reads`, `start lag`).
 pub fn session_clock(c: &SessionClock, threshold_ms: f64) -> Vec<(&'static str, String)> {
@@ -52,16 +56,22 @@ pub fn session_clock(c: &SessionClock, threshold_ms: f64) -> Vec<(&'static str, 
     }
     if c.read_counted > 0 {
         let share = c.shared_read as f64 / c.read_counted as f64;
-        out.push((
-            "shared reads",
-            format!(
-                "{who}: the first content token shared its socket read with other stream events in \
-                 {} of {} requests ({}); for those the stamp is the read's last segment",
-                c.shared_read,
-                c.read_counted,
-                format::percent(Some(share))
-            ),
-        ));
+        let mut line = format!(
+            "{who}: the first content token shared its socket read with other stream events in \
+             {} of {} requests ({}); for those the stamp is the read's last segment",
+            c.shared_read,
+            c.read_counted,
+            format::percent(Some(share))
+        );
+        // More than 1 % of the requests: the 99th percentile of TTFT can
+        // be one of those late stamps.
+        if share > SHARED_READ_P99_SHARE {
+            line.push_str(
+                ", which is late by as long as the read's later events took to follow the first \
+                 token; more than 1 % of requests, so TTFT's p99 can be such a stamp",
+            );
+        }
+        out.push(("shared reads", line));
     }
     if let Some(l) = c.start_lag_p99_ms {
         out.push((
@@ -123,6 +133,20 @@ mod tests {
         assert!(text[0].contains("all 200 requests stamped on arrival with the kernel"));
         assert!(text[1].contains("overloaded"), "{}", text[1]);
         assert!(text[2].contains("3 of 200 requests (1.5 %)"), "{}", text[2]);
+        assert!(
+            text[2].contains("TTFT's p99 can be such a stamp"),
+            "{}",
+            text[2]
+        );
+        let mut few = clock(Direction::Decrease, est(0.5, 0.4, 0.7));
+        few.shared_read = 2;
+        let few = session_clock(&few, 5.0);
+        assert!(
+            few[2].1.contains("2 of 200 requests (1.0 %)"),
+            "{}",
+            few[2].1
+        );
+        assert!(!few[2].1.contains("p99"), "{}", few[2].1);
         assert!(text[3].contains("open-loop start lag"));
         let under = session_clock(&clock(Direction::Decrease, est(0.5, 0.4, 0.7)), 5.0);
         assert!(under[1].1.contains("below the 5"), "{}", under[1].1);
