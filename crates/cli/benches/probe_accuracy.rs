@@ -32,6 +32,11 @@
 //! - `FT_BENCH_REPEATS` (default 1): runs of each combination, alternating;
 //! - `FT_BENCH_PIN=1`: the emulator on CPU 0 and the probe on CPU 1
 //!   (`taskset`, util-linux).
+//! - `FT_BENCH_PEER_IB=/path/to/inference-benchmarker`: after each level's
+//!   runs, the same level with Hugging Face's inference-benchmarker as the
+//!   client (a binary the user built; see `peer/inference_benchmarker.rs`),
+//!   pinned like the probe, in a second table; `FT_BENCH_PEER_SECS`
+//!   (default 1) is its measured step.
 //!
 //! Two truths. The *handler truth* is the emulator's `ttft_ms`: from the
 //! moment its handler had the request parsed to the moment it handed the
@@ -54,11 +59,16 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use firsttoken_plan::{ProbeSpec, RequestTemplate, Target};
 use firsttoken_record::Sample;
+
+// The side-by-side peer, when `FT_BENCH_PEER_IB` names its binary.
+#[path = "peer/inference_benchmarker.rs"]
+mod peer;
 
 // The live view's own code, as `run --watch` and `probe --watch` use it.
 #[allow(dead_code)]
@@ -231,13 +241,11 @@ fn pinned(program: &str, cpu: &str) -> Command {
     }
 }
 
-fn level(run: &Run) -> Level {
-    let (streams, watched) = (run.streams, run.watched);
-    let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let truth_path = dir.join("truth.jsonl");
+/// Start `firsttoken emulate` (pinned to CPU 0 when asked) with a truth log
+/// at `truth_path`; returns the process and its base URL.
+fn start_emulator(mode: &str, dir: &Path, truth_path: &Path) -> (Child, String) {
     let mut emu = pinned(env!("CARGO_BIN_EXE_firsttoken"), "0");
-    if run.mode.ends_with("tls") {
+    if mode.ends_with("tls") {
         let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
             .expect("a self-signed certificate");
         std::fs::write(dir.join("cert.pem"), ck.cert.pem()).expect("write cert");
@@ -252,7 +260,7 @@ fn level(run: &Run) -> Level {
     }
     let mut emu = emu
         .args(["--listen", "127.0.0.1:0", "--truth-log"])
-        .arg(&truth_path)
+        .arg(truth_path)
         .args([
             "--ttft-ms",
             &TTFT_MS.to_string(),
@@ -274,6 +282,62 @@ fn level(run: &Run) -> Level {
         .strip_prefix("listening on ")
         .expect("listening line")
         .to_string();
+    (emu, base)
+}
+
+/// The `Run::mode` of a peer run.
+const PEER: &str = "peer";
+
+/// Seconds of the peer's measured step (`FT_BENCH_PEER_SECS`, default 1: at
+/// 690 ms a request, about two requests per user).
+fn peer_secs() -> u64 {
+    std::env::var("FT_BENCH_PEER_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+/// Run the peer at `streams` users against a fresh plaintext emulator; one
+/// Markdown row.
+fn peer_row(exe: &Path, streams: u32) -> String {
+    let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}-peer", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let truth_path = dir.join("truth.jsonl");
+    let (mut emu, base) = start_emulator("h1", &dir, &truth_path);
+    let step = Duration::from_secs(peer_secs());
+    let p = peer::run(exe, streams, &base, &truth_path, &dir, step, |e| {
+        pinned(e, "1")
+    });
+    let _ = emu.kill();
+    let _ = emu.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    format!(
+        "| {streams} | {} | {} | {} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.4} | {:.1} | {:.2} |\n",
+        p.ok,
+        p.failed,
+        p.truth_matched,
+        p.ttft_p50,
+        p.ttft_p99,
+        p.wire_p50,
+        p.wire_p99,
+        p.ttft_p50 - p.wire_p50,
+        p.ttft_p99 - p.wire_p99,
+        p.handler_p50,
+        p.handler_p99,
+        p.ttft_p50 - p.handler_p50,
+        p.ttft_p99 - p.handler_p99,
+        p.cpu_s_per_1k_tokens,
+        p.peak_rss_mb,
+        p.wall_s
+    )
+}
+
+fn level(run: &Run) -> Level {
+    let (streams, watched) = (run.streams, run.watched);
+    let dir = std::env::temp_dir().join(format!("ft-bench-{}-{streams}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let truth_path = dir.join("truth.jsonl");
+    let (mut emu, base) = start_emulator(&run.mode, &dir, &truth_path);
     let url = format!("{base}/v1/chat/completions");
     let exe = std::env::current_exe().expect("exe");
     let line = if watched {
@@ -454,6 +518,7 @@ fn main() {
     ));
     md.push_str("| streams | mode | clock | live view | ok | failed | TTFT error vs wire truth p50 / p99 / max (ms) | user-clock error vs wire truth p50 / p99 / max (ms) | TTFT error vs handler truth p50 / p99 / max (ms) | user-clock error vs handler truth p50 / p99 / max (ms) | wire − handler TTFT p50 / p99 (ms) | client lag p50 / p99 (ms) | start → sent p50 / p99 (ms) | handler-truth error after sent p50 / p99 (ms) | kernel-stamped: client / emulator | first token shared its read | client CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
     md.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let peer_exe = peer::binary();
     let mut runs: Vec<Run> = Vec::new();
     for &streams in &levels {
         for _ in 0..rounds {
@@ -478,9 +543,25 @@ fn main() {
                     }
                 }
             }
+            if peer_exe.is_some() {
+                runs.push(Run {
+                    streams,
+                    watched: false,
+                    mode: PEER.into(),
+                    kernel: false,
+                });
+            }
         }
     }
+    let mut peer_md = String::new();
     for run in runs {
+        if run.mode == PEER {
+            let exe = peer_exe.as_deref().expect("the peer binary");
+            let row = peer_row(exe, run.streams);
+            eprint!("{row}");
+            peer_md.push_str(&row);
+            continue;
+        }
         let l = level(&run);
         let row = format!(
             "| {} | {} | {} | {} | {} | {} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.0} % / {:.0} % | {:.1} % | {:.4} | {:.1} | {:.2} |\n",
@@ -519,6 +600,23 @@ fn main() {
         );
         eprint!("{row}");
         md.push_str(&row);
+    }
+    if !peer_md.is_empty() {
+        md.push_str(&format!(
+            "\ninference-benchmarker (`FT_BENCH_PEER_IB`), HTTP/1.1 plaintext, against the same emulator{}: \
+             `--benchmark-kind throughput --max-vus N --duration {}s --warmup 1s`. It sends no request id, so its error \
+             is its TTFT percentile minus the emulator's TTFT percentile over the same step; CPU and RSS are its whole \
+             process's (start-up and warm-up included).\n\n",
+            if std::env::var("FT_BENCH_PIN").is_ok_and(|v| v == "1") {
+                ", pinned to CPU 1"
+            } else {
+                ""
+            },
+            peer_secs()
+        ));
+        md.push_str("| streams | ok | failed | with a wire truth | its TTFT p50 / p99 (ms) | emulator wire TTFT p50 / p99 (ms) | error vs wire truth p50 / p99 (ms) | emulator handler TTFT p50 / p99 (ms) | error vs handler truth p50 / p99 (ms) | CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
+        md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str(&peer_md);
     }
     println!("{md}");
     let _ = std::fs::write(
