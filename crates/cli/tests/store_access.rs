@@ -157,8 +157,21 @@ fn a_read_only_store_can_be_listed_and_reported() {
     let store_s = store.display().to_string();
     let file = export_file(dir.path(), "20261130T023000Z-beef", 5);
     assert_code(&firsttoken(&["import", "--store", &store_s, &file], &[]), 0);
-    // Checkpoint the WAL into the file, as a finished writer leaves it.
     assert_code(&firsttoken(&["sessions", "--store", &store_s], &[]), 0);
+    // A writer that closed cleanly leaves no `-wal` or `-shm` file, and in
+    // a directory the reader may not write SQLite cannot create them.
+    // Whether a command's store thread closes the database before its
+    // process exits is a race, so close it here: that state is under test.
+    let c = rusqlite::Connection::open(&store).expect("open the store");
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    drop(c);
+    for suffix in ["-wal", "-shm"] {
+        assert!(
+            !Path::new(&format!("{store_s}{suffix}")).exists(),
+            "{suffix} left after a clean close"
+        );
+    }
     use std::os::unix::fs::PermissionsExt;
     let mode =
         |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();

@@ -163,19 +163,26 @@ pub enum OpenMode {
 
 /// An existing store the user may only read: opened read-only, its schema
 /// checked (a read-only store cannot be migrated).
+///
+/// A WAL-mode database is read through its `-wal` and `-shm` files, which
+/// SQLite creates if they are missing. A writer that closed cleanly leaves
+/// neither, and in a directory this user may not write they cannot be
+/// created: then, and only when no `-wal` file holds data the main file
+/// lacks, the file is opened as immutable (no locks, no `-shm`), which reads
+/// exactly what it holds.
 fn open_read_only(path: &str) -> Result<rusqlite::Connection, StoreError> {
     let err = |e| error::sqlite("open read-only", path, e);
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = rusqlite::Connection::open_with_flags(Path::new(path), flags).map_err(err)?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+    let (conn, current) = match read_only_connection(path, false) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let wal = std::fs::metadata(format!("{path}-wal")).map_or(0, |m| m.len());
+            if wal > 0 {
+                return Err(err(e));
+            }
+            read_only_connection(path, true).map_err(|_| err(e))?
+        }
+    };
     let latest = SQLITE_MIGRATIONS.last().map_or(0, |m| m.0);
-    let current: i64 = conn
-        .query_row(
-            "SELECT coalesce(max(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(err)?;
     match current.cmp(&latest) {
         std::cmp::Ordering::Equal => Ok(conn),
         std::cmp::Ordering::Greater => Err(StoreError::SchemaTooNew {
@@ -192,6 +199,36 @@ fn open_read_only(path: &str) -> Result<rusqlite::Connection, StoreError> {
             ),
         )),
     }
+}
+
+/// A read-only connection to `path` (as an immutable file when `immutable`)
+/// and the store's schema version: the version is read here because SQLite
+/// opens lazily, and a missing `-shm` only fails at the first read.
+fn read_only_connection(
+    path: &str,
+    immutable: bool,
+) -> Result<(rusqlite::Connection, i64), rusqlite::Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if immutable {
+        // A URI path escapes `%`, `?` and `#`.
+        let escaped = path
+            .replace('%', "%25")
+            .replace('?', "%3F")
+            .replace('#', "%23");
+        rusqlite::Connection::open_with_flags(
+            format!("file:{escaped}?immutable=1"),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )?
+    } else {
+        rusqlite::Connection::open_with_flags(Path::new(path), flags)?
+    };
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let current = conn.query_row(
+        "SELECT coalesce(max(version), 0) FROM schema_migrations",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok((conn, current))
 }
 
 fn open_connection(path: &str, mode: OpenMode) -> Result<rusqlite::Connection, StoreError> {
