@@ -131,27 +131,35 @@ struct Level {
     wall_s: f64,
 }
 
-/// This process's CPU time, user + system, all threads: `getrusage`, whose
+/// CPU time, user + system, all threads, of this process (`RUSAGE_SELF`)
+/// or of its waited-for children (`RUSAGE_CHILDREN`): `getrusage`, whose
 /// total the kernel keeps to the nanosecond and reports in µs (the
 /// clock-tick fields of `/proc/self/stat` are 10 ms steps, 4–8 % of a
 /// 256-stream run).
-fn proc_cpu_seconds() -> f64 {
-    use nix::sys::resource::{UsageWho, getrusage};
-    getrusage(UsageWho::RUSAGE_SELF).map_or(f64::NAN, |u| {
+fn cpu_seconds(who: nix::sys::resource::UsageWho) -> f64 {
+    nix::sys::resource::getrusage(who).map_or(f64::NAN, |u| {
         let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
         s(u.user_time()) + s(u.system_time())
     })
 }
 
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+fn proc_cpu_seconds() -> f64 {
+    cpu_seconds(nix::sys::resource::UsageWho::RUSAGE_SELF)
+}
+
+/// Peak RSS (`VmHWM`, MB) in a `/proc/<pid>/status` text.
+fn vm_hwm_mb(status: &str) -> Option<f64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kb| kb.parse::<f64>().ok())
         .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    vm_hwm_mb(&status).unwrap_or(f64::NAN)
 }
 
 /// Child mode: run the probe against `url` at `streams` concurrency, print one JSON line of results
@@ -604,7 +612,7 @@ fn main() {
     if !peer_md.is_empty() {
         md.push_str(&format!(
             "\ninference-benchmarker (`FT_BENCH_PEER_IB`), HTTP/1.1 plaintext, against the same emulator{}: \
-             `--benchmark-kind throughput --max-vus N --duration {}s --warmup 1s`. It sends no request id, so its error \
+             `--benchmark-kind throughput --max-vus N --duration {}s --warmup {}s`. It sends no request id, so its error \
              is its TTFT percentile minus the emulator's TTFT percentile over the same step; CPU and RSS are its whole \
              process's (start-up and warm-up included).\n\n",
             if std::env::var("FT_BENCH_PIN").is_ok_and(|v| v == "1") {
@@ -612,7 +620,8 @@ fn main() {
             } else {
                 ""
             },
-            peer_secs()
+            peer_secs(),
+            peer::WARMUP_S
         ));
         md.push_str("| streams | ok | failed | with a wire truth | its TTFT p50 / p99 (ms) | emulator wire TTFT p50 / p99 (ms) | error vs wire truth p50 / p99 (ms) | emulator handler TTFT p50 / p99 (ms) | error vs handler truth p50 / p99 (ms) | CPU s / 1k tokens | peak RSS (MB) | wall (s) |\n");
         md.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

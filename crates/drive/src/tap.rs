@@ -237,9 +237,11 @@ impl Tap {
     /// clock set on resume) that would shift every kernel stamp of the
     /// request, so the request keeps its user-space stamps.
     pub(crate) fn clock_stepped(&self) -> bool {
-        let now = ClockPair::now();
-        let s = self.lock();
-        s.kernel && s.clocks.step_ns(now).unsigned_abs() > STEP_TOLERANCE.as_nanos()
+        let (kernel, then) = {
+            let s = self.lock();
+            (s.kernel, s.clocks)
+        };
+        kernel && then.step_ns(ClockPair::now()).unsigned_abs() > STEP_TOLERANCE.as_nanos()
     }
 
     /// HTTP/2: when the response's HEADERS frame was fully read.

@@ -60,7 +60,7 @@ pub fn binary() -> Option<PathBuf> {
 /// real vocabulary would.
 const TOKENIZER: &str = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1},"unk_token":"[UNK]"}}"#;
 /// The peer's warm-up step: one user for this many seconds.
-const WARMUP_S: u64 = 1;
+pub const WARMUP_S: u64 = 1;
 const SNAPSHOT: &str = "0000000000000000000000000000000000000000";
 
 /// Write one file into an `hf_hub` cache as its revision `main`.
@@ -106,7 +106,10 @@ pub fn run(
     );
     let work = dir.join("peer");
     std::fs::create_dir_all(&work).expect("peer dir");
-    let cpu0 = children_cpu_seconds();
+    // The children's CPU across the peer's run and wait is the peer's own
+    // (the emulator is waited for only after).
+    let children = || super::cpu_seconds(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
+    let cpu0 = children();
     let started = Instant::now();
     let mut child = pin(&exe.to_string_lossy())
         .args(["--tokenizer-name", "local/wordlevel", "--model-name", "m"])
@@ -131,21 +134,21 @@ pub fn run(
         .expect("start inference-benchmarker");
     // VmHWM of a running process; gone once it exits, so sampled while it runs.
     let status_path = format!("/proc/{}/status", child.id());
-    let mut peak_kb = 0.0f64;
+    let mut peak_mb = 0.0f64;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for the peer") {
             break status;
         }
-        if let Some(kb) = std::fs::read_to_string(&status_path)
+        if let Some(mb) = std::fs::read_to_string(&status_path)
             .ok()
-            .and_then(|s| vm_hwm_kb(&s))
+            .and_then(|s| super::vm_hwm_mb(&s))
         {
-            peak_kb = peak_kb.max(kb);
+            peak_mb = peak_mb.max(mb);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let wall_s = started.elapsed().as_secs_f64();
-    let cpu = children_cpu_seconds() - cpu0;
+    let cpu = children() - cpu0;
     assert!(status.success(), "inference-benchmarker failed: {status}");
     let report = std::fs::read_dir(work.join("results"))
         .expect("the peer's results directory")
@@ -209,26 +212,7 @@ pub fn run(
         handler_p50: pct(&handler, 50.0),
         handler_p99: pct(&handler, 99.0),
         cpu_s_per_1k_tokens: cpu / tokens * 1000.0,
-        peak_rss_mb: peak_kb / 1024.0,
+        peak_rss_mb: peak_mb,
         wall_s,
     }
-}
-
-fn vm_hwm_kb(status: &str) -> Option<f64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse().ok())
-}
-
-/// CPU seconds of this process's waited-for children: the difference across
-/// one child's run and wait is that child's own (the emulator is waited for
-/// only after).
-fn children_cpu_seconds() -> f64 {
-    use nix::sys::resource::{UsageWho, getrusage};
-    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(f64::NAN, |u| {
-        let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-        s(u.user_time()) + s(u.system_time())
-    })
 }
