@@ -55,7 +55,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod agents;
 pub mod bootstrap;
 pub mod compare;
 pub mod diagnose;

@@ -247,7 +247,7 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings::from_sessions(&loaded.sessions);
     let mut analysis = analyse(&loaded, &keys, &settings);
     if let Some(run) = &run
-        && run.start.cross_agent != firsttoken_analyze::agents::CrossAgent::Judged
+        && run.start.cross_agent != firsttoken_record::run::CrossAgent::Judged
     {
         // Bursts split over agents whose clocks are not known well enough
         // cannot be judged as one level of concurrency.

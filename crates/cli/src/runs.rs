@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use firsttoken_analyze::agents::{RunStart, run_start};
+use firsttoken_record::run::{RunStart, run_start};
 use firsttoken_record::run::{RunInfo, RunMember, RunState, run_state};
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::store::{Store, mask_url};

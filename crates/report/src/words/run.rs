@@ -1,7 +1,7 @@
 //! The words of a run across agents: its state, its counts and how the
 //! agents started (`firsttoken runs`, the head of `report --run`).
 
-use firsttoken_analyze::agents::{CrossAgent, RunStart};
+use firsttoken_record::run::{CrossAgent, RunStart};
 use firsttoken_record::run::{RunInfo, RunState};
 
 use crate::format as fmt;
