@@ -52,46 +52,128 @@ pub struct Analysis {
 }
 
 /// Analyse a frame: TTFT grouped by `keys` (pooled, with per-session
-/// medians) and every diagnostic.
+/// medians) and every diagnostic. The work is split over two threads
+/// (each computation is a pure function of the frame, and each field of
+/// the result comes from one of them, in the same order as one thread
+/// would give).
 pub fn analyze(
     frame: &Frame,
     sessions: &[SessionMeta],
     keys: &[GroupKey],
     settings: &Settings,
 ) -> Analysis {
-    let clock = client_clock(frame, sessions, settings);
-    let mut limits = limits(frame, sessions);
-    limits.add_overloaded(&clock);
-    let mut a = Analysis {
-        settings: *settings,
-        rows: frame.len(),
-        keys: effective_keys(keys),
-        groups: pooled_where(frame, keys, Metric::Ttft, settings, |o| {
-            o.phase != PhaseKind::Ping
-        }),
-        overhead: Vec::new(),
-        connection: Vec::new(),
-        concurrency: Vec::new(),
-        cold: Vec::new(),
-        providers: Vec::new(),
-        routes: Vec::new(),
-        drift: Vec::new(),
-        clock,
-        limits,
-        traces: None,
-    };
     // Diagnostics describe one setup: sessions of different code versions
     // are never pooled into one overhead, wall or cold-start figure.
     let versions = code_versions(frame);
-    if versions.len() <= 1 {
-        diagnose_into(&mut a, frame, settings, "");
+    let scopes: Vec<(Frame, String)> = if versions.len() <= 1 {
+        vec![(frame.clone(), String::new())]
     } else {
-        for v in versions {
-            let scoped = scoped_to_code_version(frame, &v);
-            diagnose_into(&mut a, &scoped, settings, &format!("code_version={v}"));
+        versions
+            .iter()
+            .map(|v| {
+                (
+                    scoped_to_code_version(frame, v),
+                    format!("code_version={v}"),
+                )
+            })
+            .collect()
+    };
+    let (mut a, other) = std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let mut part = Diagnostics::default();
+            for (f, scope) in &scopes {
+                part.add(f, settings, scope, Half::Second);
+            }
+            let groups = pooled_where(frame, keys, Metric::Ttft, settings, |o| {
+                o.phase != PhaseKind::Ping
+            });
+            (part, groups)
+        });
+        let clock = client_clock(frame, sessions, settings);
+        let mut limits = limits(frame, sessions);
+        limits.add_overloaded(&clock);
+        let mut part = Diagnostics::default();
+        for (f, scope) in &scopes {
+            part.add(f, settings, scope, Half::First);
+        }
+        let a = Analysis {
+            settings: *settings,
+            rows: frame.len(),
+            keys: effective_keys(keys),
+            groups: Vec::new(),
+            overhead: part.overhead,
+            connection: part.connection,
+            concurrency: part.concurrency,
+            cold: part.cold,
+            providers: Vec::new(),
+            routes: Vec::new(),
+            drift: Vec::new(),
+            clock,
+            limits,
+            traces: None,
+        };
+        // A panic in the other half is this call's panic.
+        let other = other
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (a, other)
+    });
+    let (part, groups) = other;
+    a.groups = groups;
+    a.providers = part.providers;
+    a.routes = part.routes;
+    a.drift = part.drift;
+    a
+}
+
+/// Which diagnostics a thread computes.
+#[derive(Clone, Copy, PartialEq)]
+enum Half {
+    /// Overhead, connection cost, the wall, cold starts.
+    First,
+    /// Providers, routes, drift.
+    Second,
+}
+
+/// The diagnostics of some scopes, each labelled with its scope.
+#[derive(Default)]
+struct Diagnostics {
+    overhead: Vec<crate::diagnose::Overhead>,
+    connection: Vec<crate::diagnose::ConnectionCost>,
+    concurrency: Vec<crate::diagnose::ConcurrencyWall>,
+    cold: Vec<crate::diagnose::ColdStart>,
+    providers: Vec<crate::diagnose::Providers>,
+    routes: Vec<crate::diagnose::Routes>,
+    drift: Vec<crate::diagnose::Drift>,
+}
+
+impl Diagnostics {
+    /// Append `half` of the diagnostics of `frame`, labelled with `scope`.
+    fn add(&mut self, frame: &Frame, settings: &Settings, scope: &str, half: Half) {
+        macro_rules! scoped {
+            ($field:ident, $items:expr) => {
+                for mut d in $items {
+                    if !scope.is_empty() {
+                        d.scope = scope.to_string();
+                    }
+                    self.$field.push(d);
+                }
+            };
+        }
+        match half {
+            Half::First => {
+                scoped!(overhead, overhead(frame, settings));
+                scoped!(connection, connection_cost(frame, settings));
+                scoped!(concurrency, concurrency_wall(frame, settings));
+                scoped!(cold, cold_start(frame, settings));
+            }
+            Half::Second => {
+                scoped!(providers, providers(frame, settings));
+                scoped!(routes, routes(frame, settings));
+                scoped!(drift, drift(frame, settings));
+            }
         }
     }
-    a
 }
 
 /// Distinct code versions of the frame's sessions, in first-seen order.
@@ -132,27 +214,6 @@ fn scoped_to_code_version(frame: &Frame, code_version: &str) -> Frame {
         });
     }
     f
-}
-
-/// Append every diagnostic of `frame` to `a`, labelled with `scope`.
-fn diagnose_into(a: &mut Analysis, frame: &Frame, settings: &Settings, scope: &str) {
-    macro_rules! scoped {
-        ($field:ident, $items:expr) => {
-            for mut d in $items {
-                if !scope.is_empty() {
-                    d.scope = scope.to_string();
-                }
-                a.$field.push(d);
-            }
-        };
-    }
-    scoped!(overhead, overhead(frame, settings));
-    scoped!(connection, connection_cost(frame, settings));
-    scoped!(concurrency, concurrency_wall(frame, settings));
-    scoped!(cold, cold_start(frame, settings));
-    scoped!(providers, providers(frame, settings));
-    scoped!(routes, routes(frame, settings));
-    scoped!(drift, drift(frame, settings));
 }
 
 #[cfg(test)]

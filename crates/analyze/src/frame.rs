@@ -17,10 +17,11 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::{UtcDay, UtcTime};
-use firsttoken_record::{Clock, ErrorKind, HandshakeKind};
+use firsttoken_record::{Clock, ErrorKind, HandshakeKind, SampleView};
 use serde::Serialize;
 
 use crate::AnalyzeError;
@@ -137,6 +138,8 @@ pub(crate) struct Obs {
     pub dns: f64,
     pub connect: f64,
     pub tls: f64,
+    /// When it actually started, ms from its session's start.
+    pub actual_start: f64,
     /// Wall-clock start, ms since the Unix epoch (UTC).
     pub started_ms: i64,
     pub seq: u64,
@@ -155,13 +158,17 @@ pub(crate) struct Obs {
     pub prompt_index: u32,
     /// 0 when the row has no concurrency level.
     pub concurrency: u32,
+    /// First of its Server-Timing values in [`Frame::timings`].
     pub timing_start: u32,
+    /// Its list of Server-Timing names (`NONE`: it sent none).
+    pub timing_shape: u32,
     /// Days since the Unix epoch of `started_ms`.
     pub day: i32,
-    pub timing_len: u16,
     pub phase: PhaseKind,
     pub provenance: Provenance,
     pub warmup: bool,
+    /// The request sent a trace id (its spans can be joined).
+    pub traced: bool,
     pub error: Option<ErrorKind>,
     /// Full or resumed TLS handshake, on fresh TLS connections.
     pub handshake: Option<HandshakeKind>,
@@ -209,12 +216,20 @@ pub(crate) struct FrameSession {
 
 /// Validated rows, ready for analysis. Build with [`Frame::from_rows`] or a
 /// [`FrameBuilder`].
+///
+/// The rows, strings and Server-Timing values are shared between clones
+/// (a frame scoped to some sessions is a clone with other index lists).
 #[derive(Debug, Clone, Default)]
 pub struct Frame {
-    pub(crate) obs: Vec<Obs>,
-    pub(crate) strings: Vec<String>,
+    pub(crate) obs: Arc<Vec<Obs>>,
+    pub(crate) strings: Arc<Vec<String>>,
     pub(crate) sessions: Vec<FrameSession>,
-    pub(crate) timings: Vec<(u32, f64)>,
+    /// Server-Timing durations, ms: a row's are `timing_start..` for as
+    /// many as its shape has names.
+    pub(crate) timings: Arc<Vec<f64>>,
+    /// The distinct lists of Server-Timing names (interned) rows carry, in
+    /// their order: a row stores its values and the index of its list.
+    pub(crate) timing_shapes: Arc<Vec<Vec<u32>>>,
     /// Row indices per (provenance, phase): `index[prov * 7 + phase]`.
     pub(crate) index: Vec<Vec<u32>>,
 }
@@ -273,6 +288,20 @@ impl Frame {
         self.sessions.iter().map(|s| s.id.as_str())
     }
 
+    /// Row indices of a session's app requests (every app phase, warm-ups
+    /// included), in frame order; none for a session the frame lacks.
+    pub fn app_rows(&self, session_id: &str) -> Vec<u32> {
+        let Some(six) = self.sessions.iter().position(|s| s.id == session_id) else {
+            return Vec::new();
+        };
+        (0..self.obs.len() as u32)
+            .filter(|&i| {
+                let o = &self.obs[i as usize];
+                o.session as usize == six && o.phase.is_app()
+            })
+            .collect()
+    }
+
     /// Row indices of one phase and provenance.
     pub(crate) fn rows(&self, prov: Provenance, phase: PhaseKind) -> &[u32] {
         self.index
@@ -310,9 +339,17 @@ impl Frame {
             .map_or(o.path, |(_, r)| *r)
     }
 
-    pub(crate) fn server_timing(&self, o: &Obs) -> &[(u32, f64)] {
+    /// A row's Server-Timing (name id, ms) pairs, in the order it sent them.
+    pub(crate) fn server_timing(&self, o: &Obs) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let names: &[u32] = self
+            .timing_shapes
+            .get(o.timing_shape as usize)
+            .map_or(&[], Vec::as_slice);
         let s = o.timing_start as usize;
-        &self.timings[s..s + usize::from(o.timing_len)]
+        names
+            .iter()
+            .zip(self.timings.get(s..s + names.len()).unwrap_or_default())
+            .map(|(&n, &v)| (n, v))
     }
 }
 
@@ -320,6 +357,13 @@ impl Frame {
 #[derive(Debug)]
 pub struct FrameBuilder {
     frame: Frame,
+    obs: Vec<Obs>,
+    strings: Vec<String>,
+    timings: Vec<f64>,
+    shapes: Vec<Vec<u32>>,
+    shape_ix: HashMap<Vec<u32>, u32, FxBuild>,
+    /// The names of the row being added, reused.
+    names: Vec<u32>,
     interned: HashMap<String, u32, FxBuild>,
     session_ix: HashMap<String, u32, FxBuild>,
     last_session: u32,
@@ -334,6 +378,12 @@ impl FrameBuilder {
                 index: vec![Vec::new(); 4 * 7],
                 ..Frame::default()
             },
+            obs: Vec::new(),
+            strings: Vec::new(),
+            timings: Vec::new(),
+            shapes: Vec::new(),
+            shape_ix: HashMap::default(),
+            names: Vec::new(),
             interned: HashMap::default(),
             session_ix: HashMap::default(),
             last_session: NONE,
@@ -364,15 +414,15 @@ impl FrameBuilder {
 
     /// Make room for `additional` rows.
     pub fn reserve(&mut self, additional: usize) {
-        self.frame.obs.reserve(additional);
+        self.obs.reserve(additional);
     }
 
     fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.interned.get(s) {
             return id;
         }
-        let id = self.frame.strings.len() as u32;
-        self.frame.strings.push(s.to_string());
+        let id = self.strings.len() as u32;
+        self.strings.push(s.to_string());
         self.interned.insert(s.to_string(), id);
         id
     }
@@ -407,86 +457,119 @@ impl FrameBuilder {
 
     /// Validate and add one row.
     pub fn push(&mut self, row: &SampleRow) -> Result<(), AnalyzeError> {
-        let s = &row.sample;
+        self.push_view(&SampleView::of(row))
+    }
+
+    /// Validate and add one row, as a store reads it
+    /// ([`firsttoken_record::Store::scan_views`]).
+    pub fn push_view(&mut self, v: &SampleView<'_>) -> Result<(), AnalyzeError> {
         let bad = |field: &'static str, value: f64| AnalyzeError::InvalidValue {
-            session_id: row.session_id.clone(),
-            seq: s.seq,
+            session_id: v.session_id.to_string(),
+            seq: v.seq,
             field,
             value,
         };
-        let val = |field: &'static str, v: Option<f64>| match v {
+        let val = |field: &'static str, x: Option<f64>| match x {
             None => Ok(f64::NAN),
-            Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            Some(v) => Err(bad(field, v)),
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+            Some(x) => Err(bad(field, x)),
         };
-        let phase = row.phase;
-        let dns = val("dns_ms", s.dns_ms)?;
-        let connect_at = val("connect_ms", s.connect_ms)?;
-        let tls_at = val("tls_ms", s.tls_ms)?;
+        let phase = v.phase;
+        let dns = val("dns_ms", v.dns_ms)?;
+        let connect_at = val("connect_ms", v.connect_ms)?;
+        let tls_at = val("tls_ms", v.tls_ms)?;
         // Stamps are cumulative from the request start; keep each phase's own duration.
         let zero_if_nan = |x: f64| if x.is_nan() { 0.0 } else { x };
         let connect = (connect_at - zero_if_nan(dns)).max(0.0);
         let tls = (tls_at - zero_if_nan(connect_at).max(zero_if_nan(dns))).max(0.0);
-        let concurrency = match row.concurrency {
+        let concurrency = match v.concurrency {
             None => 0,
             Some(0) => return Err(bad("concurrency", 0.0)),
             Some(k) => k,
         };
-        let timing_start = self.frame.timings.len() as u32;
-        let mut timing_len = 0u16;
-        if let Some(st) = &s.server_timing {
-            for (name, &dur) in st.iter().take(usize::from(u16::MAX)) {
-                if !(dur.is_finite() && dur >= 0.0) {
-                    return Err(bad("server_timing", dur));
-                }
-                let id = self.intern(name);
-                self.frame.timings.push((id, dur));
-                timing_len += 1;
-            }
+        if !v.actual_start_ms.is_finite() {
+            return Err(bad("actual_start_ms", v.actual_start_ms));
         }
+        let timing_start = self.timings.len() as u32;
+        let mut names = std::mem::take(&mut self.names);
+        names.clear();
+        for (name, dur) in &v.server_timing {
+            if !(dur.is_finite() && *dur >= 0.0) {
+                self.timings.truncate(timing_start as usize);
+                self.names = names;
+                return Err(bad("server_timing", *dur));
+            }
+            names.push(self.intern(name));
+            self.timings.push(*dur);
+        }
+        let timing_shape = self.shape(&names);
+        self.names = names;
         let obs = Obs {
-            ttft: val("ttft_ms", s.ttft_ms)?,
-            ttfb: val("ttfb_ms", s.ttfb_ms)?,
-            e2e: val("e2e_ms", s.e2e_ms)?,
-            tps: val("tokens_per_s", s.tokens_per_s)?,
+            ttft: val("ttft_ms", v.ttft_ms)?,
+            ttfb: val("ttfb_ms", v.ttfb_ms)?,
+            e2e: val("e2e_ms", v.e2e_ms)?,
+            tps: val("tokens_per_s", v.tokens_per_s)?,
             dns,
             connect,
             tls,
-            started_ms: row.started_at.unix_ms(),
-            seq: s.seq,
-            session: self.session(&row.session_id),
-            path: self.intern_opt(row.dest.path_column()),
-            strategy: self.intern_opt(row.dest.strategy()),
-            provider: self.intern_opt(s.provider.as_deref()),
-            route: self.intern_opt(s.route.as_deref()),
-            last_token: val("last_token_ms", s.last_token_ms)?,
-            content_chunks: u32::try_from(s.content_chunks).unwrap_or(u32::MAX),
-            prompt: self.intern_opt(row.prompt.as_ref().map(|p| p.hash.as_str())),
-            prompt_index: row.prompt.as_ref().map_or(0, |p| p.index),
+            actual_start: v.actual_start_ms,
+            started_ms: v.started_at.unix_ms(),
+            seq: v.seq,
+            session: self.session(v.session_id),
+            path: self.intern_opt(v.path),
+            strategy: self.intern_opt(v.strategy),
+            provider: self.intern_opt(v.provider),
+            route: self.intern_opt(v.route),
+            last_token: val("last_token_ms", v.last_token_ms)?,
+            content_chunks: u32::try_from(v.content_chunks).unwrap_or(u32::MAX),
+            prompt: self.intern_opt(v.prompt.map(|p| p.1)),
+            prompt_index: v.prompt.map_or(0, |p| p.0),
             concurrency,
             timing_start,
-            day: row.started_at.day().days_since_epoch(),
-            timing_len,
+            timing_shape,
+            day: v.started_at.day().days_since_epoch(),
             phase,
-            provenance: row.provenance,
-            warmup: s.warmup,
-            error: s.error.as_ref().map(|e| e.kind),
-            handshake: s.tls.as_ref().and_then(|t| t.handshake),
-            clock: s.clock,
-            client_lag: val("client_lag_ms", s.client_lag_ms)? as f32,
-            ttft_read_events: s
+            provenance: v.provenance,
+            warmup: v.warmup,
+            traced: v.trace_id.is_some(),
+            error: v.error,
+            handshake: v.handshake,
+            clock: v.clock,
+            client_lag: val("client_lag_ms", v.client_lag_ms)? as f32,
+            ttft_read_events: v
                 .ttft_read_events
                 .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
         };
-        let i = self.frame.obs.len() as u32;
-        self.frame.index[prov_index(row.provenance) * 7 + phase.index()].push(i);
-        self.frame.obs.push(obs);
+        let i = self.obs.len() as u32;
+        self.frame.index[prov_index(v.provenance) * 7 + phase.index()].push(i);
+        self.obs.push(obs);
         Ok(())
+    }
+
+    /// The index of the list of Server-Timing names `names` (`NONE` for
+    /// none); rows of one app usually send the same list.
+    fn shape(&mut self, names: &[u32]) -> u32 {
+        if names.is_empty() {
+            return NONE;
+        }
+        if let Some(&ix) = self.shape_ix.get(names) {
+            return ix;
+        }
+        let ix = self.shapes.len() as u32;
+        self.shapes.push(names.to_vec());
+        self.shape_ix.insert(names.to_vec(), ix);
+        ix
     }
 
     /// The frame.
     pub fn finish(self) -> Frame {
-        self.frame
+        Frame {
+            obs: Arc::new(self.obs),
+            strings: Arc::new(self.strings),
+            timings: Arc::new(self.timings),
+            timing_shapes: Arc::new(self.shapes),
+            ..self.frame
+        }
     }
 }
 

@@ -252,6 +252,12 @@ pub fn group(frame: &Frame, keys: &[GroupKey]) -> Vec<Group> {
     group_where(frame, keys, |_| true)
 }
 
+/// Group the rows of a frame within one phase (every phase: `None`) by
+/// `keys` (provenance added if missing).
+pub fn group_in_phase(frame: &Frame, keys: &[GroupKey], phase: Option<PhaseKind>) -> Vec<Group> {
+    group_where(frame, keys, |o| phase.is_none_or(|p| o.phase == p))
+}
+
 /// Group the rows of a frame that satisfy `keep`.
 pub(crate) fn group_where(
     frame: &Frame,

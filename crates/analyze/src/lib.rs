@@ -81,10 +81,10 @@ pub use estimate::{Ci, Estimate, Percentile, Stat, min_n};
 pub use finding::{Direction, Finding};
 pub use findings::{FindingKind, MAX_FINDINGS, RankedFinding, rank_findings};
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
-pub use group::{Group, GroupKey, GroupLabel, group};
+pub use group::{Group, GroupKey, GroupLabel, group, group_in_phase};
 pub use run_summary::{PhaseSummary, RunSummary, Summary};
 pub use samples::{Counts, MetricSummary, Samples};
-pub use traces::{Traces, attach_traces};
+pub use traces::{SpanInput, Traces, attach_traces};
 
 use serde::Serialize;
 

@@ -37,8 +37,14 @@ impl Samples {
 
     /// The `metric` of the frame rows `idx` that are counted and succeeded
     /// (warm-ups and failures never enter timing statistics).
-    pub(crate) fn of_rows(frame: &Frame, idx: &[u32], metric: Metric) -> Samples {
+    pub fn of_rows(frame: &Frame, idx: &[u32], metric: Metric) -> Samples {
         gather(frame, idx, metric).0
+    }
+
+    /// [`Samples::of_rows`], with the counts of the rows: requests counted
+    /// (not warm-ups) and failed.
+    pub fn with_counts(frame: &Frame, idx: &[u32], metric: Metric) -> (Samples, Counts) {
+        gather(frame, idx, metric)
     }
 
     /// Number of values.

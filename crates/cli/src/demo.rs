@@ -39,6 +39,7 @@ use firsttoken_record::Store;
 use firsttoken_refapp::route::{CHAT_QUESTIONS, DOC_QUESTIONS};
 use firsttoken_session::{Overrides, SessionSpec};
 
+use crate::render::{Format, render};
 use crate::session::{exit_code, run_spec};
 
 /// `firsttoken demo`.
@@ -466,7 +467,7 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(6), emu).await;
-    let report = crate::report::demo_report(&a.store, &sessions, &a.html).await?;
+    let report = report(&a.store, &sessions, &a.html).await?;
     outln!("{report}");
     eprintln!(
         "HTML report: {}   store: {}",
@@ -474,4 +475,30 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         firsttoken_record::store::mask_url(&a.store)
     );
     Ok(code)
+}
+
+/// The demo's closing report: both sessions grouped by code version and
+/// path, with `after` judged against `before` per phase and path
+/// ([`firsttoken_read::compare::before_after`]); terminal text returned
+/// and the HTML page written, both from the same input, so the page
+/// carries the verdicts too.
+async fn report(store_url: &str, ids: &[String], html: &std::path::Path) -> anyhow::Result<String> {
+    use firsttoken_analyze::GroupKey;
+    use firsttoken_read::{LoadOptions, Selection, analyse, compare::before_after, load};
+
+    let store = Store::open_existing(store_url).await?;
+    let loaded = load(
+        &store,
+        &Selection::Sessions(ids.to_vec()),
+        LoadOptions { rows: true },
+    )
+    .await?;
+    let analysis = analyse(&loaded, &[GroupKey::CodeVersion, GroupKey::Path]);
+    let comparisons = match loaded.sessions.as_slice() {
+        [before, after] => before_after(&loaded, &before.id, &after.id),
+        _ => Vec::new(),
+    };
+    let page = render(Format::Html, &loaded, &analysis, &comparisons)?;
+    std::fs::write(html, page).with_context(|| format!("cannot write {}", html.display()))?;
+    render(Format::Terminal, &loaded, &analysis, &comparisons)
 }

@@ -15,12 +15,15 @@ macro_rules! out {
     };
 }
 
+mod check;
+mod compare;
 mod demo;
 mod emulate;
 mod out;
 mod plan;
 mod probe;
 mod refapp;
+mod render;
 mod report;
 mod runs;
 mod session;
@@ -75,11 +78,11 @@ enum Command {
     /// Analyse stored sessions: grouped percentiles with CIs and every diagnostic.
     Report(report::ReportArgs),
     /// Compare a session against a baseline: differences with CIs and a verdict.
-    Compare(report::CompareArgs),
+    Compare(compare::CompareArgs),
     /// How many requests a comparison or a percentile needs, by simulation on stored pilot data.
     Plan(Box<plan::PlanArgs>),
     /// Fail (exit 1) when thresholds or a baseline comparison fail: for CI pipelines.
-    Check(report::CheckArgs),
+    Check(check::CheckArgs),
     /// Run the whole story offline: emulator, a slow and a fixed app, both measured and compared.
     Demo(demo::DemoArgs),
 }
@@ -113,8 +116,8 @@ fn main() -> ExitCode {
             Command::ImportSpans(args) => session::import_spans(args).await,
             Command::Cleanup(args) => session::cleanup(args).await,
             Command::Report(args) => report::report(args).await,
-            Command::Compare(args) => report::compare(args).await,
-            Command::Check(args) => report::check(args).await,
+            Command::Compare(args) => compare::compare(args).await,
+            Command::Check(args) => check::check(args).await,
             Command::Plan(args) => plan::plan(*args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,

@@ -26,7 +26,6 @@ use firsttoken_report::words::plan::{
 };
 use firsttoken_session::{Overrides, SessionSpec};
 
-use crate::report::load;
 use crate::session::{DEFAULT_STORE, run_spec};
 
 /// Output formats of `plan`.
@@ -287,6 +286,12 @@ fn pair_by_path(
     Ok(out)
 }
 
+/// The sessions `ids` (every session: none) as the reading library loads them.
+async fn load(store: &Store, ids: &[String]) -> anyhow::Result<firsttoken_read::Loaded> {
+    let selection = firsttoken_read::Selection::Sessions(ids.to_vec());
+    Ok(firsttoken_read::load(store, &selection, Default::default()).await?)
+}
+
 /// `firsttoken plan`.
 pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     let metric: Metric = a.metric.parse()?;
@@ -343,8 +348,8 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     let none = |what: &str| anyhow::anyhow!("{what}: no rows{}", in_phase(phase));
     match (&a.between, key) {
         (Some(ab), None) => {
-            let la = load(&store, std::slice::from_ref(&ab[0]), false).await?;
-            let lb = load(&store, std::slice::from_ref(&ab[1]), false).await?;
+            let la = load(&store, std::slice::from_ref(&ab[0])).await?;
+            let lb = load(&store, std::slice::from_ref(&ab[1])).await?;
             let (ia, ib) = (la.sessions[0].id.clone(), lb.sessions[0].id.clone());
             let (pa, pb) = (la.sessions[0].provenance, lb.sessions[0].provenance);
             if pa != pb {
@@ -363,7 +368,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             sessions = la.sessions.into_iter().chain(lb.sessions).collect();
         }
         (Some(ab), Some(k)) => {
-            let loaded = load(&store, &selected, false).await?;
+            let loaded = load(&store, &selected).await?;
             let (raws, paths) = groups_by(&loaded.frame, Some(k), phase, metric)?;
             let (ra, rest): (Vec<Raw>, Vec<Raw>) =
                 raws.into_iter().partition(|r| r.value.to_string() == ab[0]);
@@ -381,7 +386,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             sessions = loaded.sessions;
         }
         (None, key) => {
-            let loaded = load(&store, &selected, false).await?;
+            let loaded = load(&store, &selected).await?;
             let (raws, paths) = groups_by(&loaded.frame, key, phase, metric)?;
             if raws.is_empty() {
                 return Err(none("the pilot"));
@@ -517,22 +522,22 @@ pub(crate) async fn claims(
     // Mean stored cost per request, per (phase, path), of rows with one.
     let mut costs: Vec<((String, String), f64, usize)> = Vec::new();
     if let Ok(store) = Store::open_existing(store_url).await
-        && let Ok(loaded) = load(&store, pilot_sessions, true).await
+        && let Ok(loaded) = load(&store, pilot_sessions).await
     {
-        for r in &loaded.rows {
-            let Some(c) = r.sample.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) else {
-                continue;
-            };
-            let key = (
-                r.phase.as_str().to_string(),
-                r.dest.path_column().unwrap_or("-").to_string(),
-            );
-            match costs.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, sum, n)) => {
-                    *sum += c;
-                    *n += 1;
+        for m in &loaded.sessions {
+            for c in store.mean_costs(&m.id).await? {
+                let key = (
+                    c.phase.as_str().to_string(),
+                    c.path.unwrap_or_else(|| "-".to_string()),
+                );
+                let sum = c.mean_usd * c.n as f64;
+                match costs.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some((_, s, n)) => {
+                        *s += sum;
+                        *n += c.n as usize;
+                    }
+                    None => costs.push((key, sum, c.n as usize)),
                 }
-                None => costs.push((key, c, 1)),
             }
         }
         for g in group(&loaded.frame, &[GroupKey::Phase, GroupKey::Path]) {

@@ -35,11 +35,13 @@ pub mod run;
 pub mod session;
 pub mod span;
 pub mod store;
+pub mod view;
 pub mod vocab;
 
 pub use percentile::{percentile, percentile_sorted, sorted_finite};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
+pub use view::SampleView;
 pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.

@@ -354,8 +354,6 @@ mod tests {
         assert_eq!(got, vec![Some(2), Some(3), Some(7), Some(8), Some(9), None]);
     }
 
-
-
     fn starter(segment: u32, began: Option<f64>, u: Option<f64>) -> RunMember {
         RunMember {
             session_id: format!("s{segment}-{began:?}"),

@@ -138,7 +138,14 @@ fn without_spans_the_section_says_so_and_counts_every_request() {
         &[],
         &firsttoken_analyze::Settings::from_sessions(&sessions),
     );
-    firsttoken_analyze::attach_traces(&mut a, &rows, &sessions, &[], &Default::default());
+    let ids = vec![sessions[0].id.clone()];
+    let input = firsttoken_analyze::SpanInput {
+        sessions: &ids,
+        rows: &rows,
+        spans: &[],
+        groups: &Default::default(),
+    };
+    firsttoken_analyze::attach_traces(&mut a, &frame, &sessions, &input);
     let out = render(Format::Terminal, &ReportInput::new(&sessions, &a, &[])).unwrap();
     assert!(
         out.contains("No request has server spans (0 spans received"),

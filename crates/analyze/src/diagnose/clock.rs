@@ -82,7 +82,7 @@ pub fn client_clock(frame: &Frame, sessions: &[SessionMeta], settings: &Settings
     let mut shared = vec![0usize; n];
     let mut counted = vec![0usize; n];
     let mut lags: Vec<Vec<f64>> = vec![Vec::new(); n];
-    for o in &frame.obs {
+    for o in frame.obs.iter() {
         if !o.timed() {
             continue;
         }

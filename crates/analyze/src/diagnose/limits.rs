@@ -287,7 +287,7 @@ pub fn limits(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
     let (mut app, mut timed_app) = (0usize, 0usize);
     for o in app_rows {
         app += 1;
-        timed_app += usize::from(o.timing_len > 0);
+        timed_app += usize::from(o.timing_shape != crate::frame::NONE);
     }
     if app > 0 && timed_app == 0 {
         items.push(Limit::NoServerTiming);

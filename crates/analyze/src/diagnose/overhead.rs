@@ -220,13 +220,12 @@ fn breakdown(
             continue;
         }
         requests += 1;
-        let t = frame.server_timing(o);
-        if !t.is_empty() {
-            with_timing += 1;
-            for &(name, dur) in t {
-                by_name.entry(name).or_default().push(dur);
-            }
+        let mut any = false;
+        for (name, dur) in frame.server_timing(o) {
+            any = true;
+            by_name.entry(name).or_default().push(dur);
         }
+        with_timing += usize::from(any);
     }
     if with_timing == 0 {
         return None;

@@ -47,7 +47,7 @@ pub use stats::{
 };
 pub use waterfall::{ClientPhases, Waterfall, WaterfallKind, WaterfallSpan};
 
-use crate::{Analysis, Settings};
+use crate::{Analysis, Frame, Settings};
 use join::Breakdown;
 
 /// Which rows a figure describes: provenance kind, setup (`code_version=…`
@@ -130,22 +130,40 @@ impl Traces {
     }
 }
 
-/// Join `spans` to `rows` and put the result in `analysis.traces`
+/// What the span join reads besides the frame.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanInput<'a> {
+    /// The sessions whose requests are joined: their counted app requests
+    /// are counted with or without spans, and each one's clock anchor is
+    /// taken from all its rows. `report` joins the
+    /// sessions that have spans ("no span" elsewhere would be noise).
+    pub sessions: &'a [String],
+    /// Counted samples of those sessions, in frame order, including every
+    /// one whose trace id some span carries (others are skipped): the only
+    /// rows the join needs whole.
+    pub rows: &'a [SampleRow],
+    /// The spans.
+    pub spans: &'a [SpanRow],
+    /// The config's group map ([`GroupMap`]).
+    pub groups: &'a BTreeMap<String, String>,
+}
+
+/// Join spans to their samples and put the result in `analysis.traces`
 /// (seeded with the analysis's settings; `overhead` figures of the same
-/// path are linked to their split). `groups` is the config's group map
-/// ([`GroupMap`]). With no spans and no trace ids, `traces` stays `None`.
+/// path are linked to their split). `frame` holds every row analysed and
+/// `sessions` every session (their code versions label the scopes).
+/// Without a session in the join, `traces` stays `None`.
 pub fn attach_traces(
     analysis: &mut Analysis,
-    rows: &[SampleRow],
+    frame: &Frame,
     sessions: &[SessionMeta],
-    spans: &[SpanRow],
-    groups: &BTreeMap<String, String>,
+    input: &SpanInput<'_>,
 ) {
-    if spans.is_empty() && rows.iter().all(|r| r.sample.trace_id.is_none()) {
+    if input.sessions.is_empty() {
         analysis.traces = None;
         return;
     }
-    let mut t = explain(rows, sessions, spans, groups, &analysis.settings);
+    let mut t = explain(frame, sessions, input, &analysis.settings);
     stats::link_overhead(&mut t.splits, &analysis.overhead);
     // Spans break the overhead down where Server-Timing could not.
     if t.splits.iter().any(|s| s.traced > 0) {
@@ -194,65 +212,106 @@ fn scope_of(row: &SampleRow, setups: &HashMap<&str, String>) -> TraceScope {
     }
 }
 
-/// The join and every figure built on it (see the module docs).
+/// The coverage entry of `scope` and `phase`, made empty if missing.
+fn coverage_of(
+    coverage: &mut BTreeMap<(TraceScope, PhaseKind), Coverage>,
+    scope: TraceScope,
+    phase: PhaseKind,
+) -> &mut Coverage {
+    coverage
+        .entry((scope.clone(), phase))
+        .or_insert_with(|| Coverage {
+            scope,
+            phase,
+            requests: 0,
+            with_trace_id: 0,
+            traced: 0,
+            without_root: 0,
+        })
+}
+
+/// The join and every figure built on it (see the module docs); the
+/// inputs as [`attach_traces`] takes them.
 pub fn explain(
-    rows: &[SampleRow],
+    frame: &Frame,
     sessions: &[SessionMeta],
-    spans: &[SpanRow],
-    groups: &BTreeMap<String, String>,
+    input: &SpanInput<'_>,
     settings: &Settings,
 ) -> Traces {
+    let SpanInput {
+        rows,
+        spans,
+        groups,
+        ..
+    } = *input;
     let map = GroupMap::new(groups.clone());
     let setups = setups(sessions);
     let mut by_trace: HashMap<&str, Vec<&SpanRow>> = HashMap::new();
     for s in spans {
         by_trace.entry(s.trace_id.as_str()).or_default().push(s);
     }
-    // Pass 1: find each sample's spans and root.
-    let mut joined: Vec<(usize, &SpanRow, &[&SpanRow])> = Vec::new();
+    // The sessions in the join, by frame index.
+    let in_join: Vec<bool> = frame
+        .sessions
+        .iter()
+        .map(|s| input.sessions.contains(&s.id))
+        .collect();
+
+    // Pass 1: the counted app requests of those sessions, then each
+    // sample's spans and root.
+    // Counted per (session, path, phase) on interned ids first: a million
+    // rows should not build a million scopes.
+    type Key = (u32, u32, PhaseKind, Provenance);
+    let mut counts: HashMap<Key, (usize, usize)> = HashMap::new();
+    for o in frame.obs.iter() {
+        if !in_join[o.session as usize] || !o.phase.is_app() || o.warmup {
+            continue;
+        }
+        let c = counts
+            .entry((o.session, o.path, o.phase, o.provenance))
+            .or_default();
+        c.0 += 1;
+        c.1 += usize::from(o.traced);
+    }
     let mut coverage: BTreeMap<(TraceScope, PhaseKind), Coverage> = BTreeMap::new();
+    for ((session, path, phase, provenance), (requests, with_trace_id)) in counts {
+        let fs = &frame.sessions[session as usize];
+        let scope = TraceScope {
+            provenance,
+            scope: setups.get(fs.id.as_str()).cloned().unwrap_or_default(),
+            path: frame.str(path).map(str::to_string),
+        };
+        let c = coverage_of(&mut coverage, scope, phase);
+        c.requests += requests;
+        c.with_trace_id += with_trace_id;
+    }
+    let mut joined: Vec<(usize, &SpanRow, &[&SpanRow])> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
-        let trace = r.sample.trace_id.as_deref().and_then(|t| by_trace.get(t));
-        let root = trace.and_then(|s| join::root_of(s));
         if !r.phase.is_app() || r.sample.warmup {
             continue;
         }
-        let scope = scope_of(r, &setups);
-        let c = coverage
-            .entry((scope.clone(), r.phase))
-            .or_insert_with(|| Coverage {
-                scope,
-                phase: r.phase,
-                requests: 0,
-                with_trace_id: 0,
-                traced: 0,
-                without_root: 0,
-            });
-        c.requests += 1;
-        c.with_trace_id += usize::from(r.sample.trace_id.is_some());
-        match (trace, root) {
-            (Some(s), Some(root)) => {
+        let Some(trace) = r.sample.trace_id.as_deref().and_then(|t| by_trace.get(t)) else {
+            continue;
+        };
+        let c = coverage_of(&mut coverage, scope_of(r, &setups), r.phase);
+        match join::root_of(trace) {
+            Some(root) => {
                 c.traced += 1;
-                joined.push((i, root, s.as_slice()));
+                joined.push((i, root, trace.as_slice()));
             }
-            (Some(_), None) => c.without_root += 1,
-            _ => {}
+            None => c.without_root += 1,
         }
     }
 
-    // Pass 2: per session, the anchor and the offset.
+    // Pass 2: per session, the anchor (from every row of it: each row's
+    // wall-clock start and its start on the session's clock were taken
+    // together) and the offset.
     let mut anchors = HashMap::new();
-    let mut session_ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
-    let mut seen: std::collections::HashSet<&str> = session_ids.iter().copied().collect();
-    for r in rows {
-        if seen.insert(r.session_id.as_str()) {
-            session_ids.push(r.session_id.as_str());
+    let mut own_starts: Vec<Vec<(i64, f64)>> = vec![Vec::new(); frame.sessions.len()];
+    for o in frame.obs.iter() {
+        if in_join[o.session as usize] {
+            own_starts[o.session as usize].push((o.started_ms, o.actual_start));
         }
-    }
-    // Each session's rows and joined requests, gathered once.
-    let mut own_rows: HashMap<&str, Vec<&SampleRow>> = HashMap::new();
-    for r in rows {
-        own_rows.entry(r.session_id.as_str()).or_default().push(r);
     }
     let mut own_joined: HashMap<&str, Vec<(usize, &SpanRow)>> = HashMap::new();
     for &(i, root, _) in &joined {
@@ -263,12 +322,9 @@ pub fn explain(
     }
     let mut offsets = Vec::new();
     let mut theta: HashMap<&str, OffsetEstimate> = HashMap::new();
-    for id in session_ids {
-        let own = own_rows.get(id).map(Vec::as_slice).unwrap_or_default();
-        let Some(anchor) = offset::anchor(
-            own.iter()
-                .map(|r| (r.started_at.unix_ms(), r.actual_start_ms)),
-        ) else {
+    for (ix, fs) in frame.sessions.iter().enumerate() {
+        let id = fs.id.as_str();
+        let Some(anchor) = offset::anchor(own_starts[ix].iter().copied()) else {
             continue;
         };
         anchors.insert(id, anchor);

@@ -14,6 +14,25 @@ use super::*;
 use crate::testutil::meta;
 use crate::{Direction, Frame, analyze};
 
+/// The join of `rows` (every session of theirs in it) and `spans`, as
+/// `report` makes it: the frame from the same rows.
+fn join(
+    rows: &[SampleRow],
+    sessions: &[firsttoken_record::SessionMeta],
+    spans: &[SpanRow],
+    groups: &BTreeMap<String, String>,
+) -> Traces {
+    let frame = Frame::from_rows(rows, sessions).unwrap();
+    let ids: Vec<String> = frame.session_ids().map(str::to_string).collect();
+    let input = SpanInput {
+        sessions: &ids,
+        rows,
+        spans,
+        groups,
+    };
+    explain(&frame, sessions, &input, &Settings::new(5))
+}
+
 /// Session origin, Unix ms (with a sub-ms part, as a real clock has).
 const ORIGIN: f64 = 1_795_919_400_000.37;
 
@@ -214,12 +233,11 @@ impl Sim {
     }
 
     fn explain(&self) -> Traces {
-        explain(
+        join(
             &self.rows,
             &[meta("s1", Provenance::Synthetic)],
             &self.spans,
             &BTreeMap::new(),
-            &Settings::new(5),
         )
     }
 }
@@ -368,7 +386,14 @@ fn untraced_requests_are_counted_per_phase_and_path() {
     // The rest of the analysis still sees every row.
     let frame = Frame::from_rows(&sim.rows, &[]).unwrap();
     let mut a = analyze(&frame, &[], &[], &Settings::new(1));
-    attach_traces(&mut a, &sim.rows, &[], &sim.spans, &BTreeMap::new());
+    let ids = vec!["s1".to_string()];
+    let input = SpanInput {
+        sessions: &ids,
+        rows: &sim.rows,
+        spans: &sim.spans,
+        groups: &BTreeMap::new(),
+    };
+    attach_traces(&mut a, &frame, &[], &input);
     assert_eq!(a.rows, 22);
     assert!(a.traces.is_some());
     assert!(serde_json::to_value(&a).unwrap()["traces"]["coverage"].is_array());
@@ -409,7 +434,7 @@ fn a_group_map_merges_groups() {
     let sim = Sim::session(0.0);
     let mut m = BTreeMap::new();
     m.insert("auth".to_string(), "database".to_string());
-    let t = explain(&sim.rows, &[], &sim.spans, &m, &Settings::new(5));
+    let t = join(&sim.rows, &[], &sim.spans, &m);
     let chat = t
         .splits
         .iter()

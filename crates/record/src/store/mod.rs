@@ -57,8 +57,10 @@ mod postgres;
 mod redact;
 mod runs;
 mod schema;
+mod select;
 mod spans;
 mod sqlite;
+mod view;
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -68,8 +70,10 @@ pub use postgres::PgStore;
 pub use redact::{REDACTED, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
 pub(crate) use schema::{Cell, sample_cells};
+pub use select::{MeanCost, SampleFilter};
 pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
+pub use view::VIEW_COLUMNS;
 
 use crate::session::{Cleanup, SampleRow, SessionMeta, SessionStatus, new_session_id};
 use crate::vocab::UtcTime;
@@ -322,12 +326,6 @@ impl Store {
                 matches: found.into_iter().map(|m| m.id).collect(),
             }),
         }
-    }
-
-    /// A session's samples in the order they started (`actual_start_ms`).
-    pub async fn samples(&self, session_id: &str) -> Result<Vec<SampleRow>, StoreError> {
-        let id = session_id.to_owned();
-        dispatch!(self, s => s.samples(id).await)
     }
 
     /// Marks `partial` (with `reason`) every session of `host` still

@@ -33,7 +33,7 @@ use super::schema::{
     insert_sql,
 };
 use super::{Abandoned, pid_alive};
-use crate::session::{SampleRow, SessionMeta, SessionStatus};
+use crate::session::{SessionMeta, SessionStatus};
 
 /// A PostgreSQL store. Clones share the pool.
 #[derive(Clone)]
@@ -498,22 +498,6 @@ impl PgStore {
         })
     }
 
-    pub(crate) async fn samples(&self, session_id: String) -> Result<Vec<SampleRow>, StoreError> {
-        let sql = format!(
-            "{} WHERE session_id = $1 ORDER BY actual_start_ms, id",
-            select_sql("samples", &SAMPLE_COLUMNS)
-        );
-        with_retry!(self, "read samples", |client, _retry| {
-            async {
-                let rows = client.query(&sql, &[&session_id]).await?;
-                rows.iter()
-                    .map(|r| schema::sample_from(r).map_err(|m| self.invalid("read samples", m)))
-                    .collect()
-            }
-            .await
-        })
-    }
-
     pub(crate) async fn mark_abandoned(
         &self,
         host: String,
@@ -598,4 +582,5 @@ fn describe_server(cfg: &tokio_postgres::Config) -> String {
 }
 
 mod runs;
+mod scan;
 mod spans;

@@ -301,7 +301,7 @@ impl Store {
         }
     }
 
-    async fn run_exec(
+    pub(crate) async fn run_exec(
         &self,
         op: &'static str,
         sql: &str,
@@ -313,7 +313,7 @@ impl Store {
         }
     }
 
-    async fn run_query<T: Send + 'static>(
+    pub(crate) async fn run_query<T: Send + 'static>(
         &self,
         op: &'static str,
         sql: &str,
@@ -333,6 +333,7 @@ pub(crate) trait RowAny {
     fn get_i64(&self, col: &str) -> Result<Option<i64>, String>;
     fn get_text(&self, col: &str) -> Result<Option<String>, String>;
     fn get_json(&self, col: &str) -> Result<Option<serde_json::Value>, String>;
+    fn get_bool(&self, col: &str) -> Result<bool, String>;
 }
 
 impl<T: RowGet> RowAny for T {
@@ -348,6 +349,9 @@ impl<T: RowGet> RowAny for T {
     fn get_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
         self.opt_json(col)
     }
+    fn get_bool(&self, col: &str) -> Result<bool, String> {
+        self.bool(col)
+    }
 }
 
 // `(**self)`: the row itself, not this reference (which is a `RowAny` too).
@@ -362,7 +366,7 @@ impl RowGet for &dyn RowAny {
         (**self).get_text(col)
     }
     fn bool(&self, col: &str) -> Result<bool, String> {
-        Ok((**self).get_i64(col)?.unwrap_or(0) != 0)
+        (**self).get_bool(col)
     }
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
         (**self).get_json(col)

@@ -31,7 +31,7 @@ use super::schema::{
     insert_sql,
 };
 use super::{Abandoned, pid_alive};
-use crate::session::{SampleRow, SessionMeta, SessionStatus};
+use crate::session::{SessionMeta, SessionStatus};
 
 /// How long a connection waits for another connection's write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -516,28 +516,6 @@ impl SqliteStore {
         .await
     }
 
-    pub(crate) async fn samples(&self, session_id: String) -> Result<Vec<SampleRow>, StoreError> {
-        self.call("read samples", move |c, p| {
-            let op = "read samples";
-            let sql = format!(
-                "{} WHERE session_id = ?1 ORDER BY actual_start_ms, id",
-                select_sql("samples", &SAMPLE_COLUMNS)
-            );
-            let mut st = c
-                .prepare_cached(&sql)
-                .map_err(|e| error::sqlite(op, p, e))?;
-            let mut rows = st
-                .query([&session_id])
-                .map_err(|e| error::sqlite(op, p, e))?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().map_err(|e| error::sqlite(op, p, e))? {
-                out.push(schema::sample_from(row).map_err(|m| invalid(op, p, m))?);
-            }
-            Ok(out)
-        })
-        .await
-    }
-
     pub(crate) async fn mark_abandoned(
         &self,
         host: String,
@@ -650,4 +628,5 @@ fn query_sessions(
 }
 
 mod runs;
+mod scan;
 mod spans;

@@ -254,6 +254,13 @@ pub fn analysis() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
     let (rows, spans) = rows_and_spans();
     let frame = Frame::from_rows(&rows, &sessions).unwrap();
     let mut a = analyze(&frame, &sessions, &[], &Settings::from_sessions(&sessions));
-    attach_traces(&mut a, &rows, &sessions, &spans, &BTreeMap::new());
+    let ids = vec![sessions[0].id.clone()];
+    let input = firsttoken_analyze::SpanInput {
+        sessions: &ids,
+        rows: &rows,
+        spans: &spans,
+        groups: &BTreeMap::new(),
+    };
+    attach_traces(&mut a, &frame, &sessions, &input);
     (sessions, rows, a)
 }

@@ -1,0 +1,313 @@
+//! Reading a session's samples as [`SampleView`]s, one row at a time: the
+//! query selects only the columns a view holds ([`VIEW_COLUMNS`]), each
+//! backend streams its rows ([`RowRef`]: SQLite on its own thread,
+//! PostgreSQL from the wire as rows arrive), and the caller folds each view
+//! into its own state, so nothing per row outlives the row.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+use super::schema::Cell;
+use super::{Store, StoreError};
+use crate::view::{SampleView, checked_path};
+use crate::{Clock, ErrorKind, HandshakeKind};
+
+/// A row of a scan, read by column (its index in the query's select list,
+/// which is built from the same names): text borrowed from the row.
+pub(crate) trait RowRef {
+    fn f64_at(&self, i: usize) -> Result<Option<f64>, String>;
+    fn i64_at(&self, i: usize) -> Result<Option<i64>, String>;
+    fn str_at(&self, i: usize) -> Result<Option<&str>, String>;
+    fn bool_at(&self, i: usize) -> Result<bool, String>;
+}
+
+/// The view's columns, named once: the select list is built from
+/// [`VIEW_COLUMNS`] and each value read by its `C` name, which is its
+/// place in that list.
+macro_rules! view_columns {
+    ($($col:ident),* $(,)?) => {
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy)]
+        enum C { $($col),* }
+        /// The `samples` columns a [`SampleView`] reads.
+        pub const VIEW_COLUMNS: &[&str] = &[$(stringify!($col)),*];
+    };
+}
+
+view_columns!(
+    session_id,
+    seq,
+    phase,
+    path,
+    strategy,
+    concurrency,
+    actual_start_ms,
+    started_at,
+    provenance,
+    warmup,
+    dns_ms,
+    connect_ms,
+    tls_ms,
+    ttfb_ms,
+    ttft_ms,
+    last_token_ms,
+    e2e_ms,
+    tokens_per_s,
+    content_chunks,
+    provider,
+    route,
+    server_timing,
+    tls,
+    error_kind,
+    prompt_index,
+    prompt_hash,
+    trace_id,
+    clock,
+    client_lag_ms,
+    ttft_read_events,
+);
+
+/// JSON columns, read as their text (PostgreSQL's `jsonb` cast to text).
+const JSON_COLUMNS: [&str; 2] = ["server_timing", "tls"];
+
+/// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
+/// actual_start_ms, id`: the order [`Store::samples`] reads.
+fn view_sql() -> String {
+    let cols: Vec<String> = VIEW_COLUMNS
+        .iter()
+        .map(|c| {
+            if JSON_COLUMNS.contains(c) {
+                format!("CAST({c} AS TEXT) AS {c}")
+            } else {
+                (*c).to_owned()
+            }
+        })
+        .collect();
+    format!(
+        "SELECT {} FROM samples WHERE session_id = $1 ORDER BY actual_start_ms, id",
+        cols.join(", ")
+    )
+}
+
+fn name(c: C) -> &'static str {
+    VIEW_COLUMNS[c as usize]
+}
+
+fn f64_of(r: &dyn RowRef, c: C) -> Result<Option<f64>, String> {
+    r.f64_at(c as usize)
+        .map_err(|e| format!("{}: {e}", name(c)))
+}
+
+fn u64_of(r: &dyn RowRef, c: C) -> Result<Option<u64>, String> {
+    r.i64_at(c as usize)
+        .map_err(|e| format!("{}: {e}", name(c)))?
+        .map(|v| u64::try_from(v).map_err(|_| format!("{} = {v} is negative", name(c))))
+        .transpose()
+}
+
+fn u32_of(r: &dyn RowRef, c: C) -> Result<Option<u32>, String> {
+    u64_of(r, c)?
+        .map(|v| u32::try_from(v).map_err(|_| format!("{} = {v} is out of range", name(c))))
+        .transpose()
+}
+
+fn str_of(r: &dyn RowRef, c: C) -> Result<Option<&str>, String> {
+    r.str_at(c as usize)
+        .map_err(|e| format!("{}: {e}", name(c)))
+}
+
+fn required<T>(c: C, v: Option<T>) -> Result<T, String> {
+    v.ok_or_else(|| format!("{} is NULL", name(c)))
+}
+
+/// A name parsed by its serde form (the stored vocabulary's snake_case).
+fn by_name<'de, T: serde::Deserialize<'de>>(c: C, s: &'de str) -> Result<T, String> {
+    T::deserialize(de::value::BorrowedStrDeserializer::<de::value::Error>::new(
+        s,
+    ))
+    .map_err(|e| format!("{}: {e}", name(c)))
+}
+
+/// A view of one row holding [`VIEW_COLUMNS`].
+fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
+    let phase = by_name(C::phase, required(C::phase, str_of(r, C::phase)?)?)?;
+    let strategy = str_of(r, C::strategy)?;
+    let path = checked_path(phase, str_of(r, C::path)?, strategy)?;
+    let started_at = required(C::started_at, str_of(r, C::started_at)?)?;
+    let server_timing = match str_of(r, C::server_timing)? {
+        Some(t) => {
+            serde_json::from_str::<Timings<'r>>(t)
+                .map_err(|e| format!("server_timing: {e}"))?
+                .0
+        }
+        None => Vec::new(),
+    };
+    let handshake = match str_of(r, C::tls)? {
+        Some(t) => {
+            serde_json::from_str::<Handshake>(t)
+                .map_err(|e| format!("tls: {e}"))?
+                .handshake
+        }
+        None => None,
+    };
+    let prompt = match (u32_of(r, C::prompt_index)?, str_of(r, C::prompt_hash)?) {
+        (Some(i), Some(h)) => Some((i, h)),
+        (None, None) => None,
+        _ => return Err("prompt_index and prompt_hash must both be set or both NULL".into()),
+    };
+    Ok(SampleView {
+        session_id: required(C::session_id, str_of(r, C::session_id)?)?,
+        seq: required(C::seq, u64_of(r, C::seq)?)?,
+        phase,
+        path,
+        strategy,
+        concurrency: u32_of(r, C::concurrency)?,
+        actual_start_ms: required(C::actual_start_ms, f64_of(r, C::actual_start_ms)?)?,
+        started_at: started_at.parse().map_err(|e| format!("started_at: {e}"))?,
+        provenance: required(C::provenance, str_of(r, C::provenance)?)?.parse()?,
+        warmup: r
+            .bool_at(C::warmup as usize)
+            .map_err(|e| format!("warmup: {e}"))?,
+        dns_ms: f64_of(r, C::dns_ms)?,
+        connect_ms: f64_of(r, C::connect_ms)?,
+        tls_ms: f64_of(r, C::tls_ms)?,
+        ttfb_ms: f64_of(r, C::ttfb_ms)?,
+        ttft_ms: f64_of(r, C::ttft_ms)?,
+        last_token_ms: f64_of(r, C::last_token_ms)?,
+        e2e_ms: f64_of(r, C::e2e_ms)?,
+        tokens_per_s: f64_of(r, C::tokens_per_s)?,
+        content_chunks: required(C::content_chunks, u64_of(r, C::content_chunks)?)?,
+        provider: str_of(r, C::provider)?,
+        route: str_of(r, C::route)?,
+        server_timing,
+        handshake,
+        error: str_of(r, C::error_kind)?
+            .map(|k| by_name::<ErrorKind>(C::error_kind, k))
+            .transpose()?,
+        prompt,
+        trace_id: str_of(r, C::trace_id)?,
+        clock: str_of(r, C::clock)?
+            .map(|c| c.parse::<Clock>().map_err(|e| format!("clock: {e}")))
+            .transpose()?,
+        client_lag_ms: f64_of(r, C::client_lag_ms)?,
+        ttft_read_events: u64_of(r, C::ttft_read_events)?,
+    })
+}
+
+/// The `tls` column's handshake (the other members are not read).
+#[derive(serde::Deserialize)]
+struct Handshake {
+    #[serde(default)]
+    handshake: Option<HandshakeKind>,
+}
+
+/// A Server-Timing object as (name, ms) pairs, names borrowed from the
+/// text unless they hold an escape.
+struct Timings<'a>(Vec<(Cow<'a, str>, f64)>);
+
+impl<'de> serde::Deserialize<'de> for Timings<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Timings<'de>, D::Error> {
+        struct Key<'a>(Cow<'a, str>);
+        impl<'de> serde::Deserialize<'de> for Key<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a Server-Timing name")
+                    }
+                    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Borrowed(v)))
+                    }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Owned(v.to_owned())))
+                    }
+                }
+                d.deserialize_str(V)
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Timings<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of Server-Timing durations")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Timings<'de>, A::Error> {
+                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(4));
+                while let Some((k, v)) = m.next_entry::<Key<'de>, f64>()? {
+                    out.push((k.0, v));
+                }
+                Ok(Timings(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Store {
+    /// Folds every sample of `session_id`, as a [`SampleView`], into
+    /// `state`, in the order [`Store::samples`] reads them; returns the
+    /// state. Only the view's columns are read, a bounded batch of rows at
+    /// a time; `f` runs on the caller's task (for SQLite, while the store's
+    /// thread reads the next rows). An `Err` from `f` stops the scan and
+    /// comes back as [`StoreError::Invalid`] with its message.
+    pub async fn scan_views<S, F>(&self, session_id: &str, state: S, f: F) -> Result<S, StoreError>
+    where
+        F: FnMut(&mut S, &SampleView<'_>) -> Result<(), String>,
+    {
+        let mut f = f;
+        let each =
+            move |st: &mut S, r: &dyn RowRef| -> Result<(), String> { f(st, &view_from(r)?) };
+        let cells = vec![Cell::Text(session_id.to_owned())];
+        let sql = view_sql();
+        match self {
+            Store::Sqlite(s) => {
+                s.scan(
+                    "read samples",
+                    super::runs::placeholders(&sql, false),
+                    cells,
+                    state,
+                    each,
+                )
+                .await
+            }
+            Store::Postgres(s) => {
+                s.scan(
+                    "read samples",
+                    super::runs::placeholders(&sql, true),
+                    cells,
+                    state,
+                    each,
+                )
+                .await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timings_borrow_plain_names_and_own_escaped_ones() {
+        let t: Timings<'_> = serde_json::from_str(r#"{"db": 42.5, "a\"b": 1}"#).unwrap();
+        assert!(matches!(t.0[0].0, Cow::Borrowed("db")));
+        assert_eq!(t.0[0].1, 42.5);
+        assert_eq!(t.0[1].0, "a\"b");
+        assert!(serde_json::from_str::<Timings<'_>>(r#"{"db": "x"}"#).is_err());
+    }
+
+    #[test]
+    fn the_select_list_reads_json_as_text_in_view_order() {
+        let sql = view_sql();
+        assert!(sql.starts_with("SELECT session_id, seq, phase,"));
+        assert!(sql.contains("CAST(server_timing AS TEXT) AS server_timing"));
+        assert_eq!(name(C::ttft_read_events), "ttft_read_events");
+        for c in VIEW_COLUMNS {
+            assert!(super::super::SAMPLE_COLUMNS.contains(c), "{c}");
+        }
+    }
+}
