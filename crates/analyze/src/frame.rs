@@ -353,6 +353,10 @@ impl Frame {
     }
 }
 
+/// The first [`FrameBuilder::intern_at`] slot of Server-Timing names (one
+/// slot per position in a row's list).
+const SLOT_TIMING: usize = 5;
+
 /// Builds a [`Frame`] one row at a time, so rows can stream from a store.
 #[derive(Debug)]
 pub struct FrameBuilder {
@@ -364,6 +368,8 @@ pub struct FrameBuilder {
     shape_ix: HashMap<Vec<u32>, u32, FxBuild>,
     /// The names of the row being added, reused.
     names: Vec<u32>,
+    /// The last id interned per field (see [`FrameBuilder::intern_at`]).
+    recent: Vec<u32>,
     interned: HashMap<String, u32, FxBuild>,
     session_ix: HashMap<String, u32, FxBuild>,
     last_session: u32,
@@ -384,6 +390,7 @@ impl FrameBuilder {
             shapes: Vec::new(),
             shape_ix: HashMap::default(),
             names: Vec::new(),
+            recent: Vec::new(),
             interned: HashMap::default(),
             session_ix: HashMap::default(),
             last_session: NONE,
@@ -427,8 +434,22 @@ impl FrameBuilder {
         id
     }
 
-    fn intern_opt(&mut self, s: Option<&str>) -> u32 {
-        s.map_or(NONE, |s| self.intern(s))
+    /// [`FrameBuilder::intern`] through a one-entry cache per field
+    /// (`slot`): consecutive rows mostly repeat a field's value, and a
+    /// comparison is cheaper than a hash lookup.
+    fn intern_at(&mut self, slot: usize, s: Option<&str>) -> u32 {
+        let Some(s) = s else { return NONE };
+        if let Some(&id) = self.recent.get(slot)
+            && self.strings.get(id as usize).is_some_and(|t| t == s)
+        {
+            return id;
+        }
+        let id = self.intern(s);
+        if slot >= self.recent.len() {
+            self.recent.resize(slot + 1, NONE);
+        }
+        self.recent[slot] = id;
+        id
     }
 
     fn session(&mut self, id: &str) -> u32 {
@@ -499,7 +520,7 @@ impl FrameBuilder {
                 self.names = names;
                 return Err(bad("server_timing", *dur));
             }
-            names.push(self.intern(name));
+            names.push(self.intern_at(SLOT_TIMING + names.len(), Some(name)));
             self.timings.push(*dur);
         }
         let timing_shape = self.shape(&names);
@@ -516,13 +537,13 @@ impl FrameBuilder {
             started_ms: v.started_at.unix_ms(),
             seq: v.seq,
             session: self.session(v.session_id),
-            path: self.intern_opt(v.path),
-            strategy: self.intern_opt(v.strategy),
-            provider: self.intern_opt(v.provider),
-            route: self.intern_opt(v.route),
+            path: self.intern_at(0, v.path),
+            strategy: self.intern_at(1, v.strategy),
+            provider: self.intern_at(2, v.provider),
+            route: self.intern_at(3, v.route),
             last_token: val("last_token_ms", v.last_token_ms)?,
             content_chunks: u32::try_from(v.content_chunks).unwrap_or(u32::MAX),
-            prompt: self.intern_opt(v.prompt.map(|p| p.1)),
+            prompt: self.intern_at(4, v.prompt.map(|p| p.1)),
             prompt_index: v.prompt.map_or(0, |p| p.0),
             concurrency,
             timing_start,

@@ -1,5 +1,17 @@
 //! `firsttoken`: measure the time to first token that users of a streaming
 //! LLM app really wait, phase by phase.
+//!
+//! Each command module turns its arguments into a validated spec, calls one
+//! library and renders: `probe` (drive), `run` and `demo`
+//! (`firsttoken-session`; the demo builds its configs in memory and puts
+//! every request behind a `shape` relay), `report`, `compare`, `check`,
+//! `plan` and `runs` (`firsttoken-read`, rendered by `firsttoken-report`
+//! through [`render`]), `export`/`import`/`import-spans`/`cleanup`/`sessions`
+//! (`firsttoken-record`), `emulate`, `refapp` and `shape` (their crates).
+//! Progress bars are an `Observer` (`session/progress.rs`); `--watch` is
+//! the live view (`watch/`: the stored samples folded into a state, drawn
+//! with ratatui; `q` cancels like Ctrl-C, `p` pauses between steps).
+//! Ctrl-C and SIGTERM stop cleanly. No command module calls another.
 
 /// `println!` that survives a closed stdout (see [`out`]).
 macro_rules! outln {

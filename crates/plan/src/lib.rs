@@ -2,6 +2,21 @@
 //! specs. Everything here is checked on construction, so the stages after it
 //! (drive, record, …) never see a half-valid plan.
 //!
+//! - `Target`, `RequestTemplate` (secret headers marked sensitive) and
+//!   `ProbeSpec` (counts, concurrency, warm/fresh, HTTP version, TLS,
+//!   timeouts checked against `MAX_TIMEOUT`, `--resolve`, `StreamFormat`);
+//! - [`env`]: `$NAME` in header values;
+//! - [`config`]: the session file `firsttoken.toml` (its validation names
+//!   file, line and key; timeouts, idle gaps and open-loop spans at most a
+//!   day, rates 0.001–10,000/s, at most 100,000 requests a phase and
+//!   10,000 in flight; the commented example is embedded);
+//! - [`protocol`]: phases expanded over the app's paths into ordered steps
+//!   (single requests, idle-gap probes, bursts, open-loop arrivals,
+//!   closed-loop workers), `announced()`, the `article` preset, seeded
+//!   interleaving;
+//! - [`segment`]: `--segment i/n`, one agent's share of a protocol (nothing
+//!   lost or doubled, property-tested) and what a rerun still has to send.
+//!
 //! ```
 //! use firsttoken_plan::{StreamFormat, Target};
 //! let t = Target::parse("https://api.example.com/v1/chat/completions").unwrap();
