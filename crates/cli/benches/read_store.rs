@@ -81,7 +81,7 @@ fn row(
     traced: &mut u64,
 ) -> (SampleRow, Vec<SpanRow>) {
     let u = rng.next_open01();
-    let path = if seq % 2 == 0 { "chat" } else { "docs" };
+    let path = if seq.is_multiple_of(2) { "chat" } else { "docs" };
     let app = |p: &str| Destination::App {
         path: Some(p.to_string()),
     };
@@ -100,7 +100,7 @@ fn row(
         _ => (
             PhaseKind::Concurrency,
             app("chat"),
-            Some(if seq % 2 == 0 { 3 } else { 5 }),
+            Some(if seq.is_multiple_of(2) { 3 } else { 5 }),
         ),
     };
     let fresh = matches!(phase, PhaseKind::Fresh | PhaseKind::Cold);
