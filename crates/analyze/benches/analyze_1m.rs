@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use firsttoken_analyze::bootstrap::SplitMix64;
-use firsttoken_analyze::{FrameBuilder, GroupKey, Settings, analyze};
+use firsttoken_analyze::{FrameBuilder, GroupKey, analyze};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
@@ -188,7 +188,7 @@ fn main() {
     }
     drop(chunk);
     let frame = builder.finish();
-    let settings = Settings::from_sessions(&sessions);
+    let settings = firsttoken_analyze::settings_for(&sessions);
     let keys = [
         GroupKey::Phase,
         GroupKey::Path,

@@ -288,7 +288,7 @@ mod tests {
     fn a_whole_session_analyses_reproducibly() {
         let (rows, sessions) = article();
         assert_eq!(rows.len(), 323);
-        let settings = Settings::from_sessions(&sessions);
+        let settings = crate::settings_for(&sessions);
         assert_eq!(settings.seed(), 7);
         let keys = [GroupKey::Phase, GroupKey::Path];
         let a = analyze_rows(&rows, &sessions, &keys, &settings).unwrap();

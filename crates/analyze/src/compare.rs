@@ -169,8 +169,8 @@ pub fn compare_groups(
             b: b.label.to_string(),
         });
     }
-    let sa = Samples::of_rows(frame, &a.rows, metric);
-    let sb = Samples::of_rows(frame, &b.rows, metric);
+    let sa = crate::samples::of_rows(frame, &a.rows, metric);
+    let sb = crate::samples::of_rows(frame, &b.rows, metric);
     Ok(compare(
         &sa,
         &sb,
@@ -219,8 +219,8 @@ pub fn compare_sessions_per_path(
                 .collect()
         };
         let name = frame.str(p).unwrap_or("-");
-        let sa = Samples::of_rows(frame, &rows(a), metric);
-        let sb = Samples::of_rows(frame, &rows(b), metric);
+        let sa = crate::samples::of_rows(frame, &rows(a), metric);
+        let sb = crate::samples::of_rows(frame, &rows(b), metric);
         out.push(PathComparison {
             path: frame.str(p).map(str::to_string),
             comparison: compare(
@@ -297,8 +297,8 @@ pub fn compare_sessions(
             b: format!("{b} ({})", y.as_str()),
         });
     }
-    let sa = Samples::of_rows(frame, &ra, metric);
-    let sb = Samples::of_rows(frame, &rb, metric);
+    let sa = crate::samples::of_rows(frame, &ra, metric);
+    let sb = crate::samples::of_rows(frame, &rb, metric);
     Ok(compare(&sa, &sb, (a, b), metric, settings))
 }
 

@@ -1,19 +1,18 @@
-//! Pure statistics over firsttoken samples. No I/O.
+//! Analysis of firsttoken samples: the frame, the diagnostics, the span
+//! join and sample-size planning, built on the statistics kernel
+//! (`firsttoken-stats`, re-exported here: [`estimate`], [`bootstrap`],
+//! [`rank`], [`Samples`], [`Settings`], the one percentile definition). No
+//! I/O.
 //!
 //! Percentiles use one definition everywhere: linear interpolation between
 //! closest ranks, numpy's default (`method="linear"`, Hyndman & Fan type 7):
 //! for sorted values `x[0..n]` and `p` in `[0, 100]`, the rank is
 //! `h = (n − 1)·p/100` and the result `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])`.
 //!
-//! On top of that:
+//! One entry point per computation, each over a [`Frame`]:
 //!
-//! - [`estimate`]: the one shape of an estimate, `Estimate { point,
-//!   standard_error, ci }`, and [`Stat`], an estimate or "n too small".
-//! - [`bootstrap`]: exact bootstrap CIs of percentiles in O(n) after a sort,
-//!   and seeded bootstrap CIs of differences and ratios.
-//! - [`rank`]: Mann–Whitney U and Cliff's delta; [`mod@compare`]: comparisons
-//!   with a [`Direction`] (increase / decrease / no detectable difference /
-//!   too few samples).
+//! - [`mod@compare`]: comparisons with a [`Direction`] (increase / decrease /
+//!   no detectable difference / too few samples).
 //! - [`finding`]: findings as data — estimate, interval, n and a
 //!   [`Direction`] decided from the interval, never from the point's sign.
 //!   Analysis writes no sentences; the report stage words every finding.
@@ -55,57 +54,43 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod bootstrap;
 pub mod compare;
 pub mod diagnose;
-pub mod estimate;
 pub mod finding;
 pub mod findings;
 pub mod frame;
 pub mod group;
 pub mod power;
-pub mod rank;
 pub mod run_summary;
 pub mod samples;
 pub mod session;
 pub mod traces;
 
 mod analysis;
-mod special;
 #[cfg(test)]
 mod testutil;
 
 pub use analysis::{Analysis, analyze};
 pub use compare::{Comparison, compare};
-pub use estimate::{Ci, Estimate, Percentile, Stat, min_n};
 pub use finding::{Direction, Finding};
 pub use findings::{FindingKind, MAX_FINDINGS, RankedFinding, rank_findings};
+pub use firsttoken_stats::{
+    Ci, Estimate, Percentile, Samples, Settings, Stat, StatsError, bootstrap, estimate, min_n,
+    percentile, percentile_sorted, rank,
+};
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
 pub use group::{Group, GroupKey, GroupLabel, group, group_in_phase};
 pub use run_summary::{PhaseSummary, RunSummary, Summary};
-pub use samples::{Counts, MetricSummary, Samples};
+pub use samples::{Counts, MetricSummary};
 pub use traces::{SpanInput, Traces, attach_traces};
-
-use serde::Serialize;
 
 /// What can go wrong in analysis: bad input, never a statistic that cannot
 /// be computed (that is a [`Stat::TooSmall`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AnalyzeError {
-    /// A percentile rank outside [0, 100).
-    #[error("percentile {p} is outside [0, 100)")]
-    BadPercentile {
-        /// The rank given.
-        p: f64,
-    },
-    /// A NaN or infinite value among samples.
-    #[error("value {value} at position {index} is not finite")]
-    NonFinite {
-        /// Its position.
-        index: usize,
-        /// The value.
-        value: f64,
-    },
+    /// Input the statistics kernel refuses.
+    #[error(transparent)]
+    Stats(#[from] StatsError),
     /// A stored timing that is negative or not finite.
     #[error(
         "session {session_id} seq {seq}: {field} = {value} is not a finite non-negative number"
@@ -168,128 +153,14 @@ pub enum AnalyzeError {
     },
 }
 
-/// How statistics are computed: the bootstrap seed (from the session spec),
-/// confidence level, replicates for differences, and the comparison rule's
-/// α and noise threshold. Recorded with every [`Analysis`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Settings {
-    seed: u64,
-    level: f64,
-    replicates: usize,
-    alpha: f64,
-    noise_threshold: f64,
+/// The analysis settings of `sessions`: seeded from the one session's seed,
+/// or from every (id, seed) pair ([`Settings::from_seeds`]), so the same
+/// sessions always give the same draws.
+pub fn settings_for(sessions: &[firsttoken_record::session::SessionMeta]) -> Settings {
+    Settings::from_seeds(sessions.iter().map(|s| (s.id.as_str(), s.seed)))
 }
 
-impl Settings {
-    /// Defaults with `seed`: 95 % intervals, 2000 replicates, α = 0.05,
-    /// noise threshold 5 %.
-    pub fn new(seed: u64) -> Settings {
-        Settings {
-            seed,
-            level: 0.95,
-            replicates: 2000,
-            alpha: 0.05,
-            noise_threshold: 0.05,
-        }
-    }
-
-    /// Defaults seeded from the sessions analysed: the seed of a single
-    /// session, or a hash of every (id, seed) pair in id order, so the same
-    /// sessions always give the same draws.
-    pub fn from_sessions(sessions: &[firsttoken_record::session::SessionMeta]) -> Settings {
-        if let [one] = sessions {
-            return Settings::new(one.seed);
-        }
-        let mut ids: Vec<(&str, u64)> = sessions.iter().map(|s| (s.id.as_str(), s.seed)).collect();
-        ids.sort_unstable();
-        let seed = ids.iter().fold(0u64, |acc, (id, seed)| {
-            bootstrap::derive_seed(acc ^ seed, id)
-        });
-        Settings::new(seed)
-    }
-
-    /// With another confidence level, in (0, 1).
-    pub fn with_level(mut self, level: f64) -> Result<Settings, AnalyzeError> {
-        if !(level > 0.0 && level < 1.0) {
-            return Err(AnalyzeError::InvalidSetting {
-                name: "level",
-                value: level,
-                reason: "must lie in (0, 1)",
-            });
-        }
-        self.level = level;
-        Ok(self)
-    }
-
-    /// With another number of bootstrap replicates for differences (≥ 100).
-    pub fn with_replicates(mut self, replicates: usize) -> Result<Settings, AnalyzeError> {
-        if replicates < 100 {
-            return Err(AnalyzeError::InvalidSetting {
-                name: "replicates",
-                value: replicates as f64,
-                reason: "must be at least 100",
-            });
-        }
-        self.replicates = replicates;
-        Ok(self)
-    }
-
-    /// With another significance level, in (0, 1).
-    pub fn with_alpha(mut self, alpha: f64) -> Result<Settings, AnalyzeError> {
-        if !(alpha > 0.0 && alpha < 1.0) {
-            return Err(AnalyzeError::InvalidSetting {
-                name: "alpha",
-                value: alpha,
-                reason: "must lie in (0, 1)",
-            });
-        }
-        self.alpha = alpha;
-        Ok(self)
-    }
-
-    /// With another noise threshold (relative median change), in [0, 1).
-    pub fn with_noise_threshold(mut self, t: f64) -> Result<Settings, AnalyzeError> {
-        if !(0.0..1.0).contains(&t) {
-            return Err(AnalyzeError::InvalidSetting {
-                name: "noise_threshold",
-                value: t,
-                reason: "must lie in [0, 1)",
-            });
-        }
-        self.noise_threshold = t;
-        Ok(self)
-    }
-
-    /// The bootstrap seed.
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    /// Confidence level of every interval.
-    pub fn level(&self) -> f64 {
-        self.level
-    }
-
-    /// Bootstrap replicates for differences and ratios.
-    pub fn replicates(&self) -> usize {
-        self.replicates
-    }
-
-    /// Significance level of the rank test.
-    pub fn alpha(&self) -> f64 {
-        self.alpha
-    }
-
-    /// Relative median change that counts as noise.
-    pub fn noise_threshold(&self) -> f64 {
-        self.noise_threshold
-    }
-}
-
-// The one percentile definition lives in record: it defines the stored
-// `itl_p50_ms`/`itl_p99_ms` fields, and drive must not depend on analyze.
-pub(crate) use firsttoken_record::sorted_finite;
-pub use firsttoken_record::{percentile, percentile_sorted};
+pub(crate) use firsttoken_stats::sorted_finite;
 
 #[cfg(test)]
 mod tests {

@@ -81,7 +81,11 @@ fn row(
     traced: &mut u64,
 ) -> (SampleRow, Vec<SpanRow>) {
     let u = rng.next_open01();
-    let path = if seq.is_multiple_of(2) { "chat" } else { "docs" };
+    let path = if seq.is_multiple_of(2) {
+        "chat"
+    } else {
+        "docs"
+    };
     let app = |p: &str| Destination::App {
         path: Some(p.to_string()),
     };

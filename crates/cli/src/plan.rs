@@ -407,7 +407,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let settings = Settings::from_sessions(&sessions);
+    let settings = firsttoken_analyze::settings_for(&sessions);
     let mut power_rows = Vec::new();
     let mut width_rows = Vec::new();
     for (groups, compared, baseline) in &comparisons {
@@ -559,7 +559,7 @@ pub(crate) async fn claims(
     let settings = if sessions.is_empty() {
         Settings::new(spec.seed)
     } else {
-        Settings::from_sessions(&sessions)
+        firsttoken_analyze::settings_for(&sessions)
     };
     let mut rows = Vec::new();
     for ((phase, dest, level), n) in counts {

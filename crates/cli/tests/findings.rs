@@ -20,9 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use firsttoken_analyze::{
-    Analysis, Frame, GroupKey, MAX_FINDINGS, Settings, analyze, rank_findings,
-};
+use firsttoken_analyze::{Analysis, Frame, GroupKey, MAX_FINDINGS, analyze, rank_findings};
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_report::doc::{FINDINGS_TITLE, build};
 use firsttoken_report::{Format, ReportInput, render};
@@ -32,7 +30,12 @@ use firsttoken_report::{Format, ReportInput, render};
 fn fixture(keys: &[GroupKey]) -> (Analysis, Vec<SessionMeta>, Vec<SampleRow>) {
     let (_, sessions, rows) = testdata::fixture();
     let frame = Frame::from_rows(&rows, &sessions).unwrap();
-    let a = analyze(&frame, &sessions, keys, &Settings::from_sessions(&sessions));
+    let a = analyze(
+        &frame,
+        &sessions,
+        keys,
+        &firsttoken_analyze::settings_for(&sessions),
+    );
     (a, sessions, rows)
 }
 

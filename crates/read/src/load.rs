@@ -77,7 +77,7 @@ pub struct Loaded {
 impl Loaded {
     /// The analysis settings of these sessions (seed, level, threshold).
     pub fn settings(&self) -> Settings {
-        Settings::from_sessions(&self.sessions)
+        firsttoken_analyze::settings_for(&self.sessions)
     }
 }
 

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod export;
-mod percentile;
 pub mod run;
 pub mod session;
 pub mod span;
@@ -38,7 +37,9 @@ pub mod store;
 pub mod view;
 pub mod vocab;
 
-pub use percentile::{percentile, percentile_sorted, sorted_finite};
+// The one percentile definition, which defines the stored `itl_p50_ms`
+// and `itl_p99_ms`: the statistics kernel's.
+pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use view::SampleView;

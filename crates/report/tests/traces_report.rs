@@ -136,7 +136,7 @@ fn without_spans_the_section_says_so_and_counts_every_request() {
         &frame,
         &sessions,
         &[],
-        &firsttoken_analyze::Settings::from_sessions(&sessions),
+        &firsttoken_analyze::settings_for(&sessions),
     );
     let ids = vec![sessions[0].id.clone()];
     let input = firsttoken_analyze::SpanInput {

@@ -27,7 +27,6 @@ use crate::Settings;
 use crate::estimate::{Ci, Estimate, Percentile, Stat};
 use crate::finding::Finding;
 use crate::frame::{Frame, Metric, PhaseKind, format_rfc3339};
-use crate::samples::Samples;
 
 /// One cold probe.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,7 +102,7 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         &scoped_rows(frame, prov, &[PhaseKind::Warm], scope),
         &session_set(frame, &cold),
     );
-    let ws = Samples::of_rows(frame, &warm, Metric::Ttft);
+    let ws = crate::samples::of_rows(frame, &warm, Metric::Ttft);
     let warm_median = ws.stat(Percentile::P50, settings);
     let warm_p95 = ws.stat(Percentile::P95, settings);
     let threshold = warm_p95.point().or_else(|| ws.sorted().last().copied());

@@ -27,7 +27,7 @@ use crate::bootstrap::ratio_stat;
 use crate::estimate::{Percentile, Stat};
 use crate::finding::Finding;
 use crate::frame::{Frame, Metric, PhaseKind, partition};
-use crate::samples::{MetricSummary, Samples, gather};
+use crate::samples::{MetricSummary, gather};
 
 /// How the app copes with concurrent requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -107,10 +107,10 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         .collect();
     let c1 = by_level.iter().find(|(k, _)| *k == 1).map(|(_, r)| *r);
     let (baseline, base) = match c1 {
-        Some(r) => ("c=1", Samples::of_rows(frame, r, Metric::Ttft)),
+        Some(r) => ("c=1", crate::samples::of_rows(frame, r, Metric::Ttft)),
         None => {
             let warm = scoped_rows(frame, prov, &[PhaseKind::Warm], scope);
-            let s = Samples::of_rows(frame, &warm, Metric::Ttft);
+            let s = crate::samples::of_rows(frame, &warm, Metric::Ttft);
             (if s.is_empty() { "none" } else { "warm" }, s)
         }
     };

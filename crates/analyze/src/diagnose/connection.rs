@@ -113,7 +113,8 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         ws.len(),
     );
     let cost_p95 = difference_stat(&fs, &ws, Percentile::P95, settings, &format!("{label}/p95"));
-    let phase = |m: Metric| Samples::of_rows(frame, &fresh_rows, m).stat(Percentile::P50, settings);
+    let phase =
+        |m: Metric| crate::samples::of_rows(frame, &fresh_rows, m).stat(Percentile::P50, settings);
     let (dns, connect, tls) = (
         phase(Metric::Dns),
         phase(Metric::Connect),
@@ -167,7 +168,8 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
             .map(|(handshake, rows)| HandshakeTls {
                 handshake,
                 n: rows.len(),
-                tls: Samples::of_rows(frame, &rows, Metric::Tls).stat(Percentile::P50, settings),
+                tls: crate::samples::of_rows(frame, &rows, Metric::Tls)
+                    .stat(Percentile::P50, settings),
             })
             .collect()
         }

@@ -184,8 +184,9 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> O
     };
 
     let server_timing = breakdown(frame, &app_rows, &overhead_median.estimate, settings);
-    let ttfb =
-        |rows: &[u32]| Samples::of_rows(frame, rows, Metric::Ttfb).stat(Percentile::P50, settings);
+    let ttfb = |rows: &[u32]| {
+        crate::samples::of_rows(frame, rows, Metric::Ttfb).stat(Percentile::P50, settings)
+    };
     let (app_ttfb, direct_ttfb) = (ttfb(&app_rows), ttfb(&direct_rows));
     Overhead {
         provenance: prov,

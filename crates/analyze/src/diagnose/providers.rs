@@ -114,7 +114,8 @@ fn per(
     parts
         .into_iter()
         .map(|(k, idx)| {
-            let med = |m: Metric| Samples::of_rows(frame, &idx, m).stat(Percentile::P50, settings);
+            let med =
+                |m: Metric| crate::samples::of_rows(frame, &idx, m).stat(Percentile::P50, settings);
             let mut by_other: HashMap<u32, usize, FxBuild> = HashMap::default();
             for &i in &idx {
                 // A provider the stream did not name is no share of a mix.
@@ -172,7 +173,7 @@ fn leader(
     let mut ranked: Vec<(&str, Samples, f64)> = groups
         .iter()
         .filter_map(|(s, idx)| {
-            let v = Samples::of_rows(frame, idx, metric);
+            let v = crate::samples::of_rows(frame, idx, metric);
             let m = v.stat(Percentile::P50, settings).point()?;
             Some((s.name.as_str(), v, m))
         })

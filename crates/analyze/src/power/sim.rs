@@ -134,10 +134,9 @@ impl<'p> Sim<'p> {
     pub(super) fn detects(&self, i: usize, a: &Samples, b: &Samples) -> bool {
         // Each experiment's bootstrap has its own seed, as each real
         // comparison would.
-        let s = Settings {
-            seed: stream_seed(&self.settings, "boot", i),
-            ..self.settings
-        };
+        let s = self
+            .settings
+            .with_seed(stream_seed(&self.settings, "boot", i));
         match rule_for(self.q) {
             Rule::MedianComparison => {
                 // compare()'s verdict is a change only when all of these

@@ -36,10 +36,7 @@ fn the_simulated_median_rule_is_compare_s_verdict() {
         let shift = (i % 7) as f64 * 40.0 - 60.0;
         let a = Samples::from_finite(pilot.sample(&settings, "a", i, n, shift));
         let b = Samples::from_finite(pilot.sample(&settings, "b", i, n + i % 3, 0.0));
-        let s = Settings {
-            seed: stream_seed(&settings, "boot", i),
-            ..settings
-        };
+        let s = settings.with_seed(stream_seed(&settings, "boot", i));
         let want = compare(&a, &b, ("a", "b"), Metric::Ttft, &s).direction == Direction::Increase;
         assert_eq!(sim.detects(i, &a, &b), want, "experiment {i}");
         if want {

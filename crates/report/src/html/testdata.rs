@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use firsttoken_analyze::{Analysis, Frame, GroupKey, Settings, analyze};
+use firsttoken_analyze::{Analysis, Frame, GroupKey, analyze};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::vocab::{Destination, PhaseKind};
 use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
@@ -214,7 +214,7 @@ pub fn fixture() -> (Analysis, Vec<SessionMeta>, Vec<SampleRow>) {
         &frame,
         &sessions,
         &[GroupKey::Phase, GroupKey::Path],
-        &Settings::from_sessions(&sessions),
+        &firsttoken_analyze::settings_for(&sessions),
     );
     (analysis, sessions, rows)
 }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use firsttoken_analyze::{Analysis, Frame, Settings, analyze, attach_traces};
+use firsttoken_analyze::{Analysis, Frame, analyze, attach_traces};
 use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::span::{SpanEvent, SpanKind, SpanRow};
 use firsttoken_record::vocab::{Destination, PhaseKind, UtcTime};
@@ -253,7 +253,12 @@ pub fn analysis() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis) {
     let sessions = vec![meta()];
     let (rows, spans) = rows_and_spans();
     let frame = Frame::from_rows(&rows, &sessions).unwrap();
-    let mut a = analyze(&frame, &sessions, &[], &Settings::from_sessions(&sessions));
+    let mut a = analyze(
+        &frame,
+        &sessions,
+        &[],
+        &firsttoken_analyze::settings_for(&sessions),
+    );
     let ids = vec![sessions[0].id.clone()];
     let input = firsttoken_analyze::SpanInput {
         sessions: &ids,

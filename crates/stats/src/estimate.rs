@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::AnalyzeError;
+use crate::StatsError;
 
 /// A confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -99,11 +99,11 @@ impl Percentile {
 
     /// `p` must lie in `[0, 100)` (the maximum has no sampling distribution
     /// worth an interval).
-    pub fn new(p: f64) -> Result<Percentile, AnalyzeError> {
+    pub fn new(p: f64) -> Result<Percentile, StatsError> {
         if (0.0..100.0).contains(&p) {
             Ok(Percentile(p))
         } else {
-            Err(AnalyzeError::BadPercentile { p })
+            Err(StatsError::BadPercentile { p })
         }
     }
 

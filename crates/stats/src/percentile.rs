@@ -1,16 +1,17 @@
 //! The one percentile definition of firsttoken: linear interpolation between
 //! the closest ranks (numpy's default, Hyndman & Fan type 7).
 //!
-//! It lives in record because it defines stored fields: a sample's
-//! `itl_p50_ms` and `itl_p99_ms` are this percentile of the request's
-//! inter-token gaps, computed by the measuring client; the analysis of
-//! stored samples uses the same function, so both read the same way.
+//! It also defines stored fields: a sample's `itl_p50_ms` and `itl_p99_ms`
+//! are this percentile of the request's inter-token gaps, computed by the
+//! measuring client (record re-exports it, so drive needs no analysis
+//! crate); the analysis of stored samples uses the same function, so both
+//! read the same way.
 
 /// The `p`-th percentile (0–100) of `sorted`, which must be sorted ascending
 /// and free of NaN. `None` for an empty slice or `p` outside 0–100.
 ///
 /// ```
-/// use firsttoken_record::percentile_sorted;
+/// use firsttoken_stats::percentile_sorted;
 /// assert_eq!(percentile_sorted(&[1.0, 2.0, 3.0, 4.0], 50.0), Some(2.5));
 /// ```
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
