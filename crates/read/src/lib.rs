@@ -17,6 +17,8 @@
 //! - [`compare`]: before/after verdicts per path, the one rule for "slower"
 //!   and comparisons of groups by a key.
 //! - [`check`]: CI thresholds, typed, judged on a session's app requests.
+//! - [`pilot`]: the pilot groups sample-size planning draws from, and
+//!   what a config's counts support.
 //! - [`pool`]: the one pooling policy: rows of different provenance kinds
 //!   never pool.
 //!
@@ -35,6 +37,7 @@
 pub mod check;
 pub mod compare;
 mod load;
+pub mod pilot;
 pub mod pool;
 pub mod run;
 mod study;
@@ -86,4 +89,7 @@ pub enum ReadError {
     /// Groups to compare or plan from that cannot be formed.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
+    /// A plan that cannot be made from the pilot.
+    #[error(transparent)]
+    Plan(#[from] firsttoken_analyze::power::PlanError),
 }

@@ -27,7 +27,7 @@ pub enum PoolError {
     },
     /// Two sides of different provenance kinds.
     #[error(
-        "{a} ({}) and {b} ({}) are of different provenance kinds, which are never compared",
+        "cannot compare {a} ({}) with {b} ({}): provenance kinds are never compared",
         .a_kind.as_str(),
         .b_kind.as_str()
     )]
@@ -46,6 +46,14 @@ pub enum PoolError {
     NoRows {
         /// What was asked for.
         what: String,
+    },
+    /// A pilot or session without rows (in the phase asked for).
+    #[error("{what}: no rows{}", in_phase(*.phase))]
+    Empty {
+        /// What has none.
+        what: String,
+        /// The phase asked for.
+        phase: Option<PhaseKind>,
     },
     /// Two sides compared path by path share no path.
     #[error("{a} and {b} have no path in common")]
@@ -106,15 +114,21 @@ pub fn the_group(
     found.pop().ok_or(PoolError::NoRows { what })
 }
 
-/// Of one group per provenance kind, the one with the most rows (ties:
-/// the first kind in [`Provenance`] order): where a figure needs a single
-/// group and any one kind will do (a pilot to plan from), it takes the
-/// best-supported kind instead of pooling them.
-pub fn largest_kind(groups: Vec<Group>) -> Option<Group> {
-    groups.into_iter().rev().max_by_key(|g| g.rows.len())
+/// Of one item per provenance kind, the one with the largest `size`
+/// (ties: the first): where a figure needs a single group and any one kind
+/// will do (a pilot to plan from), it takes the best-supported kind
+/// instead of pooling them.
+pub fn largest<T>(items: Vec<T>, size: impl Fn(&T) -> usize) -> Option<T> {
+    let mut best: Option<T> = None;
+    for it in items {
+        if best.as_ref().is_none_or(|b| size(&it) > size(b)) {
+            best = Some(it);
+        }
+    }
+    best
 }
 
-/// `value`'s group key value as text, `-` when missing.
+/// A group's value of `key` as text, `-` when missing.
 pub fn value_text(g: &Group, key: GroupKey) -> String {
     g.label
         .get(key)
@@ -208,7 +222,7 @@ mod tests {
             .into_iter()
             .filter(|g| value_text(g, GroupKey::CodeVersion) == "v2")
             .collect();
-        let g = largest_kind(groups).unwrap();
+        let g = largest(groups, |g| g.rows.len()).unwrap();
         assert_eq!((g.provenance, g.rows.len()), (Provenance::Emulated, 2));
     }
 }

@@ -54,6 +54,7 @@
 //! Every random draw is seeded from [`Settings::seed`], never the clock: the
 //! same pilot and settings always give the same plan.
 
+pub mod doc;
 mod sim;
 pub mod support;
 pub mod width;
@@ -67,6 +68,7 @@ use crate::rank;
 use crate::samples::{Samples, gather};
 use crate::{AnalyzeError, Settings};
 
+pub use doc::{ClaimRow, Claims, PlanDoc, PowerRow, WidthRow};
 pub use sim::Pilot;
 pub use support::{Support, support};
 pub use width::{WidthPlan, plan_width};

@@ -243,16 +243,23 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if a.plan {
-        let settings = firsttoken_analyze::power::PlanSettings::default();
+        let ask = firsttoken_read::pilot::Ask {
+            metric: firsttoken_analyze::Metric::Ttft,
+            quantile: firsttoken_analyze::Percentile::P50,
+            phase: None,
+            effect: None,
+            width: None,
+            settings: firsttoken_analyze::power::PlanSettings::default(),
+        };
         let name = a.config.display().to_string();
-        let doc = crate::plan::claims(
-            &spec,
-            &name,
-            spec.store(),
+        // No store yet (a first run) plans without a pilot.
+        let store = Store::open_existing(spec.store()).await.ok();
+        let doc = firsttoken_read::pilot::claims(
+            store.as_ref(),
             &[],
-            firsttoken_analyze::Metric::Ttft,
-            firsttoken_analyze::Percentile::P50,
-            &settings,
+            (&spec.config, &name),
+            (&spec.protocol, spec.seed),
+            &ask,
         )
         .await?;
         outln!("{}", firsttoken_report::words::plan::markdown(&doc));

@@ -7,101 +7,12 @@
 //! A planned difference is hypothetical: it is printed as a size (`+100
 //! ms`), never as "faster" or "slower".
 
-use firsttoken_analyze::power::{Detectable, Needed, PowerPlan, Rule, Support, ToGo, WidthPlan};
-use firsttoken_analyze::{Metric, Percentile};
-use serde::Serialize;
+use firsttoken_analyze::Percentile;
+use firsttoken_analyze::power::{Detectable, Needed, PowerPlan, Rule, ToGo, WidthPlan};
 
 use crate::format::{self, DASH, Unit, value};
 
-/// One row of the power table: a comparison of two groups.
-#[derive(Debug, Clone, Serialize)]
-pub struct PowerRow {
-    /// What is compared: `v2 vs v1`, or one group planned against its like.
-    pub groups: String,
-    /// The plan.
-    pub plan: PowerPlan,
-    /// What is left to send for the n needed (`None` when no n is reached).
-    pub to_go: Option<ToGo>,
-}
-
-/// One row of the width table: a percentile of one group.
-#[derive(Debug, Clone, Serialize)]
-pub struct WidthRow {
-    /// The group.
-    pub group: String,
-    /// The plan.
-    pub plan: WidthPlan,
-    /// What is left to send for the n needed.
-    pub to_go: Option<ToGo>,
-}
-
-/// One row of the claims table: what a config's count for one phase and
-/// destination supports.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClaimRow {
-    /// The phase.
-    pub phase: String,
-    /// Where its requests go (`chat`, `direct`, `chat @ 3 concurrent`).
-    pub destination: String,
-    /// What its count supports.
-    pub support: Support,
-    /// Pilot values of the same phase and path in the store (0: none).
-    pub pilot_values: usize,
-    /// Pilot values needed to plan from.
-    pub pilot_needed: usize,
-    /// The difference that count detects with the target power, from those
-    /// pilot values (`None` without enough of them).
-    pub detectable: Option<Detectable>,
-    /// Time to send its requests one at a time at the pilot's mean
-    /// duration, ms (`None` without pilot rows).
-    pub time_ms: Option<f64>,
-    /// Cost of its requests at the pilot's mean cost per request of the
-    /// same phase and destination, USD (the stored cost: the stream's
-    /// `usage.cost` or the price table); `None` without pilot rows that
-    /// carry one.
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-}
-
-/// The claims table's extras: the quantile planned and the protocol's fixed waits.
-#[derive(Debug, Clone, Serialize)]
-pub struct Claims {
-    /// The config file.
-    pub config: String,
-    /// The quantile whose detectable difference is shown.
-    pub quantile: Percentile,
-    /// Idle gaps and open-loop spans the protocol waits regardless, ms.
-    pub fixed_wait_ms: f64,
-    /// One row per phase and destination.
-    pub rows: Vec<ClaimRow>,
-}
-
-/// Everything `firsttoken plan` prints.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanDoc {
-    /// The metric planned for.
-    pub metric: Metric,
-    /// The phase whose rows were the pilot (`None`: every phase).
-    pub phase: Option<String>,
-    /// Sessions the pilot came from.
-    pub sessions: Vec<String>,
-    /// Power (or probability) target.
-    pub target_power: f64,
-    /// Confidence level of the report's intervals.
-    pub level: f64,
-    /// The rank test's α.
-    pub alpha: f64,
-    /// The comparison's noise threshold (relative median change).
-    pub noise_threshold: f64,
-    /// Simulated experiments per estimate.
-    pub simulations: usize,
-    /// Comparisons planned.
-    pub power: Vec<PowerRow>,
-    /// Percentile widths planned (empty without a width target).
-    pub width: Vec<WidthRow>,
-    /// What a config's counts support (`--claims`).
-    pub claims: Option<Claims>,
-}
+pub use firsttoken_analyze::power::{ClaimRow, Claims, PlanDoc, PowerRow, WidthRow};
 
 /// A share as a whole percentage: `80 %`.
 fn pct(x: f64) -> String {
@@ -276,7 +187,7 @@ fn claims_markdown(unit: Unit, c: &Claims) -> String {
     for r in &c.rows {
         let [n, shown, compare, detectable, time, cost] = claim_cells(unit, r);
         s.push_str(&row(&[
-            r.phase.clone(),
+            r.phase.as_str().to_string(),
             r.destination.clone(),
             n,
             shown,
@@ -340,10 +251,10 @@ fn row(cells: &[String]) -> String {
 pub fn markdown(doc: &PlanDoc) -> String {
     let unit = Unit::of(doc.metric);
     let mut s = String::new();
-    let phase = doc
-        .phase
-        .as_deref()
-        .map_or_else(|| "every phase".to_string(), |p| format!("{p} phase"));
+    let phase = doc.phase.map_or_else(
+        || "every phase".to_string(),
+        |p| format!("{} phase", p.as_str()),
+    );
     s.push_str(&format!(
         "Sample-size plan: {}, {phase}, {} power at {} confidence, from {}\n\n",
         doc.metric.name(),
@@ -547,8 +458,8 @@ mod tests {
 
     fn doc(power: Vec<PowerRow>, width: Vec<WidthRow>) -> PlanDoc {
         PlanDoc {
-            metric: Metric::Ttft,
-            phase: Some("warm".into()),
+            metric: firsttoken_analyze::Metric::Ttft,
+            phase: Some(firsttoken_analyze::PhaseKind::Warm),
             sessions: vec!["abc123".into()],
             target_power: 0.8,
             level: 0.95,
@@ -638,7 +549,7 @@ mod tests {
             fixed_wait_ms: 60_000.0,
             rows: vec![
                 ClaimRow {
-                    phase: "warm".into(),
+                    phase: firsttoken_analyze::PhaseKind::Warm,
                     destination: "chat".into(),
                     support: firsttoken_analyze::power::support(24, &s),
                     pilot_values: 30,
@@ -651,7 +562,7 @@ mod tests {
                     cost_usd: Some(0.012),
                 },
                 ClaimRow {
-                    phase: "cold".into(),
+                    phase: firsttoken_analyze::PhaseKind::Cold,
                     destination: "chat".into(),
                     support: firsttoken_analyze::power::support(3, &s),
                     pilot_values: 0,
