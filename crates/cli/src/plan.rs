@@ -21,9 +21,7 @@ use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
 use firsttoken_plan::protocol::{Dest, Planned, Step};
 use firsttoken_record::session::SessionMeta;
 use firsttoken_record::store::Store;
-use firsttoken_report::words::plan::{
-    ClaimRow, Claims, PlanDoc, PowerRow, WidthRow, json, markdown,
-};
+use firsttoken_report::plan::{ClaimRow, Claims, PlanDoc, PowerRow, WidthRow, json, markdown};
 use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::report::load;

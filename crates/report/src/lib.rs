@@ -10,6 +10,8 @@
 //!   [`markdown::Markdown`], [`json::Json`], [`html::Html`] (or [`render`]
 //!   with a [`Format`]). Terminal, Markdown and the JSON text come from one
 //!   layout ([`doc`]).
+//! - [`plan`]: what `firsttoken plan` prints, Markdown and JSON from one
+//!   layout.
 //! - [`probe`]: the probe's per-request line and summary table;
 //!   [`run`]: the summary printed at the end of `firsttoken run`.
 //!
@@ -30,6 +32,7 @@ pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod terminal;
