@@ -1,14 +1,15 @@
 //! The report as JSON: `{"schema": "firsttoken.report.v1", "sessions",
 //! "analysis", "comparisons", "findings", "text"}` — the analysis as data
 //! (findings with their estimates, intervals, n and direction), the ranked
-//! findings the report opens with ([`rank_findings`]) and, in `text`, the same
-//! sentences the terminal and Markdown reports show, section by section.
+//! findings the report opens with ([`rank_findings`]) and, in `text`, the
+//! same sentences and tables the terminal and Markdown reports show,
+//! section by section.
 //! The shape is documented by `docs/schema/report.v1.schema.json` ([`REPORT_SCHEMA`]).
 
 use firsttoken_analyze::{Analysis, Comparison, RankedFinding, rank_findings};
 use serde::Serialize;
 
-use crate::doc::build;
+use crate::doc::{Shown, build};
 use crate::{Exporter, ReportError, ReportInput};
 
 /// The `schema` value of a report document.
@@ -37,11 +38,12 @@ struct Report<'a> {
     text: Vec<Text>,
 }
 
-/// One section's sentences.
+/// One section's sentences and tables, as the text formats print them.
 #[derive(Serialize)]
 struct Text {
     section: String,
     lines: Vec<String>,
+    tables: Vec<Shown>,
 }
 
 /// The JSON format.
@@ -58,10 +60,16 @@ impl Exporter for Json {
 pub fn render(input: &ReportInput<'_>) -> String {
     let text = build(input)
         .sections
-        .into_iter()
+        .iter()
+        .filter(|s| s.in_text())
         .map(|s| Text {
-            section: s.title,
-            lines: s.lines,
+            section: s.title.clone(),
+            lines: s
+                .text_lines()
+                .into_iter()
+                .map(|(l, _)| l.to_string())
+                .collect(),
+            tables: s.text_tables(),
         })
         .collect();
     let report = Report {

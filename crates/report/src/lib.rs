@@ -8,8 +8,8 @@
 //! - [`ReportInput`]: sessions, analysis and comparisons — the one input of
 //!   every format, each an [`Exporter`]: [`terminal::Terminal`],
 //!   [`markdown::Markdown`], [`json::Json`], [`html::Html`] (or [`render`]
-//!   with a [`Format`]). Terminal, Markdown and the JSON text come from one
-//!   layout ([`doc`]).
+//!   with a [`Format`]). Every format renders one layout ([`doc`]): the
+//!   same sections, sentences and tables; the page adds its plots.
 //! - [`plan`]: what `firsttoken plan` prints, Markdown and JSON from one
 //!   layout.
 //! - [`probe`]: the probe's per-request line and summary table;

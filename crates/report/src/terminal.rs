@@ -19,18 +19,23 @@ impl Exporter for Terminal {
     }
 }
 
-/// Render `doc` for a terminal, at most `width` columns wide.
+/// Render `doc` for a terminal, at most `width` columns wide: the sections
+/// the text formats show ([`crate::doc::Section::in_text`]), their lines
+/// and the tables' columns they reach.
 pub fn render(doc: &Doc, width: u16) -> String {
     let mut out = String::from("firsttoken report\n");
-    for s in &doc.sections {
+    for s in doc.sections.iter().filter(|s| s.in_text()) {
         out.push_str(&format!("\n== {}\n", s.title));
-        for l in &s.lines {
+        for (l, _) in s.text_lines() {
             for w in wrap(l, usize::from(width).max(24)) {
                 out.push_str(&w);
                 out.push('\n');
             }
         }
-        for t in &s.tables {
+        for t in s.text_tables() {
+            if !t.caption.is_empty() {
+                out.push_str(&format!("  {}\n", t.caption));
+            }
             let mut table = Table::new();
             table
                 .load_style(UTF8_FULL_CONDENSED)
