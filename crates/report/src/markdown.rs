@@ -18,7 +18,7 @@ fn cell(s: &str) -> String {
 }
 
 /// Render `doc` as Markdown under a `# title`: the sections the text
-/// formats show.
+/// formats show, a line under another as a nested item.
 pub fn render(doc: &Doc, title: &str) -> String {
     let mut out = format!("# {}\n", cell(title));
     for s in doc.sections.iter().filter(|s| s.in_text()) {
@@ -26,7 +26,8 @@ pub fn render(doc: &Doc, title: &str) -> String {
         for (l, mark) in s.text_lines() {
             // The findings are ranked: an ordered list, their own numbers.
             let bullet = if mark.finding.is_some() { "" } else { "- " };
-            out.push_str(&format!("{bullet}{}\n", cell(l)));
+            let indent = "  ".repeat(mark.depth);
+            out.push_str(&format!("{indent}{bullet}{}\n", cell(l)));
         }
         for t in s.text_tables() {
             out.push('\n');

@@ -25,6 +25,7 @@ mod diagnostics;
 mod overview;
 
 use firsttoken_analyze::group::GroupLabel;
+use firsttoken_record::run::RunView;
 use firsttoken_record::session::Provenance;
 
 use crate::ReportInput;
@@ -36,6 +37,8 @@ pub use crate::words::sections::FINDINGS_TITLE;
 /// and the name a finding points to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SectionId {
+    /// The run across agents the sessions belong to (`report --run`).
+    Run,
     /// The ranked findings.
     Findings,
     /// The sessions covered.
@@ -70,7 +73,8 @@ pub enum SectionId {
 
 impl SectionId {
     /// Every section, in reading order.
-    pub const ALL: [SectionId; 15] = [
+    pub const ALL: [SectionId; 16] = [
+        SectionId::Run,
         SectionId::Findings,
         SectionId::Sessions,
         SectionId::Ttft,
@@ -91,6 +95,7 @@ impl SectionId {
     /// Its anchor: `concurrency` (a finding's `section`, the page's `id`).
     pub fn anchor(self) -> &'static str {
         match self {
+            SectionId::Run => "run",
             SectionId::Findings => "findings",
             SectionId::Sessions => "sessions",
             SectionId::Ttft => "ttft",
@@ -276,15 +281,27 @@ pub struct Ranked {
 pub struct Mark {
     /// The entry of its section it states (`None`: the section's own).
     pub entry: Option<usize>,
+    /// How far it is indented under the line before (a run's segment
+    /// under its head).
+    pub depth: usize,
     /// The kind of thing it names (a limit's kind), for the page's label.
     pub tag: Option<&'static str>,
     /// The finding it states, in the findings section.
     pub finding: Option<Ranked>,
 }
 
+impl Mark {
+    /// `line` indented two spaces for each level of its depth, as the
+    /// text formats print it on a line of its own.
+    pub fn indented(&self, line: &str) -> String {
+        format!("{}{line}", "  ".repeat(self.depth))
+    }
+}
+
 /// The mark of a line the layout knows nothing more of.
 static PLAIN: Mark = Mark {
     entry: None,
+    depth: 0,
     tag: None,
     finding: None,
 };
@@ -493,10 +510,19 @@ pub fn group_label(l: &GroupLabel) -> String {
         .join(" · ")
 }
 
-/// Lay out a report: the findings, then the sections in reading order.
+/// The head of a run's report, one line each: id, state and counts, each
+/// segment's agent and clock (indented under it), how the agents started.
+pub fn run_head(run: &RunView) -> Vec<String> {
+    let s = overview::run(run);
+    s.marked().map(|(l, m)| m.indented(l)).collect()
+}
+
+/// Lay out a report: the run (when the sessions are one), the findings,
+/// then the sections in reading order.
 pub fn build(input: &ReportInput<'_>) -> Doc {
     let a = input.analysis;
-    let mut sections = vec![
+    let mut sections: Vec<Section> = input.run.map(overview::run).into_iter().collect();
+    sections.extend([
         overview::findings(a, input.comparisons),
         overview::sessions(input.sessions),
         overview::ttft(a),
@@ -505,7 +531,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
         diagnostics::overhead(a),
         diagnostics::connection(a),
         diagnostics::concurrency(a),
-    ];
+    ]);
     sections.extend(crate::doc_traces::section(a));
     sections.push(diagnostics::cold(a));
     sections.push(diagnostics::providers(a));

@@ -1,13 +1,36 @@
-//! The sections around the diagnostics: the findings, the
+//! The sections around the diagnostics: the run, the findings, the
 //! sessions, TTFT per group, the typical request, the comparisons, the
 //! client's clock and the claims and limits.
 
 use firsttoken_analyze::{Analysis, Comparison, MetricSummary, rank_findings};
+use firsttoken_record::run::RunView;
 use firsttoken_record::session::{Provenance, SessionMeta, SessionStatus};
 
 use super::{ColumnKind, Entry, Mark, PlotSlot, Ranked, Section, SectionId, TableData, header};
 use crate::format::{self, Unit, percent, stat};
 use crate::words;
+
+/// The run across agents: its head line, each segment's agent and clock
+/// under it, then how the agents started.
+pub(super) fn run(run: &RunView) -> Section {
+    let mut s = Section::new(SectionId::Run);
+    s.push(words::run::head(run));
+    let mut by_segment: Vec<_> = run.members.iter().collect();
+    by_segment.sort_by_key(|(m, s)| (m.segment, s.started_at));
+    for (m, session) in by_segment {
+        s.push_marked(
+            words::run::segment(m, session),
+            Mark {
+                depth: 1,
+                ..Mark::default()
+            },
+        );
+    }
+    for l in words::run::start(&run.start) {
+        s.push(l);
+    }
+    s
+}
 
 /// The ranked findings, one line each: rank, statement and pointer.
 pub(super) fn findings(a: &Analysis, comparisons: &[Comparison]) -> Section {

@@ -9,7 +9,8 @@
 //! sections, titles, sentences and tables as the text formats, in the same
 //! order, with each section's intro, the detail the layout gives the page
 //! (each diagnostic's named figures, page-only tables and columns) and the
-//! plots in their slots: the findings (`id="findings"`: at most eight, ranked by the
+//! plots in their slots. With a run (`report --run`) it opens with the
+//! run; then the findings (`id="findings"`: at most eight, ranked by the
 //! user wait each explains, each linking to its section and plot), the
 //! sessions covered (with a banner when any data is emulated, synthetic or
 //! imported), the grouped TTFT percentiles with their CIs, the comparisons

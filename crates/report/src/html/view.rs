@@ -83,6 +83,7 @@ pub(crate) struct FactView {
 #[derive(Debug, Serialize)]
 pub(crate) struct LineView {
     pub text: String,
+    pub depth: usize,
     pub tag: Option<&'static str>,
 }
 
@@ -222,6 +223,7 @@ pub(crate) fn section(s: &Section, draw: &dyn Fn(PlotSlot) -> Vec<AnyPlot>) -> S
         } else {
             lines.push(LineView {
                 text: text.to_string(),
+                depth: mark.depth,
                 tag: mark.tag,
             });
         }

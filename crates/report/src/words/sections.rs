@@ -34,6 +34,14 @@ pub fn section(id: SectionId) -> SectionWords {
         empty,
     };
     match id {
+        SectionId::Run => w(
+            "Run",
+            "Run",
+            Some(
+                "The sessions of one run across agents, each running a segment of the same protocol into one store; its requests are pooled from their raw rows, each planned request counted once.",
+            ),
+            None,
+        ),
         SectionId::Findings => w(FINDINGS_TITLE, "Findings", None, Some(super::NO_FINDINGS)),
         SectionId::Sessions => w(
             "Sessions",
