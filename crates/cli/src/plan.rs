@@ -15,7 +15,7 @@ use firsttoken_analyze::{GroupKey, Metric, Percentile, PhaseKind};
 use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
 use firsttoken_read::pilot::{Ask, Pilots};
 use firsttoken_record::store::Store;
-use firsttoken_report::words::plan::{json, markdown};
+use firsttoken_report::plan::{json, markdown};
 use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::session::{DEFAULT_STORE, run_spec};

@@ -8,8 +8,6 @@ use clap::ValueEnum;
 
 use firsttoken_analyze::{Analysis, Comparison};
 use firsttoken_read::Loaded;
-use firsttoken_record::run::{RunMember, RunView};
-use firsttoken_record::session::SessionMeta;
 use firsttoken_report::ReportInput;
 
 /// Report formats.
@@ -37,14 +35,18 @@ impl From<Format> for firsttoken_report::Format {
 }
 
 /// `loaded` and its analysis in `format`: every format gets the same input
-/// (sessions, analysis, comparisons; the rows for HTML plots).
+/// (sessions, analysis, comparisons, a run's view; the rows for HTML plots).
 pub fn render(
     format: Format,
     loaded: &Loaded,
     analysis: &Analysis,
     comparisons: &[Comparison],
 ) -> anyhow::Result<String> {
-    let input = ReportInput::new(&loaded.sessions, analysis, comparisons).with_rows(&loaded.rows);
+    let mut input =
+        ReportInput::new(&loaded.sessions, analysis, comparisons).with_rows(&loaded.rows);
+    if let Some(run) = &loaded.run {
+        input = input.with_run(run);
+    }
     firsttoken_report::render(format.into(), &input)
         .with_context(|| format!("cannot render the {format:?} report"))
 }
@@ -58,67 +60,4 @@ pub fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-/// The head of a run's report: id, state, counts, agents, start.
-pub fn run_head(run: &RunView) -> Vec<String> {
-    let words = firsttoken_report::words::run::state(&run.info, &run.state);
-    let mut out = vec![format!(
-        "run {} · {} · {} of {} planned requests stored · {} segments",
-        run.info.run_id, words, run.counted, run.info.planned_requests, run.info.segments
-    )];
-    let mut by_segment: Vec<&(RunMember, SessionMeta)> = run.members.iter().collect();
-    by_segment.sort_by_key(|(m, s)| (m.segment, s.started_at));
-    for (m, s) in by_segment {
-        let clock = m.clock.map_or("clock not measured".to_string(), |c| {
-            format!(
-                "clock {} ± {}",
-                firsttoken_report::format::precise_ms(c.offset_ms),
-                firsttoken_report::format::ms(c.uncertainty_ms)
-            )
-        });
-        out.push(format!(
-            "  segment {}/{} · vantage {} · network {} · host {} · session {} · {}",
-            m.segment, m.segments, s.labels.vantage, s.labels.network, s.host, s.id, clock
-        ));
-    }
-    out.extend(firsttoken_report::words::run::start(&run.start));
-    out
-}
-
-/// The run as the JSON report's `run` object (docs/schema/report.v1.schema.json):
-/// its row, state, counts, members with their clocks and heartbeats, how
-/// the agents started, and the head's lines.
-pub fn run_json(run: &RunView) -> serde_json::Value {
-    let members: Vec<serde_json::Value> = run
-        .members
-        .iter()
-        .map(|(m, s)| {
-            serde_json::json!({
-                "session_id": s.id,
-                "segment": m.segment,
-                "segment_requests": m.segment_requests,
-                "vantage": s.labels.vantage,
-                "network": s.labels.network,
-                "host": s.host,
-                "status": s.status,
-                "clock": m.clock,
-                "began_at_ms": m.began_at_ms,
-                "heartbeat_at_ms": m.heartbeat_at_ms,
-                "heartbeat_every_ms": m.heartbeat_every_ms,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "run_id": run.info.run_id,
-        "created_at": run.info.created_at.to_string(),
-        "segments": run.info.segments,
-        "planned_requests": run.info.planned_requests,
-        "counted_requests": run.counted,
-        "start_at": run.info.start_at.map(|t| t.to_string()),
-        "state": run.state,
-        "start": run.start,
-        "members": members,
-        "text": run_head(run),
-    })
 }

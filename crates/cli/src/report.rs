@@ -4,14 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use firsttoken_analyze::GroupKey;
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
 
-use crate::render::{Format, render, run_head, run_json, write_out};
+use crate::render::{Format, render, write_out};
 use crate::session::DEFAULT_STORE;
 
 /// `firsttoken report`.
@@ -52,23 +51,7 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(&a.store).await?;
     let loaded = load(&store, &selection, options).await?;
     let analysis = analyse(&loaded, &keys);
-    let mut text = render(a.format, &loaded, &analysis, &[])?;
-    if let Some(run) = &loaded.run {
-        let head = run_head(run).join("\n");
-        match a.format {
-            Format::Terminal | Format::Markdown => text = format!("{head}\n\n{text}"),
-            // The JSON report carries the run as its `run` object.
-            Format::Json => {
-                let mut v: serde_json::Value =
-                    serde_json::from_str(&text).context("the JSON report does not parse")?;
-                v["run"] = run_json(run);
-                text = serde_json::to_string_pretty(&v)?;
-                eprintln!("{head}");
-            }
-            // The page keeps its layout; the run's head goes to stderr.
-            Format::Html => eprintln!("{head}"),
-        }
-    }
+    let text = render(a.format, &loaded, &analysis, &[])?;
     write_out(a.out.as_deref(), &text)?;
     if let Some(p) = &a.out {
         eprintln!("wrote {}", p.display());

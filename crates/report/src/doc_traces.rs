@@ -1,17 +1,18 @@
 //! The report's "Where the time went" section: the app's server spans
 //! joined to the samples ([`firsttoken_analyze::traces`]), laid out once
-//! for the terminal, Markdown and JSON text.
+//! for every format (the page adds, per path, a typical and a slow
+//! request's waterfall).
 
 use firsttoken_analyze::Analysis;
 use firsttoken_analyze::diagnose::{Overhead, PathScope};
 use firsttoken_analyze::traces::SpanSplit;
 
-use crate::doc::{Section, TableData};
+use crate::doc::{PlotSlot, Section, SectionId, TableData, header};
 use crate::format::{DASH, Unit, percent, signed_stat, stat};
 use crate::words::traces as words;
 
 /// The section title.
-pub const TITLE: &str = "Where the time went (server spans)";
+pub const TITLE: &str = crate::words::sections::SPANS_TITLE;
 
 /// The split of the overhead's path, when spans cover it.
 pub fn split_for<'a>(analysis: &'a Analysis, o: &Overhead) -> Option<&'a SpanSplit> {
@@ -23,46 +24,42 @@ pub fn split_for<'a>(analysis: &'a Analysis, o: &Overhead) -> Option<&'a SpanSpl
     })
 }
 
-fn header(cols: &[&str]) -> Vec<String> {
-    cols.iter().map(|s| s.to_string()).collect()
-}
-
 /// The section; `None` when the analysis has no traces.
 pub fn section(analysis: &Analysis) -> Option<Section> {
     let t = analysis.traces.as_ref()?;
-    let mut s = Section {
-        title: TITLE.into(),
-        lines: Vec::new(),
-        tables: Vec::new(),
-    };
+    let mut s = Section::new(SectionId::Spans);
+    s.plots = vec![PlotSlot::SpanWaterfalls];
+    let mut lines = Vec::new();
     if t.is_empty() {
-        s.lines.push(format!(
+        lines.push(format!(
             "No request has server spans ({} spans received, {} of them for no request of these sessions): point the app's OpenTelemetry exporter at firsttoken to see where the time went.",
             t.spans, t.unmatched_spans
         ));
     }
-    s.lines.extend(
+    lines.extend(
         t.sessions
             .iter()
             .filter(|o| o.traced > 0)
             .map(words::offset),
     );
-    s.lines.extend(t.coverage.iter().map(words::coverage));
+    lines.extend(t.coverage.iter().map(words::coverage));
     if t.unmatched_spans > 0 {
-        s.lines.push(format!(
+        lines.push(format!(
             "{} of {} spans belong to no request of these sessions (other traffic, or warm-ups' traces).",
             t.unmatched_spans, t.spans
         ));
     }
-    s.lines.extend(t.splits.iter().map(words::split));
-    s.lines.extend(t.walls.iter().map(words::wall));
-    s.lines
-        .extend(t.contrasts.iter().map(|c| words::contrast(c, &t.splits)));
+    lines.extend(t.splits.iter().map(words::split));
+    lines.extend(t.walls.iter().map(words::wall));
+    lines.extend(t.contrasts.iter().map(|c| words::contrast(c, &t.splits)));
+    for l in lines {
+        s.push(l);
+    }
 
     for sp in &t.splits {
         let label = words::scope_label(&sp.scope.scope, sp.scope.path.as_deref());
-        let mut tab = TableData {
-            header: header(&[
+        let mut tab = TableData::new(
+            header(&[
                 &format!("{label}: part"),
                 "requests",
                 "median [CI]",
@@ -70,8 +67,8 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
                 "of server time",
                 "of overhead",
             ]),
-            rows: Vec::new(),
-        };
+            &[],
+        );
         if let Some(q) = &sp.queue_wait {
             tab.rows.push(vec![
                 "queue wait".into(),
@@ -107,8 +104,8 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
     }
     for w in &t.walls {
         let label = words::scope_label(&w.scope.scope, w.scope.path.as_deref());
-        let mut tab = TableData {
-            header: header(&[
+        let mut tab = TableData::new(
+            header(&[
                 &format!("{label}: k"),
                 "n",
                 "wait p50",
@@ -116,17 +113,18 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
                 "handler p50",
                 "÷ baseline [CI]",
             ]),
-            rows: vec![vec![
-                w.baseline.to_string(),
-                w.levels
-                    .first()
-                    .map_or_else(|| DASH.into(), |l| l.wait_change.n_b.to_string()),
-                stat(Unit::Ms, &w.baseline_wait),
-                DASH.into(),
-                stat(Unit::Ms, &w.baseline_handler),
-                DASH.into(),
-            ]],
-        };
+            &[],
+        );
+        tab.rows.push(vec![
+            w.baseline.to_string(),
+            w.levels
+                .first()
+                .map_or_else(|| DASH.into(), |l| l.wait_change.n_b.to_string()),
+            stat(Unit::Ms, &w.baseline_wait),
+            DASH.into(),
+            stat(Unit::Ms, &w.baseline_handler),
+            DASH.into(),
+        ]);
         for l in &w.levels {
             tab.rows.push(vec![
                 l.concurrency.to_string(),

@@ -145,6 +145,23 @@ impl Cell {
         }
     }
 
+    /// A cell printed on one line, split back into its point and what
+    /// follows it (its interval, or the counts behind a withheld value):
+    /// the inverse of [`Cell::line`]. Words with neither stay whole.
+    pub fn split(line: &str) -> Cell {
+        let at = [" [", " (n = "]
+            .iter()
+            .filter_map(|sep| line.find(sep))
+            .min();
+        match at {
+            Some(i) => Cell {
+                v: line[..i].to_string(),
+                sub: Some(line[i + 1..].to_string()),
+            },
+            None => Cell::plain(line),
+        }
+    }
+
     /// The cell on one line: `2.40 s [2.35 s, 2.47 s]`.
     pub fn line(&self) -> String {
         match &self.sub {
@@ -286,6 +303,14 @@ mod tests {
             signed_stat(Unit::Ms, &est(-6.0, -24.0, 12.0)),
             "-6 ms [-24 ms, 12 ms]"
         );
+        // A printed cell splits back into its parts.
+        for c in [
+            cell(Unit::Ms, &e, true),
+            cell(Unit::Ms, &Stat::TooSmall { n: 3, needed: 10 }, false),
+            Cell::plain("329 ms – 340 ms"),
+        ] {
+            assert_eq!(Cell::split(&c.line()), c);
+        }
         assert_eq!(percent(Some(0.125)), "12.5 %");
         assert_eq!(relative(Some(-0.2)), "-20 %");
         assert_eq!(p_value(0.0004), "p < 0.001");

@@ -1,14 +1,17 @@
 //! The report as JSON: `{"schema": "firsttoken.report.v1", "sessions",
-//! "analysis", "comparisons", "findings", "text"}` — the analysis as data
-//! (findings with their estimates, intervals, n and direction), the ranked
-//! findings the report opens with ([`rank_findings`]) and, in `text`, the same
-//! sentences the terminal and Markdown reports show, section by section.
+//! "analysis", "comparisons", "findings", "text", "run"}` — the analysis as
+//! data (findings with their estimates, intervals, n and direction), the
+//! ranked findings the report opens with ([`rank_findings`]), in `text` the
+//! same sentences and tables the terminal and Markdown reports show,
+//! section by section, and with a run ([`crate::ReportInput::run`]) the
+//! run across agents as data with its head's lines.
 //! The shape is documented by `docs/schema/report.v1.schema.json` ([`REPORT_SCHEMA`]).
 
 use firsttoken_analyze::{Analysis, Comparison, RankedFinding, rank_findings};
+use firsttoken_record::run::RunView;
 use serde::Serialize;
 
-use crate::doc::build;
+use crate::doc::{Shown, build, run_head};
 use crate::{Exporter, ReportError, ReportInput};
 
 /// The `schema` value of a report document.
@@ -35,13 +38,53 @@ struct Report<'a> {
     comparisons: &'a [Comparison],
     findings: Vec<RankedFinding>,
     text: Vec<Text>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<serde_json::Value>,
 }
 
-/// One section's sentences.
+/// One section's sentences and tables, as the text formats print them.
 #[derive(Serialize)]
 struct Text {
     section: String,
     lines: Vec<String>,
+    tables: Vec<Shown>,
+}
+
+/// The run as the report's `run` object: its row, state, counts, members
+/// with their clocks and heartbeats, how the agents started, and the
+/// head's lines ([`run_head`]).
+fn run_object(run: &RunView) -> serde_json::Value {
+    let members: Vec<serde_json::Value> = run
+        .members
+        .iter()
+        .map(|(m, s)| {
+            serde_json::json!({
+                "session_id": s.id,
+                "segment": m.segment,
+                "segment_requests": m.segment_requests,
+                "vantage": s.labels.vantage,
+                "network": s.labels.network,
+                "host": s.host,
+                "status": s.status,
+                "clock": m.clock,
+                "began_at_ms": m.began_at_ms,
+                "heartbeat_at_ms": m.heartbeat_at_ms,
+                "heartbeat_every_ms": m.heartbeat_every_ms,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "run_id": run.info.run_id,
+        "created_at": run.info.created_at.to_string(),
+        "segments": run.info.segments,
+        "planned_requests": run.info.planned_requests,
+        "counted_requests": run.counted,
+        "start_at": run.info.start_at.map(|t| t.to_string()),
+        "state": run.state,
+        "start": run.start,
+        "members": members,
+        "text": run_head(run),
+    })
 }
 
 /// The JSON format.
@@ -58,10 +101,16 @@ impl Exporter for Json {
 pub fn render(input: &ReportInput<'_>) -> String {
     let text = build(input)
         .sections
-        .into_iter()
+        .iter()
+        .filter(|s| s.in_text())
         .map(|s| Text {
-            section: s.title,
-            lines: s.lines,
+            section: s.title.clone(),
+            lines: s
+                .text_lines()
+                .into_iter()
+                .map(|(l, m)| m.indented(l))
+                .collect(),
+            tables: s.text_tables(),
         })
         .collect();
     let report = Report {
@@ -82,6 +131,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
         comparisons: input.comparisons,
         findings: rank_findings(input.analysis, input.comparisons),
         text,
+        run: input.run.map(run_object),
     };
     // Plain data with string keys: serialization cannot fail.
     serde_json::to_string_pretty(&report).unwrap_or_default()

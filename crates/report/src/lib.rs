@@ -5,11 +5,15 @@
 //!   intervals, "too few samples (n = X, needs Y)").
 //! - [`words`]: one sentence builder per kind of finding; words follow
 //!   intervals, never the sign of a point.
-//! - [`ReportInput`]: sessions, analysis and comparisons — the one input of
-//!   every format, each an [`Exporter`]: [`terminal::Terminal`],
-//!   [`markdown::Markdown`], [`json::Json`], [`html::Html`] (or [`render`]
-//!   with a [`Format`]). Terminal, Markdown and the JSON text come from one
-//!   layout ([`doc`]).
+//! - [`ReportInput`]: sessions, analysis, comparisons and (for `report
+//!   --run`) the run — the one input of every format, each an
+//!   [`Exporter`]: [`terminal::Terminal`], [`markdown::Markdown`],
+//!   [`json::Json`], [`html::Html`] (or [`render`] with a [`Format`]).
+//!   Every format renders one layout ([`doc`]): the same sections,
+//!   sentences and tables; the page adds its plots. [`run_head`] gives a
+//!   run's head lines on their own.
+//! - [`plan`]: what `firsttoken plan` prints, Markdown and JSON from one
+//!   layout.
 //! - [`probe`]: the probe's per-request line and summary table;
 //!   [`run`]: the summary printed at the end of `firsttoken run`.
 //!
@@ -30,20 +34,24 @@ pub mod format;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod terminal;
 pub mod words;
 
+pub use doc::run_head;
 pub use probe::{sample_line, summary_table};
 pub use run::{Emphasis, run_summary};
 
 use firsttoken_analyze::{Analysis, Comparison};
+use firsttoken_record::run::RunView;
 use firsttoken_record::session::{SampleRow, SessionMeta};
 
 /// Everything a report shows, the same for every format: the sessions, the
-/// analysis of them, the comparisons asked for and (for plots of single
-/// requests) the rows.
+/// analysis of them, the comparisons asked for, (for plots of single
+/// requests) the rows and, when the sessions are one run across agents,
+/// the run.
 #[derive(Debug, Clone, Copy)]
 pub struct ReportInput<'a> {
     /// The sessions the analysis covers.
@@ -55,6 +63,9 @@ pub struct ReportInput<'a> {
     /// The samples the analysis was computed from, when at hand: the HTML
     /// page plots single requests from them.
     pub rows: Option<&'a [SampleRow]>,
+    /// The run across agents the sessions are (`report --run`): every
+    /// format opens with it.
+    pub run: Option<&'a RunView>,
 }
 
 impl<'a> ReportInput<'a> {
@@ -69,12 +80,20 @@ impl<'a> ReportInput<'a> {
             analysis,
             comparisons,
             rows: None,
+            run: None,
         }
     }
 
     /// The same input with the samples for plots.
     pub fn with_rows(mut self, rows: &'a [SampleRow]) -> ReportInput<'a> {
         self.rows = Some(rows);
+        self
+    }
+
+    /// The same input as the report of run `run` (its sessions are
+    /// `sessions`).
+    pub fn with_run(mut self, run: &'a RunView) -> ReportInput<'a> {
+        self.run = Some(run);
         self
     }
 

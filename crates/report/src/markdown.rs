@@ -17,23 +17,23 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// Render `doc` as Markdown under a `# title`.
+/// Render `doc` as Markdown under a `# title`: the sections the text
+/// formats show, a line under another as a nested item.
 pub fn render(doc: &Doc, title: &str) -> String {
     let mut out = format!("# {}\n", cell(title));
-    for s in &doc.sections {
+    for s in doc.sections.iter().filter(|s| s.in_text()) {
         out.push_str(&format!("\n## {}\n\n", cell(&s.title)));
-        // The findings are ranked: an ordered list, their own numbers.
-        let ranked = s.title == crate::doc::FINDINGS_TITLE;
-        for l in &s.lines {
-            let bullet = if ranked && l.starts_with(|c: char| c.is_ascii_digit()) {
-                ""
-            } else {
-                "- "
-            };
-            out.push_str(&format!("{bullet}{}\n", cell(l)));
+        for (l, mark) in s.text_lines() {
+            // The findings are ranked: an ordered list, their own numbers.
+            let bullet = if mark.finding.is_some() { "" } else { "- " };
+            let indent = "  ".repeat(mark.depth);
+            out.push_str(&format!("{indent}{bullet}{}\n", cell(l)));
         }
-        for t in &s.tables {
+        for t in s.text_tables() {
             out.push('\n');
+            if !t.caption.is_empty() {
+                out.push_str(&format!("{}:\n\n", cell(&t.caption)));
+            }
             out.push_str(&format!(
                 "| {} |\n",
                 t.header

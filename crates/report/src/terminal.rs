@@ -19,18 +19,23 @@ impl Exporter for Terminal {
     }
 }
 
-/// Render `doc` for a terminal, at most `width` columns wide.
+/// Render `doc` for a terminal, at most `width` columns wide: the sections
+/// the text formats show ([`crate::doc::Section::in_text`]), their lines
+/// and the tables' columns they reach.
 pub fn render(doc: &Doc, width: u16) -> String {
     let mut out = String::from("firsttoken report\n");
-    for s in &doc.sections {
+    for s in doc.sections.iter().filter(|s| s.in_text()) {
         out.push_str(&format!("\n== {}\n", s.title));
-        for l in &s.lines {
-            for w in wrap(l, usize::from(width).max(24)) {
+        for (l, mark) in s.text_lines() {
+            for w in wrap(l, usize::from(width).max(24), mark.depth) {
                 out.push_str(&w);
                 out.push('\n');
             }
         }
-        for t in &s.tables {
+        for t in s.text_tables() {
+            if !t.caption.is_empty() {
+                out.push_str(&format!("  {}\n", t.caption));
+            }
             let mut table = Table::new();
             table
                 .load_style(UTF8_FULL_CONDENSED)
@@ -145,13 +150,15 @@ fn words(line: &str) -> Vec<String> {
 }
 
 /// Word-wrap `line` to `width` columns, indent included: `  ` before the
-/// first line, `    ` before the rest.
-fn wrap(line: &str, width: usize) -> Vec<String> {
+/// first line, `    ` before the rest, and two more for each `depth`
+/// (a line under the one before it).
+fn wrap(line: &str, width: usize, depth: usize) -> Vec<String> {
+    let step = "  ".repeat(depth);
     let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
     for word in words(line) {
         let word = word.as_str();
-        let room = width - if out.is_empty() { 2 } else { 4 };
+        let room = width.saturating_sub(step.len() + if out.is_empty() { 2 } else { 4 });
         if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > room {
             out.push(std::mem::take(&mut cur));
         }
@@ -165,7 +172,7 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     }
     out.iter()
         .enumerate()
-        .map(|(i, l)| format!("{}{l}", if i == 0 { "  " } else { "    " }))
+        .map(|(i, l)| format!("{step}{}{l}", if i == 0 { "  " } else { "    " }))
         .collect()
 }
 
@@ -192,11 +199,14 @@ mod tests {
 
     #[test]
     fn wrap_keeps_words_and_width() {
-        let w = wrap("alpha beta gamma delta epsilon", 16);
+        let w = wrap("alpha beta gamma delta epsilon", 16, 0);
         assert_eq!(w, vec!["  alpha beta", "    gamma delta", "    epsilon"]);
-        assert_eq!(wrap("", 10), vec!["  "]);
+        assert_eq!(wrap("", 10, 0), vec!["  "]);
+        // A line under another is indented under it, wrapped in the same width.
+        let w = wrap("alpha beta gamma delta", 16, 1);
+        assert_eq!(w, vec!["    alpha beta", "      gamma", "      delta"]);
         // A label's parts stay together.
-        let w = wrap("alpha beta before · chat · emulated gamma", 30);
+        let w = wrap("alpha beta before · chat · emulated gamma", 30, 0);
         assert_eq!(
             w,
             vec!["  alpha beta", "    before · chat · emulated", "    gamma"]

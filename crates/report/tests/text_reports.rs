@@ -4,7 +4,7 @@
 
 mod common;
 
-use firsttoken_report::{Format, ReportInput, doc, json, render};
+use firsttoken_report::{Format, ReportInput, doc, render};
 
 #[test]
 fn every_format_shows_the_same_sections() {
@@ -19,7 +19,10 @@ fn every_format_shows_the_same_sections() {
         assert!(l.chars().count() <= 100, "too wide: {l}");
     }
     let md = render(Format::Markdown, &input).unwrap();
-    for s in &d.sections {
+    // The sections the text formats show: all but the page's plot-only one.
+    let shown: Vec<_> = d.sections.iter().filter(|s| s.in_text()).collect();
+    assert_eq!(shown.len() + 1, d.sections.len());
+    for s in &shown {
         assert!(text.contains(&s.title), "terminal misses {}", s.title);
         assert!(
             md.contains(&format!("## {}", s.title)),
@@ -50,25 +53,20 @@ fn every_format_shows_the_same_sections() {
     }
 
     let out = render(Format::Json, &input).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(json::REPORT_SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    let v = common::valid_report(&out);
     assert_eq!(v["comparisons"][0]["direction"], "decrease");
     // The JSON text is the terminal's and Markdown's sentences.
     let sections = v["text"].as_array().unwrap();
-    assert_eq!(sections.len(), d.sections.len());
-    assert_eq!(sections[1]["section"], d.sections[1].title.as_str());
+    assert_eq!(sections.len(), shown.len());
+    for (j, s) in sections.iter().zip(&shown) {
+        assert_eq!(j["section"], s.title.as_str());
+        assert_eq!(j["tables"].as_array().unwrap().len(), s.text_tables().len());
+    }
 }
 
 #[test]
 fn the_schema_rejects_a_wrong_document() {
-    let schema: serde_json::Value = serde_json::from_str(json::REPORT_SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
+    let validator = common::report_validator();
     assert!(!validator.is_valid(&serde_json::json!({"schema": "firsttoken.report.v1"})));
     assert!(!validator.is_valid(
         &serde_json::json!({"schema": "other", "sessions": [], "analysis": {}, "comparisons": [], "text": []})

@@ -4,10 +4,11 @@
 //! reviewed in the diff, the JSON valid against its schema, the terminal
 //! within 100 columns, and the facts the words must carry.
 
+mod common;
 #[path = "common/traces.rs"]
 mod traces;
 
-use firsttoken_report::{Format, ReportInput, json, render};
+use firsttoken_report::{Format, ReportInput, render};
 
 fn rendered(format: Format) -> String {
     let (sessions, rows, analysis) = traces::analysis();
@@ -36,14 +37,8 @@ fn markdown() {
 #[test]
 fn json_is_valid_against_the_schema() {
     let out = rendered(Format::Json);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(json::REPORT_SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    let v = common::valid_report(&out);
+    let validator = common::report_validator();
     let t = &v["analysis"]["traces"];
     let offset = &t["sessions"][0]["offset"];
     let (lo, hi) = (

@@ -262,7 +262,7 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             &ask,
         )
         .await?;
-        outln!("{}", firsttoken_report::words::plan::markdown(&doc));
+        outln!("{}", firsttoken_report::plan::markdown(&doc));
     }
     let store = Store::open(spec.store()).await?;
     let outcome = if a.watch && std::io::stdout().is_terminal() {

@@ -5,14 +5,17 @@
 //! time and rendered with minijinja (auto-escaping: every string from the
 //! data, session labels included, is escaped).
 //!
-//! The page opens with the findings (`id="findings"`: at most eight, ranked
-//! by the user wait each explains, each linking to its section and plot),
-//! then shows the sessions covered (with a banner when any data is
-//! emulated, synthetic or imported), the grouped TTFT percentiles with
-//! their CIs, every comparison and its verdict (those asked for first:
-//! `compare`'s and the demo's before/after), each diagnostic's numbers and
-//! sentence ([`crate::words`]), the claims-and-limits list, and five plots, each
-//! a figure with `data-plot="…"` (and `id="plot-…"`):
+//! The page shows the report's one layout ([`crate::doc`]): the same
+//! sections, titles, sentences and tables as the text formats, in the same
+//! order, with each section's intro, the detail the layout gives the page
+//! (each diagnostic's named figures, page-only tables and columns) and the
+//! plots in their slots. With a run (`report --run`) it opens with the
+//! run; then the findings (`id="findings"`: at most eight, ranked by the
+//! user wait each explains, each linking to its section and plot), the
+//! sessions covered (with a banner when any data is emulated, synthetic or
+//! imported), the grouped TTFT percentiles with their CIs, the comparisons
+//! and their verdicts, each diagnostic, the claims-and-limits list, and
+//! five plots, each a figure with `data-plot="…"` (and `id="plot-…"`):
 //!
 //! | `data-plot` | shows |
 //! |---|---|
@@ -39,7 +42,6 @@
 //! assert!(page.contains(r#"data-plot="ttft-cdf""#));
 //! ```
 
-mod diagnostics;
 mod plots;
 mod spans;
 mod svg;
@@ -56,7 +58,9 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 
 use plots::{BoxSeries, CdfSeries, Typical};
+use view::AnyPlot;
 
+use crate::doc::{PlotSlot, build};
 use crate::{Exporter, ReportError, ReportInput};
 
 /// The page template.
@@ -105,29 +109,32 @@ pub fn render(input: &ReportInput<'_>) -> Result<String, HtmlError> {
         }
         None => (Vec::new(), Vec::new(), "TTFT", None),
     };
+    let doc = build(input);
+    let draw = |slot: PlotSlot| -> Vec<AnyPlot> {
+        match slot {
+            PlotSlot::TtftCdf => vec![AnyPlot::Plot(plots::ttft_cdf(&cdf))],
+            PlotSlot::SessionBox => vec![AnyPlot::Plot(plots::session_boxes(&boxes, what))],
+            PlotSlot::Waterfall => vec![AnyPlot::Plot(plots::waterfall(typical))],
+            PlotSlot::Concurrency => vec![AnyPlot::Plot(plots::concurrency(&analysis.concurrency))],
+            PlotSlot::Providers => vec![AnyPlot::Plot(plots::providers(&analysis.providers))],
+            PlotSlot::SpanWaterfalls => spans::plots(analysis)
+                .into_iter()
+                .map(AnyPlot::Span)
+                .collect(),
+        }
+    };
     let page = view::Page {
         title: input.title(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         banners: view::banners(analysis, sessions),
-        sessions: sessions.iter().map(view::session).collect(),
         settings: view::settings(analysis),
         rows: analysis.rows,
         keys: analysis.keys.iter().map(|k| k.as_str()).collect(),
-        groups: analysis.groups.iter().map(view::group).collect(),
-        comparisons: view::comparisons(analysis, input.comparisons),
-        sections: diagnostics::sections(
-            analysis,
-            plots::concurrency(&analysis.concurrency),
-            plots::providers(&analysis.providers),
-        ),
-        limits: view::limits(analysis),
-        findings: view::findings(analysis, input.comparisons),
-        spans: spans::view(analysis),
-        plots: view::PagePlots {
-            ttft_cdf: plots::ttft_cdf(&cdf),
-            session_box: plots::session_boxes(&boxes, what),
-            waterfall: plots::waterfall(typical),
-        },
+        sections: doc
+            .sections
+            .iter()
+            .map(|s| view::section(s, &draw))
+            .collect(),
     };
     let mut env = Environment::new();
     // A name the template misspells is an error, not an empty cell.

@@ -478,6 +478,7 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
 }
 
 /// The request a waterfall shows, and why it was chosen.
+#[derive(Clone, Copy)]
 pub(crate) struct Typical<'a> {
     pub row: &'a SampleRow,
     /// Median TTFT of the requests it was chosen from.

@@ -1,5 +1,5 @@
-//! The page's "Where the time went" part: the spans section's sentences
-//! and, per path, a waterfall of a typical and of a slow request that
+//! The page's plots of the "Where the time went" section
+//! ([`crate::doc_traces`]): per path, a waterfall of a typical and of a slow request that
 //! stacks the client's phases and the server's spans on one time axis
 //! (the spans moved by the session's clock offset; its ± uncertainty is
 //! drawn as a band around the server's receive and named in the caption).
@@ -11,9 +11,7 @@ use serde::Serialize;
 use super::svg::{
     Area, LegendItem, PALETTE, Scale, Svg, Swatch, legend, legend_layout, time_axis, truncate,
 };
-use super::view::Table;
-use crate::doc::TableData;
-use crate::format::{Cell, ms};
+use crate::format::ms;
 use crate::words::traces::scope_label;
 
 const WIDTH: f64 = 760.0;
@@ -29,39 +27,14 @@ pub(crate) struct SpanPlot {
     pub note: Option<String>,
 }
 
-/// The spans part of the page; `None` when the analysis has no traces.
-#[derive(Debug, Serialize)]
-pub(crate) struct SpansView {
-    pub lines: Vec<String>,
-    pub tables: Vec<Table>,
-    pub plots: Vec<SpanPlot>,
-}
-
-/// A laid-out table as the page's table (the same cells as the terminal's).
-fn table(t: &TableData) -> Table {
-    let head: Vec<&str> = t.header.iter().map(String::as_str).collect();
-    let mut out = Table::new("", &head, &[]);
-    out.rows = t
-        .rows
-        .iter()
-        .map(|r| r.iter().map(|c| Cell::plain(c.clone())).collect())
-        .collect();
-    out
-}
-
-/// The spans part from the analysis.
-pub(crate) fn view(a: &Analysis) -> Option<SpansView> {
-    let section = crate::doc_traces::section(a)?;
-    let t = a.traces.as_ref()?;
-    Some(SpansView {
-        tables: section.tables.iter().map(table).collect(),
-        lines: section.lines,
-        plots: t
-            .waterfalls
+/// Per path, a typical and a slow request's waterfall; none without traces.
+pub(crate) fn plots(a: &Analysis) -> Vec<SpanPlot> {
+    a.traces.as_ref().map_or_else(Vec::new, |t| {
+        t.waterfalls
             .iter()
             .enumerate()
             .map(|(i, w)| waterfall(i, w))
-            .collect(),
+            .collect()
     })
 }
 

@@ -228,10 +228,13 @@ pub fn limit_kind(l: &Limit) -> &'static str {
     }
 }
 
+/// What the claims-and-limits section says when it has no limit to list.
+pub const NO_LIMITS: &str = "no structural limits found";
+
 /// The limits in one line: `4 limit(s): one vantage point, one day, …`.
 pub fn limits(l: &Limits) -> String {
     if l.items.is_empty() {
-        return "no structural limits found".to_string();
+        return NO_LIMITS.to_string();
     }
     let mut kinds: Vec<&str> = Vec::new();
     for item in &l.items {

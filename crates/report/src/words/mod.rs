@@ -23,10 +23,11 @@ mod limits;
 pub mod plan;
 mod routes;
 pub mod run;
+pub mod sections;
 pub mod traces;
 pub use clock::{client_clock, session_clock};
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
-pub use limits::{limit, limit_kind, limit_lines, limits};
+pub use limits::{NO_LIMITS, limit, limit_kind, limit_lines, limits};
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
 
 /// The phrase for a finding that states no direction and whose interval

@@ -2,7 +2,8 @@
 //! agents started (`firsttoken runs`, the head of `report --run`).
 
 use firsttoken_record::run::{CrossAgent, RunStart};
-use firsttoken_record::run::{RunInfo, RunState};
+use firsttoken_record::run::{RunInfo, RunMember, RunState, RunView};
+use firsttoken_record::session::SessionMeta;
 
 use crate::format as fmt;
 
@@ -47,6 +48,34 @@ pub fn state_word(state: &RunState) -> &'static str {
         RunState::Complete => "complete",
         RunState::Partial { .. } => "partial",
     }
+}
+
+/// The head line of a run's report: `run four-agents · complete · 32 of
+/// 32 planned requests stored · 4 segments`.
+pub fn head(run: &RunView) -> String {
+    format!(
+        "run {} · {} · {} of {} planned requests stored · {} segments",
+        run.info.run_id,
+        state(&run.info, &run.state),
+        run.counted,
+        run.info.planned_requests,
+        run.info.segments
+    )
+}
+
+/// One segment's session: its agent's labels and clock offset to the store.
+pub fn segment(m: &RunMember, s: &SessionMeta) -> String {
+    let clock = m.clock.map_or("clock not measured".to_string(), |c| {
+        format!(
+            "clock {} ± {}",
+            fmt::precise_ms(c.offset_ms),
+            fmt::ms(c.uncertainty_ms)
+        )
+    });
+    format!(
+        "segment {}/{} · vantage {} · network {} · host {} · session {} · {clock}",
+        m.segment, m.segments, s.labels.vantage, s.labels.network, s.host, s.id
+    )
 }
 
 /// How the agents started, and whether concurrency is judged across them.

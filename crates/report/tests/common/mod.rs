@@ -243,3 +243,21 @@ pub fn escaped(text: &str) -> String {
         .replace('\'', "&#x27;")
         .replace('/', "&#x2f;")
 }
+
+/// The report schema's validator.
+pub fn report_validator() -> jsonschema::Validator {
+    let schema: serde_json::Value =
+        serde_json::from_str(firsttoken_report::json::REPORT_SCHEMA).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// A JSON report, parsed, after checking it against the report schema.
+pub fn valid_report(out: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(out).unwrap();
+    let errors: Vec<String> = report_validator()
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    v
+}
