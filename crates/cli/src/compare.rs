@@ -12,7 +12,7 @@ use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
 
 use crate::EXIT_FAILED_REQUESTS;
-use crate::render::{Format, render, write_out};
+use crate::render::{Format, render_out};
 use crate::session::DEFAULT_STORE;
 
 /// `firsttoken compare`.
@@ -83,7 +83,7 @@ pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
         None => vec![GroupKey::CodeVersion],
     };
     let analysis = analyse(&loaded, &keys);
-    write_out(None, &render(a.format, &loaded, &analysis, &comparisons)?)?;
+    render_out(a.format, &loaded, &analysis, &comparisons, None)?;
     Ok(if slower {
         ExitCode::from(EXIT_FAILED_REQUESTS)
     } else {

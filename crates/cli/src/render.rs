@@ -34,30 +34,60 @@ impl From<Format> for firsttoken_report::Format {
     }
 }
 
-/// `loaded` and its analysis in `format`: every format gets the same input
-/// (sessions, analysis, comparisons, a run's view; the rows for HTML plots).
+/// The one input of every format: sessions, analysis, comparisons, a run's
+/// view, and the rows for HTML plots.
+fn input<'a>(
+    loaded: &'a Loaded,
+    analysis: &'a Analysis,
+    comparisons: &'a [Comparison],
+) -> ReportInput<'a> {
+    let input = ReportInput::new(&loaded.sessions, analysis, comparisons).with_rows(&loaded.rows);
+    match &loaded.run {
+        Some(run) => input.with_run(run),
+        None => input,
+    }
+}
+
+/// `loaded` and its analysis in `format`, as text.
 pub fn render(
     format: Format,
     loaded: &Loaded,
     analysis: &Analysis,
     comparisons: &[Comparison],
 ) -> anyhow::Result<String> {
-    let mut input =
-        ReportInput::new(&loaded.sessions, analysis, comparisons).with_rows(&loaded.rows);
-    if let Some(run) = &loaded.run {
-        input = input.with_run(run);
-    }
-    firsttoken_report::render(format.into(), &input)
+    firsttoken_report::render(format.into(), &input(loaded, analysis, comparisons))
         .with_context(|| format!("cannot render the {format:?} report"))
 }
 
-/// `text` to the file `out`, or to stdout.
-pub fn write_out(out: Option<&Path>, text: &str) -> anyhow::Result<()> {
+/// `loaded` and its analysis in `format`, written to the file `out` or to
+/// stdout as it is rendered. A closed stdout (`| head`) ends quietly; any
+/// other write error is an error.
+pub fn render_out(
+    format: Format,
+    loaded: &Loaded,
+    analysis: &Analysis,
+    comparisons: &[Comparison],
+    out: Option<&Path>,
+) -> anyhow::Result<()> {
+    let input = input(loaded, analysis, comparisons);
     match out {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("cannot create {}", p.display()))?;
+            let mut w = std::io::BufWriter::new(f);
+            firsttoken_report::render_to(format.into(), &input, &mut w)
+                .with_context(|| format!("cannot write {}", p.display()))
+        }
         None => {
-            outln!("{text}");
-            Ok(())
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            match firsttoken_report::render_to(format.into(), &input, &mut w) {
+                Err(firsttoken_report::ReportError::Write(e))
+                    if e.kind() == std::io::ErrorKind::BrokenPipe =>
+                {
+                    Ok(())
+                }
+                other => other.context("cannot write the report to standard output"),
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use firsttoken_analyze::GroupKey;
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
 
-use crate::render::{Format, render, write_out};
+use crate::render::{Format, render_out};
 use crate::session::DEFAULT_STORE;
 
 /// `firsttoken report`.
@@ -51,8 +51,7 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open_existing(&a.store).await?;
     let loaded = load(&store, &selection, options).await?;
     let analysis = analyse(&loaded, &keys);
-    let text = render(a.format, &loaded, &analysis, &[])?;
-    write_out(a.out.as_deref(), &text)?;
+    render_out(a.format, &loaded, &analysis, &[], a.out.as_deref())?;
     if let Some(p) = &a.out {
         eprintln!("wrote {}", p.display());
     }

@@ -39,7 +39,7 @@ struct Report<'a> {
     findings: Vec<RankedFinding>,
     text: Vec<Text>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    run: Option<serde_json::Value>,
+    run: Option<RunOut<'a>>,
 }
 
 /// One section's sentences and tables, as the text formats print them.
@@ -50,41 +50,68 @@ struct Text {
     tables: Vec<Shown>,
 }
 
+/// A member of a run as the report's `run.members` carries it.
+#[derive(Serialize)]
+struct RunMemberOut<'a> {
+    session_id: &'a str,
+    segment: u32,
+    segment_requests: u64,
+    vantage: &'a str,
+    network: &'a str,
+    host: &'a str,
+    status: &'a firsttoken_record::session::SessionStatus,
+    clock: Option<firsttoken_record::run::ClockOffset>,
+    began_at_ms: Option<f64>,
+    heartbeat_at_ms: Option<f64>,
+    heartbeat_every_ms: Option<f64>,
+}
+
 /// The run as the report's `run` object: its row, state, counts, members
 /// with their clocks and heartbeats, how the agents started, and the
 /// head's lines ([`run_head`]).
-fn run_object(run: &RunView) -> serde_json::Value {
-    let members: Vec<serde_json::Value> = run
-        .members
-        .iter()
-        .map(|(m, s)| {
-            serde_json::json!({
-                "session_id": s.id,
-                "segment": m.segment,
-                "segment_requests": m.segment_requests,
-                "vantage": s.labels.vantage,
-                "network": s.labels.network,
-                "host": s.host,
-                "status": s.status,
-                "clock": m.clock,
-                "began_at_ms": m.began_at_ms,
-                "heartbeat_at_ms": m.heartbeat_at_ms,
-                "heartbeat_every_ms": m.heartbeat_every_ms,
+#[derive(Serialize)]
+struct RunOut<'a> {
+    run_id: &'a str,
+    created_at: String,
+    segments: u32,
+    planned_requests: u64,
+    counted_requests: u64,
+    start_at: Option<String>,
+    state: &'a firsttoken_record::run::RunState,
+    start: &'a firsttoken_record::run::RunStart,
+    members: Vec<RunMemberOut<'a>>,
+    text: Vec<String>,
+}
+
+fn run_object(run: &RunView) -> RunOut<'_> {
+    RunOut {
+        run_id: &run.info.run_id,
+        created_at: run.info.created_at.to_string(),
+        segments: run.info.segments,
+        planned_requests: run.info.planned_requests,
+        counted_requests: run.counted,
+        start_at: run.info.start_at.map(|t| t.to_string()),
+        state: &run.state,
+        start: &run.start,
+        members: run
+            .members
+            .iter()
+            .map(|(m, s)| RunMemberOut {
+                session_id: &s.id,
+                segment: m.segment,
+                segment_requests: m.segment_requests,
+                vantage: &s.labels.vantage,
+                network: &s.labels.network,
+                host: &s.host,
+                status: &s.status,
+                clock: m.clock,
+                began_at_ms: m.began_at_ms,
+                heartbeat_at_ms: m.heartbeat_at_ms,
+                heartbeat_every_ms: m.heartbeat_every_ms,
             })
-        })
-        .collect();
-    serde_json::json!({
-        "run_id": run.info.run_id,
-        "created_at": run.info.created_at.to_string(),
-        "segments": run.info.segments,
-        "planned_requests": run.info.planned_requests,
-        "counted_requests": run.counted,
-        "start_at": run.info.start_at.map(|t| t.to_string()),
-        "state": run.state,
-        "start": run.start,
-        "members": members,
-        "text": run_head(run),
-    })
+            .collect(),
+        text: run_head(run),
+    }
 }
 
 /// The JSON format.
@@ -95,10 +122,26 @@ impl Exporter for Json {
     fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError> {
         Ok(render(input))
     }
+
+    /// Written as it is serialized: a large report is never held as text.
+    fn write(
+        &self,
+        input: &ReportInput<'_>,
+        w: &mut dyn std::io::Write,
+    ) -> Result<(), ReportError> {
+        serde_json::to_writer_pretty(&mut *w, &document(input)).map_err(std::io::Error::from)?;
+        Ok(())
+    }
 }
 
 /// Render the report document as pretty JSON.
 pub fn render(input: &ReportInput<'_>) -> String {
+    // Plain data with string keys: serialization cannot fail.
+    serde_json::to_string_pretty(&document(input)).unwrap_or_default()
+}
+
+/// The report document.
+fn document<'a>(input: &ReportInput<'a>) -> Report<'a> {
     let text = build(input)
         .sections
         .iter()
@@ -113,7 +156,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
             tables: s.text_tables(),
         })
         .collect();
-    let report = Report {
+    Report {
         schema: REPORT_SCHEMA_ID,
         sessions: input
             .sessions
@@ -132,7 +175,5 @@ pub fn render(input: &ReportInput<'_>) -> String {
         findings: rank_findings(input.analysis, input.comparisons),
         text,
         run: input.run.map(run_object),
-    };
-    // Plain data with string keys: serialization cannot fail.
-    serde_json::to_string_pretty(&report).unwrap_or_default()
+    }
 }

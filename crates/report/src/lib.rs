@@ -112,12 +112,25 @@ pub enum ReportError {
     /// The HTML page failed.
     #[error(transparent)]
     Html(#[from] html::HtmlError),
+    /// The report could not be written.
+    #[error("cannot write the report: {0}")]
+    Write(#[from] std::io::Error),
 }
 
 /// One output format: the whole [`ReportInput`] in, the document out.
 pub trait Exporter {
     /// Render the report.
     fn export(&self, input: &ReportInput<'_>) -> Result<String, ReportError>;
+
+    /// Write the report to `w` (by default, [`Exporter::export`]'s text).
+    fn write(
+        &self,
+        input: &ReportInput<'_>,
+        w: &mut dyn std::io::Write,
+    ) -> Result<(), ReportError> {
+        w.write_all(self.export(input)?.as_bytes())?;
+        Ok(())
+    }
 }
 
 /// The report formats.
@@ -131,6 +144,24 @@ pub enum Format {
     Json,
     /// A self-contained HTML page.
     Html,
+}
+
+/// Write `input` in `format` to `w`, then a newline (JSON is written as it
+/// is serialized, never held whole as text).
+pub fn render_to(
+    format: Format,
+    input: &ReportInput<'_>,
+    w: &mut dyn std::io::Write,
+) -> Result<(), ReportError> {
+    match format {
+        Format::Terminal => terminal::Terminal { width: 100 }.write(input, w),
+        Format::Markdown => markdown::Markdown.write(input, w),
+        Format::Json => json::Json.write(input, w),
+        Format::Html => html::Html.write(input, w),
+    }?;
+    w.write_all(b"\n")?;
+    w.flush()?;
+    Ok(())
 }
 
 /// Render `input` in `format`.
