@@ -56,6 +56,9 @@ pub fn render(doc: &Doc, title: &str) -> String {
                     r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
                 ));
             }
+            if let Some(more) = t.more_line() {
+                out.push_str(&format!("\n{}\n", cell(&more)));
+            }
         }
     }
     out

@@ -63,6 +63,9 @@ pub fn render(doc: &Doc, width: u16) -> String {
             }
             out.push_str(&table.to_string());
             out.push('\n');
+            if let Some(more) = t.more_line() {
+                out.push_str(&format!("  {more}\n"));
+            }
         }
     }
     out

@@ -219,6 +219,10 @@ pub(super) fn concurrency(a: &Analysis) -> Section {
     s
 }
 
+/// Cold probes listed in the text formats (all of them on the page and in
+/// the JSON report's analysis).
+const COLD_PROBES_IN_TEXT: usize = 20;
+
 fn cold_entry(cs: &ColdStart) -> Laid {
     let mut t = TableData::new(
         header(&[
@@ -235,8 +239,10 @@ fn cold_entry(cs: &ColdStart) -> Laid {
         &[2, 3, 7, 8],
     )
     // When each probe went out needs the page's width; the text formats
-    // name a probe by its session and sequence number.
-    .page_columns(&[2]);
+    // name a probe by its session and sequence number, and list the first
+    // probes only: a store kept for weeks holds thousands.
+    .page_columns(&[2])
+    .text_rows(COLD_PROBES_IN_TEXT);
     for p in &cs.probes {
         t.rows.push(vec![
             p.session_id.clone(),

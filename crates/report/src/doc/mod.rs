@@ -170,6 +170,10 @@ pub struct TableData {
     pub reach: Reach,
     /// The entry of its section it belongs to (`None`: the section's own).
     pub entry: Option<usize>,
+    /// At most this many rows in the text formats (`None`: all); the rest
+    /// are counted below the table, and kept by the JSON report's analysis
+    /// and the page.
+    pub text_rows: Option<usize>,
 }
 
 /// A table's part that a format shows: its caption, the columns it
@@ -183,6 +187,20 @@ pub struct Shown {
     pub header: Vec<String>,
     /// Rows of cells.
     pub rows: Vec<Vec<String>>,
+    /// Rows left out of the text formats (see [`TableData::text_rows`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub more: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Shown {
+    /// The line below a table whose rows the text formats cut short.
+    pub fn more_line(&self) -> Option<String> {
+        (self.more > 0).then(|| crate::words::more_rows(self.more))
+    }
 }
 
 impl TableData {
@@ -209,6 +227,12 @@ impl TableData {
     /// The same table, for the page only.
     pub(crate) fn page(mut self) -> TableData {
         self.reach = Reach::Page;
+        self
+    }
+
+    /// The same table with at most `n` rows in the text formats.
+    pub(crate) fn text_rows(mut self, n: usize) -> TableData {
+        self.text_rows = Some(n);
         self
     }
 
@@ -250,10 +274,15 @@ impl TableData {
                 .map(|(_, c)| c.clone())
                 .collect()
         };
+        let shown = self
+            .text_rows
+            .unwrap_or(self.rows.len())
+            .min(self.rows.len());
         Some(Shown {
             caption: self.caption.clone(),
             header: pick(&self.header),
-            rows: self.rows.iter().map(|r| pick(r)).collect(),
+            rows: self.rows[..shown].iter().map(|r| pick(r)).collect(),
+            more: self.rows.len() - shown,
         })
     }
 }
@@ -634,5 +663,29 @@ mod tests {
         let mut typical = Section::new(SectionId::Typical);
         typical.plots.push(PlotSlot::Waterfall);
         assert!(!typical.in_text());
+    }
+
+    #[test]
+    fn a_table_cut_short_in_text_counts_the_rows_it_leaves_out() {
+        let mut t = TableData::new(header(&["probe", "ms"]), &[]).text_rows(2);
+        for i in 0..5 {
+            t.rows.push(vec![i.to_string(), "1".into()]);
+        }
+        let shown = t.shown_in_text().unwrap();
+        assert_eq!(shown.rows.len(), 2);
+        assert_eq!(shown.more, 3);
+        assert_eq!(
+            shown.more_line().as_deref(),
+            Some("… and 3 more rows (every row: --format json or html)")
+        );
+        // A table that fits says nothing more.
+        t.text_rows = Some(5);
+        assert_eq!(t.shown_in_text().unwrap().more_line(), None);
+        assert_eq!(
+            serde_json::to_value(t.shown_in_text().unwrap())
+                .unwrap()
+                .get("more"),
+            None
+        );
     }
 }

@@ -719,3 +719,13 @@ pub(crate) fn percentile_name(p: f64) -> String {
         format!("p{p}")
     }
 }
+
+/// The line below a table the text reports cut short: `… and 23012 more
+/// rows (every row: --format json or html)`.
+pub fn more_rows(n: usize) -> String {
+    format!(
+        "… and {} more {} (every row: --format json or html)",
+        n,
+        if n == 1 { "row" } else { "rows" }
+    )
+}
