@@ -195,7 +195,8 @@ fn test_accounts_are_created_used_and_removed_on_sqlite() {
     );
 }
 
-/// Start `run` against `w`, signal it after 2 s, wait for it to stop.
+/// Start `run` against `w`, signal it once it stored 5 samples (its test
+/// accounts signed up before), wait for it to stop.
 fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
     let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
         .args(["run", "-c", &w.cfg, "--store", store, "-q"])
@@ -205,7 +206,7 @@ fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    common::wait_for_samples(&mut child, store, 5);
     assert!(
         Command::new("kill")
             .args([signal, &child.id().to_string()])
