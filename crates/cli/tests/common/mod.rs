@@ -2,6 +2,7 @@
 //! `firsttoken` with a deadline, exit-code assertions.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod edge;
 
 use std::io::{BufRead, BufReader};
