@@ -66,18 +66,7 @@ fn world(app_db: Option<String>, warm: u32) -> World {
     let emu = EmulatorProcess::start();
     let dir = tempfile::tempdir().unwrap();
     let app_db = app_db.unwrap_or_else(|| dir.path().join("app.db").display().to_string());
-    let upstream = format!("{}/v1", emu.base);
-    let app = EmulatorProcess::start_with(&[
-        "refapp",
-        "--listen",
-        "127.0.0.1:0",
-        "--database-url",
-        &app_db,
-        "--upstream-url",
-        &upstream,
-        "--version-label",
-        "test-v1",
-    ]);
+    let app = EmulatorProcess::refapp(&emu, &app_db, &["--version-label", "test-v1"]);
     let cfg_path = dir.path().join("ft.toml");
     std::fs::write(&cfg_path, config(&app.base, &emu.base, warm)).unwrap();
     World {

@@ -20,16 +20,7 @@ pub fn world() -> World {
     let emu = EmulatorProcess::start();
     let dir = tempfile::tempdir().unwrap();
     let app_db = dir.path().join("app.db").display().to_string();
-    let upstream = format!("{}/v1", emu.base);
-    let app = EmulatorProcess::start_with(&[
-        "refapp",
-        "--listen",
-        "127.0.0.1:0",
-        "--database-url",
-        &app_db,
-        "--upstream-url",
-        &upstream,
-    ]);
+    let app = EmulatorProcess::refapp(&emu, &app_db, &[]);
     World {
         emu,
         app,

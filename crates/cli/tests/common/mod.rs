@@ -74,6 +74,23 @@ impl EmulatorProcess {
     pub fn url(&self) -> String {
         format!("{}/v1/chat/completions", self.base)
     }
+
+    /// `firsttoken refapp` on 127.0.0.1 over the emulator `emu`, its
+    /// database at `app_db`, with `extra` flags.
+    pub fn refapp(emu: &EmulatorProcess, app_db: &str, extra: &[&str]) -> EmulatorProcess {
+        let upstream = format!("{}/v1", emu.base);
+        let mut args = vec![
+            "refapp",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            app_db,
+            "--upstream-url",
+            &upstream,
+        ];
+        args.extend_from_slice(extra);
+        EmulatorProcess::start_with(&args)
+    }
 }
 
 impl Drop for EmulatorProcess {
