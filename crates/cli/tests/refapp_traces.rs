@@ -57,24 +57,20 @@ fn the_refapps_own_spans_explain_its_overhead_and_its_wall() {
     let dir = tempfile::tempdir().unwrap();
     let listen = format!("127.0.0.1:{}", free_port());
     let app_db = dir.path().join("app.db").display().to_string();
-    let upstream = format!("{}/v1", emu.base);
     let otlp = format!("http://{listen}");
-    let app = EmulatorProcess::start_with(&[
-        "refapp",
-        "--listen",
-        "127.0.0.1:0",
-        "--database-url",
+    let app = EmulatorProcess::refapp(
+        &emu,
         &app_db,
-        "--upstream-url",
-        &upstream,
-        "--serial",
-        "--db-roundtrips",
-        "3",
-        "--db-rtt-ms",
-        "20",
-        "--otlp-endpoint",
-        &otlp,
-    ]);
+        &[
+            "--serial",
+            "--db-roundtrips",
+            "3",
+            "--db-rtt-ms",
+            "20",
+            "--otlp-endpoint",
+            &otlp,
+        ],
+    );
     let (store, _) = run_collecting_spans(
         dir.path(),
         &config(&app.base, &emu.base),

@@ -293,8 +293,8 @@ fn interrupt(signal: &str) -> (tempfile::TempDir, String, std::process::ExitStat
         .stderr(Stdio::null())
         .spawn()
         .expect("start firsttoken run");
-    // Each warm request takes ~40 ms: after 1.5 s some are stored and most are not.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Some stored and most not (400 warm requests of ~40 ms each to go).
+    common::wait_for_samples(&mut child, &store, 5);
     let sent = Command::new("kill")
         .args([signal, &child.id().to_string()])
         .status()

@@ -66,18 +66,7 @@ fn world(app_db: Option<String>, warm: u32) -> World {
     let emu = EmulatorProcess::start();
     let dir = tempfile::tempdir().unwrap();
     let app_db = app_db.unwrap_or_else(|| dir.path().join("app.db").display().to_string());
-    let upstream = format!("{}/v1", emu.base);
-    let app = EmulatorProcess::start_with(&[
-        "refapp",
-        "--listen",
-        "127.0.0.1:0",
-        "--database-url",
-        &app_db,
-        "--upstream-url",
-        &upstream,
-        "--version-label",
-        "test-v1",
-    ]);
+    let app = EmulatorProcess::refapp(&emu, &app_db, &["--version-label", "test-v1"]);
     let cfg_path = dir.path().join("ft.toml");
     std::fs::write(&cfg_path, config(&app.base, &emu.base, warm)).unwrap();
     World {
@@ -195,7 +184,8 @@ fn test_accounts_are_created_used_and_removed_on_sqlite() {
     );
 }
 
-/// Start `run` against `w`, signal it after 2 s, wait for it to stop.
+/// Start `run` against `w`, signal it once it stored 5 samples (its test
+/// accounts signed up before), wait for it to stop.
 fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
     let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
         .args(["run", "-c", &w.cfg, "--store", store, "-q"])
@@ -205,7 +195,7 @@ fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    common::wait_for_samples(&mut child, store, 5);
     assert!(
         Command::new("kill")
             .args([signal, &child.id().to_string()])

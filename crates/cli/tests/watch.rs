@@ -94,6 +94,33 @@ fn stored(screen: &str) -> u64 {
     word.split('/').next().unwrap().parse().expect("a number")
 }
 
+/// `N` of the header's `N started, not yet stored`.
+fn in_flight(screen: &str) -> u64 {
+    let at = screen
+        .find(" started, not yet stored")
+        .unwrap_or_else(|| panic!("no in-flight count on the screen:\n{screen}"));
+    let word = screen[..at].rsplit(' ').next().expect("a count");
+    word.parse().expect("a number")
+}
+
+/// Wait for the file `echo $? > FILE` writes, whole; its code.
+fn exit_code(tmux: &Tmux, file: &Path, what: &str) -> String {
+    let start = Instant::now();
+    loop {
+        // `>` creates the file before echo writes it: whole once it has its line.
+        let code = std::fs::read_to_string(file).unwrap_or_default();
+        if code.ends_with('\n') {
+            return code.trim().to_string();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not end within 60 s of q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn have_tmux() -> bool {
     let ok = Command::new("tmux")
         .arg("-V")
@@ -120,6 +147,7 @@ fn the_live_view_pauses_resumes_and_stops_cleanly() {
     let cfg = write_config(dir.path(), &emu.base, 5000);
     let store = dir.path().join("s.db").display().to_string();
     let exit_file = dir.path().join("exit");
+    // `sleep 60` keeps the pane, and the summary on it, after the run ends.
     let command = format!(
         "{} run -c {cfg} --store {store} --watch; echo $? > {}; sleep 60",
         env!("CARGO_BIN_EXE_firsttoken"),
@@ -135,11 +163,24 @@ fn the_live_view_pauses_resumes_and_stops_cleanly() {
     assert!(s.contains("counted requests"), "{s}");
     assert!(s.contains("started, not yet stored"), "{s}");
 
-    // p: held between steps; the count stops moving.
+    // p: held between steps; once the step under way is stored, nothing
+    // is in flight, and the count stops moving. Two screens 100 ms apart
+    // with the same count and nothing in flight: no request slipped past
+    // the pause (a warm request here is stored within ~40 ms).
     tmux.key("p");
-    let s = tmux.wait_for("the paused state", |s| s.contains("PAUSED between steps"));
-    std::thread::sleep(Duration::from_millis(500));
-    let held = stored(&tmux.screen());
+    let paused = |s: &str| s.contains("PAUSED between steps") && in_flight(s) == 0;
+    let mut seen = None;
+    let (s, held) = loop {
+        let s = tmux.wait_for("the paused state, nothing in flight", paused);
+        let n = stored(&s);
+        if seen == Some(n) {
+            break (s, n);
+        }
+        seen = Some(n);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // A pause is the absence of progress: watched over 1.5 s (dozens of
+    // warm requests' time), as a user would see it.
     std::thread::sleep(Duration::from_millis(1500));
     let later = tmux.screen();
     assert_eq!(
@@ -157,21 +198,11 @@ fn the_live_view_pauses_resumes_and_stops_cleanly() {
 
     // q: the same clean stop as Ctrl-C.
     tmux.key("q");
-    let start = Instant::now();
-    while !exit_file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the session did not end within 60 s of q:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    let code = std::fs::read_to_string(&exit_file).unwrap();
-    assert_eq!(code.trim(), "1", "a stopped session is partial: exit 1");
-    // The terminal is given back and the summary printed.
-    let s = tmux.screen();
-    assert!(s.to_lowercase().contains("partial"), "{s}");
+    let code = exit_code(&tmux, &exit_file, "the session");
+    assert_eq!(code, "1", "a stopped session is partial: exit 1");
+    // The terminal is given back and the summary printed (tmux may show
+    // it a moment after the command ended).
+    tmux.wait_for("the summary", |s| s.to_lowercase().contains("partial"));
 
     let ids = session_ids(&store);
     assert_eq!(ids.len(), 1, "{ids:?}");
@@ -212,6 +243,7 @@ fn the_probe_view_shows_requests_in_flight_and_q_ends_it_with_the_summary() {
         r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
     )
     .unwrap();
+    // `sleep 60` keeps the pane, and the summary on it, after the probe ends.
     let command = format!(
         "{} probe {} -d @{} -n 100000 -c 4 --watch; echo $? > {}; sleep 60",
         env!("CARGO_BIN_EXE_firsttoken"),
@@ -225,24 +257,10 @@ fn the_probe_view_shows_requests_in_flight_and_q_ends_it_with_the_summary() {
     });
     // The requests under way are counted; every request succeeded; no
     // pause in a probe (one step).
-    let before = &s[..s
-        .find(" started, not yet stored")
-        .expect("an in-flight count")];
-    let _: u64 = before.rsplit(' ').next().unwrap().parse().unwrap();
+    let _ = in_flight(&s);
     assert!(!s.contains("by kind:"), "no request failed: {s}");
     assert!(!s.contains("p pause"), "{s}");
     tmux.key("q");
-    let start = Instant::now();
-    while !exit_file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the probe did not end within 60 s of q:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "1");
-    let s = tmux.screen();
-    assert!(s.contains("interrupted"), "{s}");
+    assert_eq!(exit_code(&tmux, &exit_file, "the probe"), "1");
+    tmux.wait_for("the summary", |s| s.contains("interrupted"));
 }

@@ -17,28 +17,61 @@ use tokio_util::sync::CancellationToken;
 const STALL: Duration = Duration::from_millis(80);
 const TTFT_MS: f64 = 100.0;
 
-/// Write one streamed chat request when told to; return when it was written
-/// and when the read holding the first content token returned.
-fn client(addr: std::net::SocketAddr, go: mpsc::Receiver<()>) -> (Instant, Instant) {
+/// What the test asks of the client.
+enum Ask {
+    /// One short request on the connection, read to its end.
+    WarmUp,
+    /// The measured request.
+    Measure,
+}
+
+/// A streamed chat request for `tokens` tokens after `ttft_ms`.
+fn request(addr: std::net::SocketAddr, ttft_ms: f64, tokens: u32, close: bool) -> String {
+    let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let connection = if close { "Connection: close\r\n" } else { "" };
+    format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\n{connection}\
+         Content-Type: application/json\r\nx-emulator-ttft-ms: {ttft_ms}\r\n\
+         x-emulator-itl-ms: 5\r\nx-emulator-tokens: {tokens}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// On one connection: a warm-up request each time asked (each answered on
+/// `answered` once read to its end), then, on [`Ask::Measure`], one
+/// streamed chat request; returns when that was written and when the read
+/// holding its first content token returned.
+fn client(
+    addr: std::net::SocketAddr,
+    asks: mpsc::Receiver<Ask>,
+    answered: tokio::sync::mpsc::UnboundedSender<()>,
+) -> (Instant, Instant) {
     let mut tcp = TcpStream::connect(addr).expect("connect");
     tcp.set_nodelay(true).expect("nodelay");
     tcp.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    go.recv().expect("go");
-    let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-    let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nx-emulator-ttft-ms: {TTFT_MS}\r\n\
-         x-emulator-itl-ms: 5\r\nx-emulator-tokens: 3\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let mut chunk = [0u8; 4096];
+    while let Ask::WarmUp = asks.recv().expect("an ask") {
+        tcp.write_all(request(addr, 1.0, 1, false).as_bytes())
+            .expect("write a warm-up");
+        let mut seen = Vec::new();
+        // A chunked stream ends with the empty chunk; nothing follows it
+        // on a kept-alive connection until the next request.
+        while !seen.ends_with(b"0\r\n\r\n") {
+            let n = tcp.read(&mut chunk).expect("read a warm-up");
+            assert!(n > 0, "closed during a warm-up: {seen:?}");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        answered.send(()).expect("the test waits for it");
+    }
+    let req = request(addr, TTFT_MS, 3, true);
     let needle = format!(
         "\"content\":{}",
         serde_json::to_string(token_text(0)).expect("json")
     );
     let sent = Instant::now();
     tcp.write_all(req.as_bytes()).expect("write");
-    let (mut seen, mut chunk) = (Vec::new(), [0u8; 4096]);
+    let mut seen = Vec::new();
     loop {
         let n = tcp.read(&mut chunk).expect("read");
         assert!(n > 0, "closed before the first token: {seen:?}");
@@ -62,11 +95,26 @@ async fn a_stalled_server_reads_late_but_its_wire_truth_does_not() {
     let addr = listener.local_addr().expect("addr");
     let shutdown = CancellationToken::new();
     tokio::spawn(serve(listener, app(settings), None, shutdown.clone()));
-    let (go, went) = mpsc::channel();
-    let client = std::thread::spawn(move || client(addr, went));
-    // The connection is accepted and the kernel's stamping is on.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    go.send(()).expect("go");
+    let (ask, asks) = mpsc::channel();
+    let (answered, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let client = std::thread::spawn(move || client(addr, asks, answered));
+    // Warm-ups on the connection until one carries the kernel's receive
+    // time: then the connection is accepted and the kernel's stamping is
+    // on (Linux turns it on lazily, a moment after the first socket asks).
+    let mut stamped = false;
+    for _ in 0..50 {
+        ask.send(Ask::WarmUp).expect("ask");
+        tokio::time::timeout(Duration::from_secs(10), answers.recv())
+            .await
+            .expect("a warm-up answered within 10 s")
+            .expect("the client");
+        if next_record(&truth).await.wire_read_ms.is_some() {
+            stamped = true;
+            break;
+        }
+    }
+    assert!(stamped, "no warm-up carried a kernel receive time");
+    ask.send(Ask::Measure).expect("ask");
     std::thread::sleep(STALL);
     let (sent, first) = tokio::task::spawn_blocking(move || client.join().expect("client"))
         .await

@@ -647,8 +647,14 @@ async fn graceful_shutdown_finishes_open_streams() {
         .post(app.url("/api/chat"))
         .bearer_auth(&token)
         .body(json!({"message": "hello"}).to_string());
-    let streaming = tokio::spawn(common::read_stream(req));
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    // Stop once the stream is open: its headers are in, its tokens (after
+    // the upstream's 200 ms) are not.
+    let (opened, open) = tokio::sync::oneshot::channel();
+    let streaming = tokio::spawn(common::read_stream_telling(req, Some(opened)));
+    tokio::time::timeout(WAIT, open)
+        .await
+        .expect("the stream opens in time")
+        .expect("the reader tells");
     let addr = app.addr;
     app.stop().await; // waits for the open stream
     let r = tokio::time::timeout(WAIT, streaming)

@@ -207,9 +207,13 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     for _ in 0..3 {
         held.push(TcpStream::connect(app.addr).await.expect("connect"));
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
     // The fourth connection is only accepted once the silent ones are
-    // closed by the header timeout.
+    // closed by the header timeout. No wait for the app to accept them
+    // first: the kernel's backlog hands connections to `accept` in the
+    // order they were made, so the three take the three slots whenever
+    // the app gets to them, and each one's 1 s timeout starts after its
+    // `connect` began: the fourth waits 1 s less the moment the three
+    // connects took, or longer.
     let t = Instant::now();
     health_ms(&app).await;
     assert!(

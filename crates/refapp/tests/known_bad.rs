@@ -17,12 +17,24 @@ async fn chat(app: &App, token: &str) -> Streamed {
     r
 }
 
-/// Two chats, the second sent 30 ms after the first.
+/// Two chats, the second sent once the first's headers arrived: the app
+/// is serving the first (with `--serial` it holds the one permit, taken
+/// before the headers), its stream of 150 ms and more still to come.
 async fn overlapping(app: &App, token: &str) -> (Streamed, Streamed) {
-    let (a, b) = tokio::join!(chat(app, token), async {
-        tokio::time::sleep(Duration::from_millis(30)).await;
+    let (opened, open) = tokio::sync::oneshot::channel();
+    let first = common::read_stream_telling(
+        app.http
+            .post(app.url("/api/chat"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(json!({"message": "hello there"}).to_string()),
+        Some(opened),
+    );
+    let (a, b) = tokio::join!(first, async {
+        open.await.expect("the first chat's headers");
         chat(app, token).await
     });
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     (a, b)
 }
 
@@ -167,6 +179,9 @@ async fn stall_while_others_query(blocking: bool) -> f64 {
             .fold(0.0, f64::max)
     };
     let others = async {
+        // Modelled arrivals: 100 ms into the long stream's ~620 ms (its
+        // first token is due at 20 ms), so their database work falls
+        // while it streams, which is what the gaps compare.
         tokio::time::sleep(Duration::from_millis(100)).await;
         futures_util::future::join_all((0..8).map(|_| chat(&app, &token))).await
     };

@@ -20,6 +20,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 fn database_url() -> Option<String> {
     match std::env::var("DATABASE_URL") {
@@ -276,8 +277,7 @@ async fn postgres_going_down_mid_run_is_503() {
     let r = app.ask("/api/chat", &token, json!({"message": "hi"})).await;
     assert_eq!(r.status, StatusCode::OK);
 
-    relay.cut();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    relay.cut().await;
     let t = Instant::now();
     let (s, v, _) = app
         .post_json("/api/chat", Some(&token), &json!({"message": "hi"}))
@@ -362,6 +362,8 @@ async fn pg_addr(url: &str) -> SocketAddr {
 struct Relay {
     addr: SocketAddr,
     cut: CancellationToken,
+    /// The accept loop and every relayed connection.
+    tasks: TaskTracker,
 }
 
 impl Relay {
@@ -369,15 +371,16 @@ impl Relay {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let cut = CancellationToken::new();
-        let c = cut.clone();
-        tokio::spawn(async move {
+        let tasks = TaskTracker::new();
+        let (c, t) = (cut.clone(), tasks.clone());
+        tasks.spawn(async move {
             loop {
                 let (mut inbound, _) = tokio::select! {
                     _ = c.cancelled() => return,
                     r = l.accept() => match r { Ok(x) => x, Err(_) => return },
                 };
                 let c = c.clone();
-                tokio::spawn(async move {
+                t.spawn(async move {
                     let Ok(mut outbound) = TcpStream::connect(target).await else {
                         return;
                     };
@@ -388,11 +391,15 @@ impl Relay {
                 });
             }
         });
-        Relay { addr, cut }
+        Relay { addr, cut, tasks }
     }
 
-    fn cut(&self) {
+    /// Cut, and return once the listener is closed and every relayed
+    /// connection dropped: the app's next query finds the database gone.
+    async fn cut(&self) {
         self.cut.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
     }
 }
 

@@ -27,8 +27,10 @@ async fn completion() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/event-stream")], body)
 }
 
-/// An app path that answers only after 30 s.
-async fn stalled() -> impl IntoResponse {
+/// An app path that answers only after 30 s; `entered` counts the
+/// requests that reached it.
+async fn stalled(entered: Stalled) -> impl IntoResponse {
+    entered.send_modify(|n| *n += 1);
     tokio::time::sleep(Duration::from_secs(30)).await;
     "late"
 }
@@ -36,11 +38,18 @@ async fn stalled() -> impl IntoResponse {
 /// Bodies the echo path received, in order.
 type Bodies = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
+/// How many requests reached the stalled path.
+type Stalled = std::sync::Arc<tokio::sync::watch::Sender<u64>>;
+
 async fn server() -> String {
-    server_logging(Bodies::default()).await
+    server_watching(Bodies::default(), Stalled::default()).await
 }
 
 async fn server_logging(bodies: Bodies) -> String {
+    server_watching(bodies, Stalled::default()).await
+}
+
+async fn server_watching(bodies: Bodies, entered: Stalled) -> String {
     let echo = move |body: String| {
         let bodies = bodies.clone();
         async move {
@@ -48,11 +57,12 @@ async fn server_logging(bodies: Bodies) -> String {
             completion().await
         }
     };
+    let slow = move || stalled(entered.clone());
     let app = Router::new()
         .route("/health", get(|| async { "ok" }))
         .route("/v1/chat/completions", post(completion))
         .route("/api/echo", post(echo))
-        .route("/api/slow", post(stalled));
+        .route("/api/slow", post(slow));
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, app).await });
@@ -145,7 +155,9 @@ async fn the_budget_stops_a_session_priced_only_from_the_table() {
 /// request that was in flight is counted.
 #[tokio::test]
 async fn cancelling_mid_burst_stops_within_a_second_and_counts_what_was_in_flight() {
-    let base = server().await;
+    let entered = Stalled::default();
+    let mut seen = entered.subscribe();
+    let base = server_watching(Bodies::default(), entered).await;
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir).await;
     let spec = SessionSpec::new(
@@ -155,22 +167,28 @@ async fn cancelling_mid_burst_stops_within_a_second_and_counts_what_was_in_fligh
     .unwrap();
     let cancel = CancellationToken::new();
     let c = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+    // Cancel once a request is in flight: it reached the stalled path.
+    let cancelled = tokio::spawn(async move {
+        let in_flight = *seen.wait_for(|n| *n >= 1).await.expect("the server lives");
         c.cancel();
+        (Instant::now(), in_flight)
     });
-    let started = Instant::now();
-    let out = run_session(&spec, &store, &mut Quiet, cancel)
-        .await
-        .unwrap();
-    let took = started.elapsed();
+    let out = tokio::time::timeout(
+        Duration::from_secs(25),
+        run_session(&spec, &store, &mut Quiet, cancel),
+    )
+    .await
+    .expect("the session ends before the stalled requests would answer")
+    .unwrap();
+    let (cancelled_at, in_flight) = cancelled.await.unwrap();
+    let took = cancelled_at.elapsed();
     assert!(
-        took < Duration::from_millis(1500),
-        "stopped {took:?} after start, 500 ms after the cancel at most ~1 s"
+        took < Duration::from_secs(1),
+        "stopped {took:?} after the cancel"
     );
     assert!(
-        out.cancelled_in_flight >= 1,
-        "the stalled requests are counted, not dropped: {out:?}"
+        out.cancelled_in_flight >= in_flight,
+        "the {in_flight} stalled requests are counted, not dropped: {out:?}"
     );
     assert_eq!(out.done, 0, "nothing finished");
     match &out.meta.status {

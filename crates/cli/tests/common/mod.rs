@@ -2,13 +2,14 @@
 //! `firsttoken` with a deadline, exit-code assertions.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod edge;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Longest any one command may run.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -72,6 +73,23 @@ impl EmulatorProcess {
 
     pub fn url(&self) -> String {
         format!("{}/v1/chat/completions", self.base)
+    }
+
+    /// `firsttoken refapp` on 127.0.0.1 over the emulator `emu`, its
+    /// database at `app_db`, with `extra` flags.
+    pub fn refapp(emu: &EmulatorProcess, app_db: &str, extra: &[&str]) -> EmulatorProcess {
+        let upstream = format!("{}/v1", emu.base);
+        let mut args = vec![
+            "refapp",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            app_db,
+            "--upstream-url",
+            &upstream,
+        ];
+        args.extend_from_slice(extra);
+        EmulatorProcess::start_with(&args)
     }
 }
 
@@ -229,4 +247,52 @@ pub fn report_json(store: &str, args: &[&str]) -> serde_json::Value {
     let report = firsttoken(&all, &[]);
     assert_code(&report, 0);
     serde_json::from_slice(&report.stdout).unwrap()
+}
+
+/// Wait until the store at `store` (a SQLite path or a `postgres://` URL)
+/// holds at least `n` samples of a running session, while `child` (the
+/// `firsttoken run` writing them) still runs; fails after 60 s or when the
+/// child ended first. Read with a connection of its own, as another
+/// process would: the child's store is never opened through firsttoken
+/// here (an open marks a dead writer's session partial).
+pub fn wait_for_samples(child: &mut Child, store: &str, n: i64) {
+    const SQL: &str = "SELECT count(*) FROM samples p JOIN sessions s ON s.id = p.session_id
+                       WHERE s.status = 'running'";
+    let count = || -> i64 {
+        if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            rt.block_on(async {
+                let Ok((c, conn)) = tokio_postgres::connect(store, tokio_postgres::NoTls).await
+                else {
+                    return 0;
+                };
+                tokio::spawn(conn);
+                // Before the run created its tables: none yet.
+                c.query_one(SQL, &[]).await.map_or(0, |r| r.get(0))
+            })
+        } else {
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+            rusqlite::Connection::open_with_flags(store, flags)
+                .and_then(|c| c.query_row(SQL, [], |r| r.get(0)))
+                .unwrap_or(0)
+        }
+    };
+    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    loop {
+        let stored = count();
+        if stored >= n {
+            return;
+        }
+        if let Some(status) = child.try_wait().expect("wait for the run") {
+            panic!("the run ended ({status}) with {stored} of {n} samples stored");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{stored} of {n} samples stored within {COMMAND_TIMEOUT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

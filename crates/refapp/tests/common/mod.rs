@@ -254,12 +254,24 @@ pub struct Streamed {
 }
 
 pub async fn read_stream(req: reqwest::RequestBuilder) -> Streamed {
+    read_stream_telling(req, None).await
+}
+
+/// [`read_stream`], telling `opened` when the response's headers arrived
+/// (the stream is open).
+pub async fn read_stream_telling(
+    req: reqwest::RequestBuilder,
+    opened: Option<tokio::sync::oneshot::Sender<()>>,
+) -> Streamed {
     let sent = Instant::now();
     let mut resp = tokio::time::timeout(WAIT, req.send())
         .await
         .expect("headers in time")
         .expect("request");
     let headers_at = Instant::now();
+    if let Some(opened) = opened {
+        let _ = opened.send(());
+    }
     let status = resp.status();
     let headers = resp.headers().clone();
     let mut chunks = Vec::new();
