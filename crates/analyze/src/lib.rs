@@ -11,6 +11,7 @@
 //!
 //! One entry point per computation, each over a [`Frame`]:
 //!
+//! - [`check`]: CI thresholds, typed, judged on a session's app requests.
 //! - [`mod@compare`]: comparisons with a [`Direction`] (increase / decrease /
 //!   no detectable difference / too few samples).
 //! - [`finding`]: findings as data — estimate, interval, n and a
@@ -54,6 +55,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod compare;
 pub mod diagnose;
 pub mod finding;

@@ -6,11 +6,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use firsttoken_analyze::PhaseKind;
-use firsttoken_read::check::{Found, Threshold, Verdict, check as judge};
+use firsttoken_analyze::check::{Threshold, check as judge};
 use firsttoken_read::compare::{Gate, gates, sessions_per_path, slower_somewhere};
 use firsttoken_read::{LoadOptions, Selection, load};
 use firsttoken_record::store::Store;
-use firsttoken_report::format::{self as fmt, Unit};
 use firsttoken_report::words;
 
 use crate::session::DEFAULT_STORE;
@@ -39,30 +38,6 @@ pub struct CheckArgs {
     against: Option<String>,
 }
 
-/// A verdict's line: `PASS ttft.p95       812 ms [790, 840]  (max 3.00 s)`.
-fn line(v: &Verdict) -> String {
-    let shown = match &v.found {
-        Found::Percentile(s) => fmt::stat(Unit::Ms, s),
-        Found::NoSuccess => "no successful app requests".to_string(),
-        Found::ErrorRate { failed, counted } => {
-            let rate = (*counted > 0).then(|| *failed as f64 / *counted as f64);
-            format!(
-                "{} ({failed} of {counted})",
-                fmt::percent(Some(rate.unwrap_or(0.0)))
-            )
-        }
-    };
-    let limit = match v.threshold {
-        Threshold::ErrorRate { limit } => fmt::percent(Some(limit)),
-        Threshold::Percentile { limit_ms, .. } => fmt::ms(limit_ms),
-    };
-    format!(
-        "  {} {:<14} {shown}  (max {limit})",
-        if v.held { "PASS" } else { "FAIL" },
-        v.threshold.name()
-    )
-}
-
 /// Check thresholds; the exit code says whether they held.
 pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let thresholds: Vec<Threshold> = match a.max.iter().map(|m| m.parse()).collect() {
@@ -89,10 +64,12 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&store, &Selection::Sessions(ids), LoadOptions::default()).await?;
     let meta = &loaded.sessions[0];
     outln!(
-        "check of session {} ({}, code {})",
-        meta.id,
-        meta.provenance.as_str(),
-        meta.labels.code_version
+        "{}",
+        words::check::head(
+            &meta.id,
+            meta.provenance.as_str(),
+            &meta.labels.code_version
+        )
     );
     // The session's own seed: the thresholds judge it alone.
     let settings = firsttoken_analyze::Settings::new(meta.seed);
@@ -100,7 +77,7 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for v in &verdicts {
         failed |= !v.held;
-        outln!("{}", line(v));
+        outln!("{}", words::check::threshold(v));
     }
     if let Some(base) = loaded.sessions.get(1) {
         let cs = sessions_per_path(
@@ -118,9 +95,8 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
                 Gate::Note => "NOTE",
             };
             outln!(
-                "  {verdict} against {}: {}",
-                base.id,
-                words::comparison(&c.comparison)
+                "{}",
+                words::check::against(verdict, &base.id, &c.comparison)
             );
         }
     }

@@ -6,9 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use firsttoken_record::run::RunState;
 use firsttoken_record::store::{Store, mask_url};
-use firsttoken_report::words::run as words;
 
 use crate::session::DEFAULT_STORE;
 
@@ -28,48 +26,10 @@ pub async fn runs(a: RunsArgs) -> anyhow::Result<ExitCode> {
         outln!("no runs in {}", mask_url(&a.store));
         return Ok(ExitCode::SUCCESS);
     }
-    let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-        .set_width(100);
-    // What a partial run misses goes below the table, whole.
-    let mut notes = Vec::new();
-    t.set_header(vec![
-        "run",
-        "created (UTC)",
-        "state",
-        "agents (vantage)",
-        "sessions",
-        "requests",
-    ]);
+    let mut views = Vec::with_capacity(list.len());
     for info in list {
-        let (run, _) = firsttoken_read::run::load(&store, &info.run_id).await?;
-        if matches!(run.state, RunState::Partial { .. }) {
-            notes.push(format!(
-                "run {}: {}",
-                info.run_id,
-                words::state(&info, &run.state)
-            ));
-        }
-        let mut agents: Vec<String> = run
-            .members
-            .iter()
-            .map(|(_, s)| s.labels.vantage.clone())
-            .collect();
-        agents.sort();
-        agents.dedup();
-        t.add_row(vec![
-            info.run_id.clone(),
-            info.created_at.to_string().chars().take(19).collect(),
-            words::state_word(&run.state).to_string(),
-            agents.join(", "),
-            run.members.len().to_string(),
-            format!("{} of {}", run.counted, info.planned_requests),
-        ]);
+        views.push(firsttoken_read::run::load(&store, &info.run_id).await?.0);
     }
-    outln!("{t}");
-    for n in notes {
-        outln!("{n}");
-    }
+    outln!("{}", firsttoken_report::runs_table(&views));
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,6 @@
 //!   the cross-agent concurrency rule included.
 //! - [`compare`]: before/after verdicts per path, the one rule for "slower"
 //!   and comparisons of groups by a key.
-//! - [`check`]: CI thresholds, typed, judged on a session's app requests.
 //! - [`pilot`]: the pilot groups sample-size planning draws from, and
 //!   what a config's counts support.
 //! - [`pool`]: the one pooling policy: rows of different provenance kinds
@@ -34,7 +33,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod check;
 pub mod compare;
 mod load;
 pub mod pilot;

@@ -37,12 +37,14 @@ pub mod markdown;
 pub mod plan;
 pub mod probe;
 pub mod run;
+pub mod runs;
 pub mod terminal;
 pub mod words;
 
 pub use doc::run_head;
 pub use probe::{sample_line, summary_table};
 pub use run::{Emphasis, run_summary};
+pub use runs::runs_table;
 
 use firsttoken_analyze::{Analysis, Comparison};
 use firsttoken_record::run::RunView;

@@ -17,6 +17,7 @@ use firsttoken_record::session::Provenance;
 
 use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
+pub mod check;
 mod clock;
 mod findings;
 mod limits;

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use firsttoken_analyze::{Frame, Metric, Percentile, Settings, Stat};
+use crate::{Frame, Metric, Percentile, Settings, Stat};
 
 /// A metric a threshold may limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +180,7 @@ pub fn check(
         .iter()
         .map(|t| match *t {
             Threshold::ErrorRate { limit } => {
-                let (_, c) = firsttoken_analyze::samples::with_counts(frame, &app, Metric::Ttft);
+                let (_, c) = crate::samples::with_counts(frame, &app, Metric::Ttft);
                 let (counted, failed) = (c.requests, c.failed);
                 let rate = if counted == 0 {
                     0.0
@@ -197,7 +197,7 @@ pub fn check(
                 metric,
                 percentile,
                 limit_ms,
-            } => match firsttoken_analyze::samples::of_rows(frame, &app, metric.metric()) {
+            } => match crate::samples::of_rows(frame, &app, metric.metric()) {
                 s if s.is_empty() => Verdict {
                     threshold: *t,
                     found: Found::NoSuccess,
