@@ -122,15 +122,15 @@ fn main() -> ExitCode {
             Command::Init(args) => session::init(args),
             Command::Run(args) => session::run(*args).await,
             Command::Sessions(args) => session::sessions(args).await,
-            Command::Runs(args) => runs::runs(args).await,
+            Command::Runs(args) => on_worker(runs::runs(args)).await,
             Command::Export(args) => session::export(args).await,
             Command::Import(args) => session::import(args).await,
             Command::ImportSpans(args) => session::import_spans(args).await,
             Command::Cleanup(args) => session::cleanup(args).await,
-            Command::Report(args) => report::report(args).await,
-            Command::Compare(args) => compare::compare(args).await,
-            Command::Check(args) => check::check(args).await,
-            Command::Plan(args) => plan::plan(*args).await,
+            Command::Report(args) => on_worker(report::report(args)).await,
+            Command::Compare(args) => on_worker(compare::compare(args)).await,
+            Command::Check(args) => on_worker(check::check(args)).await,
+            Command::Plan(args) => on_worker(plan::plan(*args)).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,
             Command::Shape(args) => shape::run(args).await,
@@ -180,4 +180,20 @@ pub(crate) fn shutdown_token() -> tokio_util::sync::CancellationToken {
         t.cancel();
     });
     token
+}
+
+/// Runs `f` as a task of the runtime rather than on the thread that
+/// blocks on it: a task reading from a PostgreSQL connection then shares a
+/// worker with the connection's own task (tokio runs a woken task next on
+/// the waking worker), instead of handing every batch of rows across
+/// threads. A panic in `f` is this call's panic.
+async fn on_worker<F>(f: F) -> anyhow::Result<ExitCode>
+where
+    F: std::future::Future<Output = anyhow::Result<ExitCode>> + Send + 'static,
+{
+    match tokio::spawn(f).await {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the command's task stopped: {e}")),
+    }
 }
