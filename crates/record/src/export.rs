@@ -241,6 +241,15 @@ pub fn mark_imported(
     rows: &[SampleRow],
     new_id: &str,
 ) -> (SessionMeta, Vec<SampleRow>) {
+    let rows = rows
+        .iter()
+        .map(|r| imported_row(r.clone(), new_id))
+        .collect();
+    (imported_meta(meta, new_id), rows)
+}
+
+/// The session as [`mark_imported`] stores it.
+pub(crate) fn imported_meta(meta: &SessionMeta, new_id: &str) -> SessionMeta {
     let mut m = meta.clone();
     m.id = new_id.to_owned();
     m.labels
@@ -259,16 +268,14 @@ pub fn mark_imported(
             reason: "imported: the session was still running when it was exported".into(),
         };
     }
-    let rows = rows
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.session_id = new_id.to_owned();
-            r.provenance = Provenance::Imported;
-            r
-        })
-        .collect();
-    (m, rows)
+    m
+}
+
+/// A sample as [`mark_imported`] stores it.
+pub(crate) fn imported_row(mut r: SampleRow, new_id: &str) -> SampleRow {
+    r.session_id = new_id.to_owned();
+    r.provenance = Provenance::Imported;
+    r
 }
 
 #[cfg(test)]

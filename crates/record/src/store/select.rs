@@ -57,7 +57,7 @@ impl Store {
             SAMPLE_COLUMNS.join(", "),
             filter.condition()
         );
-        self.run_query(
+        self.query(
             "read samples",
             &sql,
             vec![Cell::Text(session_id.to_owned())],
@@ -74,7 +74,7 @@ impl Store {
     /// Per phase and path, the mean cost of a session's counted, successful
     /// samples that carry one (ordered by phase, then path).
     pub async fn mean_costs(&self, session_id: &str) -> Result<Vec<MeanCost>, StoreError> {
-        self.run_query(
+        self.query(
             "read costs",
             "SELECT phase, path, avg(cost_usd) AS mean_usd, count(cost_usd) AS n
              FROM samples
