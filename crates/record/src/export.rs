@@ -22,7 +22,8 @@
 //!
 //! [`write_session_jsonl`] writes a session line, then its samples, and
 //! [`write_spans_jsonl`] its spans after them: the form `firsttoken import`
-//! reads ([`read_export`]). [`write_jsonl`] writes sample lines only.
+//! reads ([`read_export`] in memory, [`crate::import::Import`] in two
+//! streaming passes). [`write_jsonl`] writes sample lines only.
 //! Readers ignore members they do not know; a new incompatible shape gets
 //! a new `schema` version.
 //!
@@ -34,9 +35,12 @@
 //! when they hold a comma, quote, CR or LF (quotes doubled); records end
 //! with CRLF.
 
+use std::fmt;
 use std::io::{BufRead, Write};
 
-use serde::Serialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
 use crate::span::SpanRow;
@@ -58,7 +62,7 @@ pub const IMPORTED_FROM_TAG: &str = "imported_from";
 pub const ORIGINAL_PROVENANCE_TAG: &str = "original_provenance";
 
 #[derive(Serialize)]
-struct Line<'a, T> {
+struct Tagged<'a, T> {
     schema: &'static str,
     #[serde(flatten)]
     inner: &'a T,
@@ -69,7 +73,7 @@ fn write_line<T: Serialize>(
     schema: &'static str,
     v: &T,
 ) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *w, &Line { schema, inner: v }).map_err(std::io::Error::from)?;
+    serde_json::to_writer(&mut *w, &Tagged { schema, inner: v }).map_err(std::io::Error::from)?;
     w.write_all(b"\n")
 }
 
@@ -162,49 +166,228 @@ pub fn read_jsonl(r: impl BufRead) -> Result<(Vec<SessionMeta>, Vec<SampleRow>),
 /// Reads a JSON Lines export, span lines included (see [`read_jsonl`] for
 /// what is refused).
 pub fn read_export(r: impl BufRead) -> Result<ExportContents, StoreError> {
-    let mut sessions = Vec::new();
-    let mut rows = Vec::new();
-    let mut spans = Vec::new();
-    for (i, line) in r.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|source| StoreError::Read {
-            line: line_no,
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
+    let mut out = ExportContents::default();
+    for_each_line(r, |line| {
+        match parse_line(line.text).map_err(|m| line.malformed(m))? {
+            Record::Session(m) => out.sessions.push(*m),
+            Record::Sample(r) => out.rows.push(*r),
+            Record::Span(s) => out.spans.push(*s),
         }
-        let bad = |message: String| StoreError::Malformed {
-            line: line_no,
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// One non-blank line of an export, as [`for_each_line`] gives it.
+pub(crate) struct Line<'a> {
+    /// 1-based.
+    pub number: usize,
+    /// Byte offset of its first byte.
+    pub start: u64,
+    /// Byte offset just past its newline.
+    pub end: u64,
+    /// Without the newline (`\n` or `\r\n`).
+    pub text: &'a str,
+}
+
+impl Line<'_> {
+    pub(crate) fn malformed(&self, message: String) -> StoreError {
+        StoreError::Malformed {
+            line: self.number,
             message,
-        };
-        let mut v: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let schema = v
-            .as_object_mut()
-            .ok_or_else(|| bad("not a JSON object".into()))?
-            .remove("schema");
-        match schema.as_ref().and_then(|s| s.as_str()) {
-            Some(SESSION_LINE_SCHEMA) => sessions.push(
-                serde_json::from_value(v).map_err(|e| bad(format!("bad session record: {e}")))?,
-            ),
-            Some(SAMPLE_ROW_LINE_SCHEMA) => rows.push(
-                serde_json::from_value(v).map_err(|e| bad(format!("bad sample record: {e}")))?,
-            ),
-            Some(SPAN_LINE_SCHEMA) => spans
-                .push(serde_json::from_value(v).map_err(|e| bad(format!("bad span record: {e}")))?),
-            Some(other) => {
-                return Err(bad(format!(
-                    "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
-                )));
-            }
-            None => return Err(bad("no \"schema\" member".into())),
         }
     }
-    Ok(ExportContents {
-        sessions,
-        rows,
-        spans,
+}
+
+/// Calls `f` with each non-blank line of `r`, numbered from `first` (the
+/// number of the line at `r`'s start) and placed from byte `offset`, until
+/// the end or `f` returns `Ok(false)`. A line that is not UTF-8 is
+/// [`StoreError::Read`], as [`BufRead::lines`] would have it.
+pub(crate) fn for_each_line_from(
+    mut r: impl BufRead,
+    first: usize,
+    offset: u64,
+    mut f: impl FnMut(Line<'_>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let mut buf = Vec::with_capacity(4096);
+    let (mut number, mut start) = (first, offset);
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| StoreError::Read {
+                line: number,
+                source,
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        let end = start + n as u64;
+        let mut bytes = buf.as_slice();
+        if let Some(b) = bytes.strip_suffix(b"\n") {
+            bytes = b.strip_suffix(b"\r").unwrap_or(b);
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| StoreError::Read {
+            line: number,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        if !text.trim().is_empty() {
+            let line = Line {
+                number,
+                start,
+                end,
+                text,
+            };
+            if !f(line)? {
+                return Ok(());
+            }
+        }
+        number += 1;
+        start = end;
+    }
+}
+
+fn for_each_line(
+    r: impl BufRead,
+    mut f: impl FnMut(Line<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    for_each_line_from(r, 1, 0, |line| f(line).map(|()| true))
+}
+
+/// What one line of an export holds.
+pub(crate) enum Record {
+    Session(Box<SessionMeta>),
+    Sample(Box<SampleRow>),
+    Span(Box<SpanRow>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Session,
+    Sample,
+    Span,
+}
+
+impl Kind {
+    fn of(schema: &str) -> Option<Kind> {
+        match schema {
+            SESSION_LINE_SCHEMA => Some(Kind::Session),
+            SAMPLE_ROW_LINE_SCHEMA => Some(Kind::Sample),
+            SPAN_LINE_SCHEMA => Some(Kind::Span),
+            _ => None,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Session => "session",
+            Kind::Sample => "sample",
+            Kind::Span => "span",
+        }
+    }
+
+    /// The rest of the line, typed.
+    fn read<'de, D: Deserializer<'de>>(self, d: D) -> Result<Record, D::Error> {
+        Ok(match self {
+            Kind::Session => Record::Session(Box::new(SessionMeta::deserialize(d)?)),
+            Kind::Sample => Record::Sample(Box::new(SampleRow::deserialize(d)?)),
+            Kind::Span => Record::Span(Box::new(SpanRow::deserialize(d)?)),
+        })
+    }
+}
+
+/// How far reading a line got: what its error message says.
+enum Seen {
+    Nothing,
+    Object,
+    NoSchema,
+    Unknown(String),
+    Kind(Kind),
+}
+
+/// Reads a line's object straight into its typed record: `schema` first
+/// (as the writer puts it), then the other members into the type it names.
+/// An object whose first member is not `schema` is read whole first.
+struct LineSeed<'a>(&'a mut Seen);
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = Record;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Record, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl LineSeed<'_> {
+    fn kind<E: serde::de::Error>(&mut self, schema: Option<&str>) -> Result<Kind, E> {
+        let Some(schema) = schema else {
+            *self.0 = Seen::NoSchema;
+            return Err(E::custom("no schema"));
+        };
+        match Kind::of(schema) {
+            Some(k) => {
+                *self.0 = Seen::Kind(k);
+                Ok(k)
+            }
+            None => {
+                *self.0 = Seen::Unknown(schema.to_owned());
+                Err(E::custom("unknown schema"))
+            }
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for LineSeed<'_> {
+    type Value = Record;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Record, A::Error> {
+        *self.0 = Seen::Object;
+        match map.next_key::<String>()? {
+            Some(k) if k == "schema" => {
+                let schema: serde_json::Value = map.next_value()?;
+                let kind = self.kind(schema.as_str())?;
+                kind.read(MapAccessDeserializer::new(map))
+            }
+            Some(k) => {
+                let mut obj = serde_json::Map::new();
+                obj.insert(k, map.next_value()?);
+                while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                    obj.insert(k, v);
+                }
+                let schema = obj.remove("schema");
+                let kind = self.kind(schema.as_ref().and_then(|s| s.as_str()))?;
+                kind.read(serde_json::Value::Object(obj))
+                    .map_err(serde::de::Error::custom)
+            }
+            None => {
+                *self.0 = Seen::NoSchema;
+                Err(serde::de::Error::custom("no schema"))
+            }
+        }
+    }
+}
+
+/// One export line, typed; the error is the message for
+/// [`StoreError::Malformed`].
+pub(crate) fn parse_line(text: &str) -> Result<Record, String> {
+    use serde_json::error::Category;
+    let mut seen = Seen::Nothing;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = LineSeed(&mut seen)
+        .deserialize(&mut de)
+        .and_then(|r| de.end().map(|()| r));
+    read.map_err(|e| match (e.classify(), seen) {
+        (Category::Syntax | Category::Eof | Category::Io, _) => format!("not JSON: {e}"),
+        (Category::Data, Seen::Nothing) => "not a JSON object".into(),
+        (Category::Data, Seen::NoSchema) => "no \"schema\" member".into(),
+        (Category::Data, Seen::Unknown(other)) => format!(
+            "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
+        ),
+        (Category::Data, Seen::Kind(k)) => format!("bad {} record: {e}", k.noun()),
+        (Category::Data, Seen::Object) => e.to_string(),
     })
 }
 
@@ -276,6 +459,16 @@ pub(crate) fn imported_row(mut r: SampleRow, new_id: &str) -> SampleRow {
     r.session_id = new_id.to_owned();
     r.provenance = Provenance::Imported;
     r
+}
+
+/// The session a session record stands for: the one it was first stored
+/// as (an imported session keeps that id in its [`IMPORTED_FROM_TAG`]).
+/// An import skips a session whose origin the store already holds.
+pub fn origin(meta: &SessionMeta) -> &str {
+    meta.labels
+        .tags
+        .get(IMPORTED_FROM_TAG)
+        .map_or(&meta.id, |s| s)
 }
 
 #[cfg(test)]

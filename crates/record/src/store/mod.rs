@@ -73,11 +73,13 @@ mod view;
 use std::path::Path;
 
 pub use error::{StoreError, mask_url};
+pub(crate) use imported::{IMPORT_BATCH_ROWS, SampleBatches};
 pub use postgres::PgStore;
 pub use redact::{REDACTED, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
-pub(crate) use schema::{Cell, sample_cells};
+pub(crate) use schema::{Cell, sample_cells, sample_check, session_cells};
 pub use select::{MeanCost, SampleFilter};
+pub(crate) use spans::span_cells;
 pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
 pub use view::VIEW_COLUMNS;
