@@ -24,6 +24,8 @@
 //! [`write_spans_jsonl`] its spans after them: the form `firsttoken import`
 //! reads ([`read_export`] in memory, [`crate::import::Import`] in two
 //! streaming passes). [`write_jsonl`] writes sample lines only.
+//! [`write_session`] writes the same export straight from a store, each
+//! row as it is read.
 //! Readers ignore members they do not know; a new incompatible shape gets
 //! a new `schema` version.
 //!
@@ -44,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
 use crate::span::SpanRow;
-use crate::store::{Cell, SAMPLE_COLUMNS, StoreError, sample_cells};
+use crate::store::{Cell, SAMPLE_COLUMNS, Store, StoreError, sample_cells};
 
 /// The JSON Schema (draft 2020-12) of one export line; its `sample` member
 /// refers to [`crate::SAMPLE_SCHEMA`] by `$id`.
@@ -118,38 +120,61 @@ pub struct ExportContents {
 /// Fails with `InvalidData` on a value the store would refuse too (a
 /// non-finite time).
 pub fn write_csv(rows: &[SampleRow], mut w: impl Write) -> std::io::Result<()> {
-    let header: Vec<String> = SAMPLE_COLUMNS.iter().map(|c| csv_field(c)).collect();
-    w.write_all(header.join(",").as_bytes())?;
-    w.write_all(b"\r\n")?;
+    write_csv_header(&mut w)?;
     for r in rows {
-        let cells =
-            sample_cells(r).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-        let fields: Vec<String> = cells.iter().map(|c| csv_field(&cell_text(c))).collect();
-        w.write_all(fields.join(",").as_bytes())?;
-        w.write_all(b"\r\n")?;
+        write_csv_record(&mut w, r)?;
     }
     w.flush()
 }
 
-fn cell_text(c: &Cell) -> String {
-    match c {
-        Cell::Null => String::new(),
-        Cell::Int(v) => v.to_string(),
-        Cell::Real(v) => v.to_string(),
-        Cell::Text(s) => s.clone(),
-        Cell::Bool(b) => b.to_string(),
-        Cell::Json(v) => v.to_string(),
+fn write_csv_header(w: &mut impl Write) -> std::io::Result<()> {
+    let header: Vec<String> = SAMPLE_COLUMNS.iter().map(|c| csv_field(c)).collect();
+    w.write_all(header.join(",").as_bytes())?;
+    w.write_all(b"\r\n")
+}
+
+fn write_csv_record(w: &mut impl Write, r: &SampleRow) -> std::io::Result<()> {
+    let cells =
+        sample_cells(r).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        // Each cell's text, written as it is made (no string a cell).
+        match c {
+            Cell::Null => {}
+            Cell::Int(v) => write!(w, "{v}")?,
+            Cell::Real(v) => write!(w, "{v}")?,
+            Cell::Bool(b) => write!(w, "{b}")?,
+            Cell::Text(s) => write_csv_field(w, s)?,
+            Cell::Json(v) => write_csv_field(w, &v.to_string())?,
+        }
     }
+    w.write_all(b"\r\n")
+}
+
+/// [`csv_field`], written.
+fn write_csv_field(w: &mut impl Write, s: &str) -> std::io::Result<()> {
+    if !s.contains([',', '"', '\r', '\n']) {
+        return w.write_all(s.as_bytes());
+    }
+    w.write_all(b"\"")?;
+    for (i, part) in s.split('"').enumerate() {
+        if i > 0 {
+            w.write_all(b"\"\"")?;
+        }
+        w.write_all(part.as_bytes())?;
+    }
+    w.write_all(b"\"")
 }
 
 /// One RFC 4180 field: quoted (with quotes doubled) when it holds a comma,
 /// a quote, CR or LF.
 pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
+    let mut out = Vec::with_capacity(s.len() + 2);
+    // Writing to memory cannot fail.
+    let _ = write_csv_field(&mut out, s);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Reads an export: every session line and every sample line, as written
@@ -469,6 +494,83 @@ pub fn origin(meta: &SessionMeta) -> &str {
         .tags
         .get(IMPORTED_FROM_TAG)
         .map_or(&meta.id, |s| s)
+}
+
+/// The two shapes [`write_session`] writes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON Lines: the session line, its samples, then its spans.
+    Jsonl,
+    /// CSV: a header row, then one record per sample.
+    Csv,
+}
+
+/// What [`write_session`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Sample lines or records.
+    pub samples: u64,
+    /// Span lines (none in CSV).
+    pub spans: u64,
+}
+
+/// Writes session `meta`'s export from `store` as `format`: each row as it
+/// is read ([`Store::scan_samples`], [`Store::scan_spans`]), so memory
+/// does not grow with the session. The same bytes as
+/// [`write_session_jsonl`] and [`write_spans_jsonl`] (JSONL) or
+/// [`write_csv`] over the rows [`Store::samples`] reads. `w` is flushed at
+/// the end; an error writing is [`StoreError::Write`].
+pub async fn write_session(
+    store: &Store,
+    meta: &SessionMeta,
+    format: Format,
+    mut w: impl Write,
+) -> Result<Written, StoreError> {
+    let io = |source| StoreError::Write { source };
+    match format {
+        Format::Jsonl => write_line(&mut w, SESSION_LINE_SCHEMA, meta),
+        Format::Csv => write_csv_header(&mut w),
+    }
+    .map_err(io)?;
+    // A write error stops the scan; it is kept here, whole, for the caller.
+    let mut failed = None;
+    let mut keep = |e: std::io::Error| {
+        let m = e.to_string();
+        failed = Some(e);
+        m
+    };
+    let samples = store
+        .scan_samples(&meta.id, 0u64, |n, row| {
+            match format {
+                Format::Jsonl => write_line(&mut w, SAMPLE_ROW_LINE_SCHEMA, &row),
+                Format::Csv => write_csv_record(&mut w, &row),
+            }
+            .map_err(&mut keep)?;
+            *n += 1;
+            Ok(())
+        })
+        .await;
+    let spans = match (samples.is_ok(), format) {
+        (true, Format::Jsonl) => {
+            store
+                .scan_spans(&meta.id, 0u64, |n, span| {
+                    write_line(&mut w, SPAN_LINE_SCHEMA, &span).map_err(&mut keep)?;
+                    *n += 1;
+                    Ok(())
+                })
+                .await
+        }
+        _ => Ok(0),
+    };
+    if let Some(e) = failed {
+        return Err(io(e));
+    }
+    let written = Written {
+        samples: samples?,
+        spans: spans?,
+    };
+    w.flush().map_err(io)?;
+    Ok(written)
 }
 
 #[cfg(test)]

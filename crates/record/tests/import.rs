@@ -1,12 +1,12 @@
-//! Import in two streaming passes (issue 23): the same tests on SQLite and
-//! PostgreSQL (set `DATABASE_URL`).
+//! Import in two streaming passes, and export as the rows are read (issue
+//! 23): the same tests on SQLite and PostgreSQL (set `DATABASE_URL`).
 
 mod common;
 
-use std::io::Cursor;
+use std::io::{Cursor, Write};
 
 use common::{TestDb, full_row, full_session, null_row};
-use firsttoken_record::export::{self, mark_imported};
+use firsttoken_record::export::{self, Format, mark_imported, write_session};
 use firsttoken_record::import::{Import, ImportEvent};
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::span::SpanRow;
@@ -17,6 +17,7 @@ both_backends!(
     a_bad_last_line_leaves_the_store_untouched,
     a_file_changed_between_the_passes_rolls_its_session_back,
     sessions_the_store_holds_are_skipped,
+    the_streamed_export_is_the_in_memory_export,
 );
 
 /// `n` samples of session `id`, every third one all nulls, in start order.
@@ -218,6 +219,68 @@ async fn sessions_the_store_holds_are_skipped(db: TestDb) {
     assert!(stored.is_empty());
     assert_eq!(skipped, [held.id]);
     assert_eq!(store.sessions().await.unwrap().len(), 1);
+}
+
+async fn the_streamed_export_is_the_in_memory_export(db: TestDb) {
+    let store = db.open().await;
+    let meta = session("s-x");
+    store.create_session(&meta).await.unwrap();
+    for r in rows("s-x", 2100) {
+        store.append_sample(&r).await.unwrap();
+    }
+    let got = store
+        .append_spans("s-x", &spans("s-x", 5), 100)
+        .await
+        .unwrap();
+    assert_eq!(got.stored, 5);
+    let meta = store.session("s-x").await.unwrap().unwrap();
+    let (samples, spans) = (
+        store.samples("s-x").await.unwrap(),
+        store.spans("s-x").await.unwrap(),
+    );
+
+    let mut want = Vec::new();
+    export::write_session_jsonl(&meta, &samples, &mut want).unwrap();
+    export::write_spans_jsonl(&spans, &mut want).unwrap();
+    let mut jsonl = Vec::new();
+    let written = write_session(&store, &meta, Format::Jsonl, &mut jsonl)
+        .await
+        .unwrap();
+    assert_eq!((written.samples, written.spans), (2100, 5));
+    assert!(jsonl == want, "the JSONL export differs");
+
+    let mut want = Vec::new();
+    export::write_csv(&samples, &mut want).unwrap();
+    let mut csv = Vec::new();
+    let written = write_session(&store, &meta, Format::Csv, &mut csv)
+        .await
+        .unwrap();
+    assert_eq!((written.samples, written.spans), (2100, 0));
+    assert!(csv == want, "the CSV export differs");
+
+    // A writer that fails stops the scan; its error comes back whole.
+    struct Full(usize);
+    impl Write for Full {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0 < b.len() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "no room",
+                ));
+            }
+            self.0 -= b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match write_session(&store, &meta, Format::Jsonl, Full(100_000)).await {
+        Err(StoreError::Write { source }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::StorageFull)
+        }
+        other => panic!("expected a write error, got {other:?}"),
+    }
 }
 
 #[test]

@@ -145,29 +145,29 @@ pub struct ExportArgs {
     out: Option<PathBuf>,
 }
 
-/// Write a session's raw samples.
+/// Write a session's raw samples, each row as it is read from the store.
 pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    use firsttoken_record::export::{Format, write_session};
     let store = a.store.open_existing().await?;
     let meta = store
         .session(&a.session)
         .await?
         .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
-    let rows = store.samples(&meta.id).await?;
-    let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(
+    let out: Box<dyn Write> = match &a.out {
+        Some(p) => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout().lock(),
+        )),
     };
-    match a.format {
-        ExportFormat::Jsonl => {
-            firsttoken_record::export::write_session_jsonl(&meta, &rows, &mut out)?;
-            let spans = store.spans(&meta.id).await?;
-            firsttoken_record::export::write_spans_jsonl(&spans, &mut out)?;
-        }
-        ExportFormat::Csv => firsttoken_record::export::write_csv(&rows, &mut out)?,
-    }
-    out.flush()?;
+    let format = match a.format {
+        ExportFormat::Jsonl => Format::Jsonl,
+        ExportFormat::Csv => Format::Csv,
+    };
+    write_session(&store, &meta, format, out).await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -270,6 +270,30 @@ impl Store {
         .await
     }
 
+    /// Folds a session's spans, in start order, into `state` as they are
+    /// read, in bounded memory (see [`Store::scan_samples`]).
+    pub async fn scan_spans<S, F>(
+        &self,
+        session_id: &str,
+        state: S,
+        mut f: F,
+    ) -> Result<S, StoreError>
+    where
+        F: FnMut(&mut S, SpanRow) -> Result<(), String>,
+    {
+        let table = ("spans", &SPAN_COLUMNS[..], &["attributes", "events"][..]);
+        let order = "start_unix_nano, id";
+        self.scan_session(
+            "read spans",
+            session_id,
+            table,
+            order,
+            state,
+            move |st, r| f(st, span_from(r)?),
+        )
+        .await
+    }
+
     /// How many spans a session holds.
     pub async fn span_count(&self, session_id: &str) -> Result<u64, StoreError> {
         let n = self

@@ -328,6 +328,39 @@ impl Store {
         }
     }
 
+    /// Folds, as `op`, the rows of one session in `table` (its name, its
+    /// columns, which of them are JSON), ordered by `order`, each read by
+    /// column name, in bounded memory (see [`Store::scan`]).
+    pub(crate) async fn scan_session<S, F>(
+        &self,
+        op: &'static str,
+        session_id: &str,
+        (table, cols, json): (&str, &'static [&'static str], &[&str]),
+        order: &str,
+        state: S,
+        mut f: F,
+    ) -> Result<S, StoreError>
+    where
+        F: FnMut(&mut S, &Named<'_>) -> Result<(), String>,
+    {
+        let sql = format!(
+            "{} WHERE session_id = $1 ORDER BY {order}",
+            select_as_text(table, cols, json)
+        );
+        let columns = Columns::new(cols);
+        let each = |st: &mut S, row: &dyn RowRef| {
+            f(
+                st,
+                &Named {
+                    row,
+                    columns: &columns,
+                },
+            )
+        };
+        let cells = vec![Cell::Text(session_id.to_owned())];
+        self.scan(op, &sql, cells, state, each).await
+    }
+
     /// Begins a transaction (see [`Tx`]).
     pub(crate) async fn begin(&self, op: &'static str) -> Result<Tx, StoreError> {
         self.begin_with(op, None).await
@@ -406,6 +439,73 @@ impl RowGet for &dyn RowAny {
     }
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
         (**self).get_json(col)
+    }
+}
+
+/// A scan's row read by column name: `columns` is the statement's select
+/// list in order (built from the same names), JSON columns selected as
+/// text ([`select_as_text`]).
+pub(crate) struct Named<'a> {
+    pub row: &'a dyn RowRef,
+    pub columns: &'a Columns,
+}
+
+/// Column names and where each stands in a select list.
+pub(crate) struct Columns {
+    index: std::collections::HashMap<&'static str, usize>,
+}
+
+impl Columns {
+    pub(crate) fn new(names: &[&'static str]) -> Columns {
+        Columns {
+            index: names.iter().enumerate().map(|(i, n)| (*n, i)).collect(),
+        }
+    }
+}
+
+impl Named<'_> {
+    fn at(&self, col: &str) -> Result<usize, String> {
+        self.columns
+            .index
+            .get(col)
+            .copied()
+            .ok_or_else(|| format!("{col}: not selected"))
+    }
+}
+
+impl RowGet for Named<'_> {
+    fn opt_f64(&self, col: &str) -> Result<Option<f64>, String> {
+        self.row
+            .f64_at(self.at(col)?)
+            .map_err(|e| format!("{col}: {e}"))
+    }
+    fn opt_i64(&self, col: &str) -> Result<Option<i64>, String> {
+        self.row
+            .i64_at(self.at(col)?)
+            .map_err(|e| format!("{col}: {e}"))
+    }
+    fn opt_text(&self, col: &str) -> Result<Option<String>, String> {
+        self.row
+            .str_at(self.at(col)?)
+            .map(|s| s.map(str::to_owned))
+            .map_err(|e| format!("{col}: {e}"))
+    }
+    fn bool(&self, col: &str) -> Result<bool, String> {
+        self.row
+            .bool_at(self.at(col)?)
+            .map_err(|e| format!("{col}: {e}"))
+    }
+    fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
+        match self
+            .row
+            .str_at(self.at(col)?)
+            .map_err(|e| format!("{col}: {e}"))?
+        {
+            Some(t) => serde_json::from_str(t)
+                .map(Some)
+                .map_err(|e| format!("{col}: {e}")),
+            None => Ok(None),
+        }
     }
 }
 
