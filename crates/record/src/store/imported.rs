@@ -1,6 +1,7 @@
 //! Imported sessions: each stored in one transaction under a new id, its
-//! samples inserted in multi-row batches as they come, so a session of any
-//! size passes through in bounded memory (see [`crate::import`]).
+//! samples inserted in batches of rows as they come ([`super::sql::Tx::insert_rows`]),
+//! so a session of any size passes through in bounded memory (see
+//! [`crate::import`]).
 
 use std::sync::LazyLock;
 use std::time::SystemTime;

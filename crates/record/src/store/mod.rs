@@ -23,8 +23,8 @@
 //!   stored in batches up to a per-session cap ([`Store::append_spans`]).
 //!
 //! Column decisions, the same in both backends: `*_at` times are
-//! [`UtcTime`] as RFC 3339 UTC text (text order is time order); `phase` is
-//! `CHECK`ed against the [`crate::vocab::PhaseKind`] names; stamps are
+//! [`UtcTime`](crate::vocab::UtcTime) as RFC 3339 UTC text (text order is
+//! time order); `phase` is `CHECK`ed against the [`crate::vocab::PhaseKind`] names; stamps are
 //! nullable floating-point milliseconds, `NULL` when the phase did not
 //! happen, and non-finite values are refused, not stored as `NULL`; the
 //! `u64` seed is decimal `TEXT` (an `i64` bit-cast would show large seeds

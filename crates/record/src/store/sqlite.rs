@@ -2,7 +2,11 @@
 //!
 //! rusqlite is synchronous, so the connection lives on its own thread and
 //! every operation is a job sent to it over a channel; the async caller
-//! awaits a oneshot reply and no runtime worker ever blocks on SQLite.
+//! awaits a oneshot reply and no runtime worker ever blocks on SQLite. A
+//! transaction is one job that holds the thread from `BEGIN IMMEDIATE` to
+//! `COMMIT`, its statements sent to it one at a time (`sqlite/tx.rs`).
+//! The statements themselves are written once, for both backends, in the
+//! shared store code (see `store/sql.rs`).
 //!
 //! Durability: the database runs in WAL mode with `synchronous=NORMAL`, and
 //! every sample is its own committed transaction before
