@@ -150,6 +150,58 @@ fn a_session_without_samples_is_refused_before_the_store_is_touched() {
     );
 }
 
+/// The whole file is checked before the store is touched (issue 23): two
+/// good sessions, then a last line cut short, import nothing and create
+/// no store; the message names the line.
+#[test]
+fn a_bad_last_line_imports_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("s.db");
+    let a = std::fs::read_to_string(export_file(dir.path(), "20261130T023000Z-aaaa", 300)).unwrap();
+    let b = std::fs::read_to_string(export_file(dir.path(), "20261130T023000Z-bbbb", 3)).unwrap();
+    let file = dir.path().join("both.jsonl");
+    let cut = "{\"schema\":\"firsttoken.sample_row.v1\",\"session_id\":\"20261130T023000Z-bbbb\"";
+    std::fs::write(&file, format!("{a}{b}{cut}\n")).unwrap();
+    let out = firsttoken(
+        &[
+            "import",
+            "--store",
+            store.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 306") && err.contains("not JSON"),
+        "{err}"
+    );
+    assert!(
+        !store.exists(),
+        "nothing was written, not even an empty store"
+    );
+
+    // Without the bad line, both sessions are stored.
+    std::fs::write(&file, format!("{a}{b}")).unwrap();
+    let out = firsttoken(
+        &[
+            "import",
+            "--store",
+            store.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("(300 samples, 0 spans)") && said.contains("(3 samples, 0 spans)"),
+        "{said}"
+    );
+    assert_eq!(session_ids(store.to_str().unwrap()).len(), 2);
+}
+
 #[test]
 fn a_read_only_store_can_be_listed_and_reported() {
     let dir = tempfile::tempdir().expect("tempdir");

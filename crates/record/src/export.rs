@@ -22,7 +22,10 @@
 //!
 //! [`write_session_jsonl`] writes a session line, then its samples, and
 //! [`write_spans_jsonl`] its spans after them: the form `firsttoken import`
-//! reads ([`read_export`]). [`write_jsonl`] writes sample lines only.
+//! reads ([`read_export`] in memory, [`crate::import::Import`] in two
+//! streaming passes). [`write_jsonl`] writes sample lines only.
+//! [`write_session`] writes the same export straight from a store, each
+//! row as it is read.
 //! Readers ignore members they do not know; a new incompatible shape gets
 //! a new `schema` version.
 //!
@@ -34,13 +37,16 @@
 //! when they hold a comma, quote, CR or LF (quotes doubled); records end
 //! with CRLF.
 
+use std::fmt;
 use std::io::{BufRead, Write};
 
-use serde::Serialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
 use crate::span::SpanRow;
-use crate::store::{Cell, SAMPLE_COLUMNS, StoreError, sample_cells};
+use crate::store::{Cell, SAMPLE_COLUMNS, Store, StoreError, sample_cells};
 
 /// The JSON Schema (draft 2020-12) of one export line; its `sample` member
 /// refers to [`crate::SAMPLE_SCHEMA`] by `$id`.
@@ -58,7 +64,7 @@ pub const IMPORTED_FROM_TAG: &str = "imported_from";
 pub const ORIGINAL_PROVENANCE_TAG: &str = "original_provenance";
 
 #[derive(Serialize)]
-struct Line<'a, T> {
+struct Tagged<'a, T> {
     schema: &'static str,
     #[serde(flatten)]
     inner: &'a T,
@@ -69,7 +75,7 @@ fn write_line<T: Serialize>(
     schema: &'static str,
     v: &T,
 ) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *w, &Line { schema, inner: v }).map_err(std::io::Error::from)?;
+    serde_json::to_writer(&mut *w, &Tagged { schema, inner: v }).map_err(std::io::Error::from)?;
     w.write_all(b"\n")
 }
 
@@ -114,38 +120,61 @@ pub struct ExportContents {
 /// Fails with `InvalidData` on a value the store would refuse too (a
 /// non-finite time).
 pub fn write_csv(rows: &[SampleRow], mut w: impl Write) -> std::io::Result<()> {
-    let header: Vec<String> = SAMPLE_COLUMNS.iter().map(|c| csv_field(c)).collect();
-    w.write_all(header.join(",").as_bytes())?;
-    w.write_all(b"\r\n")?;
+    write_csv_header(&mut w)?;
     for r in rows {
-        let cells =
-            sample_cells(r).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
-        let fields: Vec<String> = cells.iter().map(|c| csv_field(&cell_text(c))).collect();
-        w.write_all(fields.join(",").as_bytes())?;
-        w.write_all(b"\r\n")?;
+        write_csv_record(&mut w, r)?;
     }
     w.flush()
 }
 
-fn cell_text(c: &Cell) -> String {
-    match c {
-        Cell::Null => String::new(),
-        Cell::Int(v) => v.to_string(),
-        Cell::Real(v) => v.to_string(),
-        Cell::Text(s) => s.clone(),
-        Cell::Bool(b) => b.to_string(),
-        Cell::Json(v) => v.to_string(),
+fn write_csv_header(w: &mut impl Write) -> std::io::Result<()> {
+    let header: Vec<String> = SAMPLE_COLUMNS.iter().map(|c| csv_field(c)).collect();
+    w.write_all(header.join(",").as_bytes())?;
+    w.write_all(b"\r\n")
+}
+
+fn write_csv_record(w: &mut impl Write, r: &SampleRow) -> std::io::Result<()> {
+    let cells =
+        sample_cells(r).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, m))?;
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        // Each cell's text, written as it is made (no string a cell).
+        match c {
+            Cell::Null => {}
+            Cell::Int(v) => write!(w, "{v}")?,
+            Cell::Real(v) => write!(w, "{v}")?,
+            Cell::Bool(b) => write!(w, "{b}")?,
+            Cell::Text(s) => write_csv_field(w, s)?,
+            Cell::Json(v) => write_csv_field(w, &v.to_string())?,
+        }
     }
+    w.write_all(b"\r\n")
+}
+
+/// [`csv_field`], written.
+fn write_csv_field(w: &mut impl Write, s: &str) -> std::io::Result<()> {
+    if !s.contains([',', '"', '\r', '\n']) {
+        return w.write_all(s.as_bytes());
+    }
+    w.write_all(b"\"")?;
+    for (i, part) in s.split('"').enumerate() {
+        if i > 0 {
+            w.write_all(b"\"\"")?;
+        }
+        w.write_all(part.as_bytes())?;
+    }
+    w.write_all(b"\"")
 }
 
 /// One RFC 4180 field: quoted (with quotes doubled) when it holds a comma,
 /// a quote, CR or LF.
 pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
+    let mut out = Vec::with_capacity(s.len() + 2);
+    // Writing to memory cannot fail.
+    let _ = write_csv_field(&mut out, s);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Reads an export: every session line and every sample line, as written
@@ -162,49 +191,228 @@ pub fn read_jsonl(r: impl BufRead) -> Result<(Vec<SessionMeta>, Vec<SampleRow>),
 /// Reads a JSON Lines export, span lines included (see [`read_jsonl`] for
 /// what is refused).
 pub fn read_export(r: impl BufRead) -> Result<ExportContents, StoreError> {
-    let mut sessions = Vec::new();
-    let mut rows = Vec::new();
-    let mut spans = Vec::new();
-    for (i, line) in r.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|source| StoreError::Read {
-            line: line_no,
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
+    let mut out = ExportContents::default();
+    for_each_line(r, |line| {
+        match parse_line(line.text).map_err(|m| line.malformed(m))? {
+            Record::Session(m) => out.sessions.push(*m),
+            Record::Sample(r) => out.rows.push(*r),
+            Record::Span(s) => out.spans.push(*s),
         }
-        let bad = |message: String| StoreError::Malformed {
-            line: line_no,
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// One non-blank line of an export, as [`for_each_line`] gives it.
+pub(crate) struct Line<'a> {
+    /// 1-based.
+    pub number: usize,
+    /// Byte offset of its first byte.
+    pub start: u64,
+    /// Byte offset just past its newline.
+    pub end: u64,
+    /// Without the newline (`\n` or `\r\n`).
+    pub text: &'a str,
+}
+
+impl Line<'_> {
+    pub(crate) fn malformed(&self, message: String) -> StoreError {
+        StoreError::Malformed {
+            line: self.number,
             message,
-        };
-        let mut v: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let schema = v
-            .as_object_mut()
-            .ok_or_else(|| bad("not a JSON object".into()))?
-            .remove("schema");
-        match schema.as_ref().and_then(|s| s.as_str()) {
-            Some(SESSION_LINE_SCHEMA) => sessions.push(
-                serde_json::from_value(v).map_err(|e| bad(format!("bad session record: {e}")))?,
-            ),
-            Some(SAMPLE_ROW_LINE_SCHEMA) => rows.push(
-                serde_json::from_value(v).map_err(|e| bad(format!("bad sample record: {e}")))?,
-            ),
-            Some(SPAN_LINE_SCHEMA) => spans
-                .push(serde_json::from_value(v).map_err(|e| bad(format!("bad span record: {e}")))?),
-            Some(other) => {
-                return Err(bad(format!(
-                    "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
-                )));
-            }
-            None => return Err(bad("no \"schema\" member".into())),
         }
     }
-    Ok(ExportContents {
-        sessions,
-        rows,
-        spans,
+}
+
+/// Calls `f` with each non-blank line of `r`, numbered from `first` (the
+/// number of the line at `r`'s start) and placed from byte `offset`, until
+/// the end or `f` returns `Ok(false)`. A line that is not UTF-8 is
+/// [`StoreError::Read`], as [`BufRead::lines`] would have it.
+pub(crate) fn for_each_line_from(
+    mut r: impl BufRead,
+    first: usize,
+    offset: u64,
+    mut f: impl FnMut(Line<'_>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let mut buf = Vec::with_capacity(4096);
+    let (mut number, mut start) = (first, offset);
+    loop {
+        buf.clear();
+        let n = r
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| StoreError::Read {
+                line: number,
+                source,
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        let end = start + n as u64;
+        let mut bytes = buf.as_slice();
+        if let Some(b) = bytes.strip_suffix(b"\n") {
+            bytes = b.strip_suffix(b"\r").unwrap_or(b);
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| StoreError::Read {
+            line: number,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        if !text.trim().is_empty() {
+            let line = Line {
+                number,
+                start,
+                end,
+                text,
+            };
+            if !f(line)? {
+                return Ok(());
+            }
+        }
+        number += 1;
+        start = end;
+    }
+}
+
+fn for_each_line(
+    r: impl BufRead,
+    mut f: impl FnMut(Line<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    for_each_line_from(r, 1, 0, |line| f(line).map(|()| true))
+}
+
+/// What one line of an export holds.
+pub(crate) enum Record {
+    Session(Box<SessionMeta>),
+    Sample(Box<SampleRow>),
+    Span(Box<SpanRow>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Session,
+    Sample,
+    Span,
+}
+
+impl Kind {
+    fn of(schema: &str) -> Option<Kind> {
+        match schema {
+            SESSION_LINE_SCHEMA => Some(Kind::Session),
+            SAMPLE_ROW_LINE_SCHEMA => Some(Kind::Sample),
+            SPAN_LINE_SCHEMA => Some(Kind::Span),
+            _ => None,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Session => "session",
+            Kind::Sample => "sample",
+            Kind::Span => "span",
+        }
+    }
+
+    /// The rest of the line, typed.
+    fn read<'de, D: Deserializer<'de>>(self, d: D) -> Result<Record, D::Error> {
+        Ok(match self {
+            Kind::Session => Record::Session(Box::new(SessionMeta::deserialize(d)?)),
+            Kind::Sample => Record::Sample(Box::new(SampleRow::deserialize(d)?)),
+            Kind::Span => Record::Span(Box::new(SpanRow::deserialize(d)?)),
+        })
+    }
+}
+
+/// How far reading a line got: what its error message says.
+enum Seen {
+    Nothing,
+    Object,
+    NoSchema,
+    Unknown(String),
+    Kind(Kind),
+}
+
+/// Reads a line's object straight into its typed record: `schema` first
+/// (as the writer puts it), then the other members into the type it names.
+/// An object whose first member is not `schema` is read whole first.
+struct LineSeed<'a>(&'a mut Seen);
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = Record;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Record, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl LineSeed<'_> {
+    fn kind<E: serde::de::Error>(&mut self, schema: Option<&str>) -> Result<Kind, E> {
+        let Some(schema) = schema else {
+            *self.0 = Seen::NoSchema;
+            return Err(E::custom("no schema"));
+        };
+        match Kind::of(schema) {
+            Some(k) => {
+                *self.0 = Seen::Kind(k);
+                Ok(k)
+            }
+            None => {
+                *self.0 = Seen::Unknown(schema.to_owned());
+                Err(E::custom("unknown schema"))
+            }
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for LineSeed<'_> {
+    type Value = Record;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Record, A::Error> {
+        *self.0 = Seen::Object;
+        match map.next_key::<String>()? {
+            Some(k) if k == "schema" => {
+                let schema: serde_json::Value = map.next_value()?;
+                let kind = self.kind(schema.as_str())?;
+                kind.read(MapAccessDeserializer::new(map))
+            }
+            Some(k) => {
+                let mut obj = serde_json::Map::new();
+                obj.insert(k, map.next_value()?);
+                while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                    obj.insert(k, v);
+                }
+                let schema = obj.remove("schema");
+                let kind = self.kind(schema.as_ref().and_then(|s| s.as_str()))?;
+                kind.read(serde_json::Value::Object(obj))
+                    .map_err(serde::de::Error::custom)
+            }
+            None => {
+                *self.0 = Seen::NoSchema;
+                Err(serde::de::Error::custom("no schema"))
+            }
+        }
+    }
+}
+
+/// One export line, typed; the error is the message for
+/// [`StoreError::Malformed`].
+pub(crate) fn parse_line(text: &str) -> Result<Record, String> {
+    use serde_json::error::Category;
+    let mut seen = Seen::Nothing;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = LineSeed(&mut seen)
+        .deserialize(&mut de)
+        .and_then(|r| de.end().map(|()| r));
+    read.map_err(|e| match (e.classify(), seen) {
+        (Category::Syntax | Category::Eof | Category::Io, _) => format!("not JSON: {e}"),
+        (Category::Data, Seen::Nothing) => "not a JSON object".into(),
+        (Category::Data, Seen::NoSchema) => "no \"schema\" member".into(),
+        (Category::Data, Seen::Unknown(other)) => format!(
+            "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
+        ),
+        (Category::Data, Seen::Kind(k)) => format!("bad {} record: {e}", k.noun()),
+        (Category::Data, Seen::Object) => e.to_string(),
     })
 }
 
@@ -241,6 +449,15 @@ pub fn mark_imported(
     rows: &[SampleRow],
     new_id: &str,
 ) -> (SessionMeta, Vec<SampleRow>) {
+    let rows = rows
+        .iter()
+        .map(|r| imported_row(r.clone(), new_id))
+        .collect();
+    (imported_meta(meta, new_id), rows)
+}
+
+/// The session as [`mark_imported`] stores it.
+pub(crate) fn imported_meta(meta: &SessionMeta, new_id: &str) -> SessionMeta {
     let mut m = meta.clone();
     m.id = new_id.to_owned();
     m.labels
@@ -259,16 +476,101 @@ pub fn mark_imported(
             reason: "imported: the session was still running when it was exported".into(),
         };
     }
-    let rows = rows
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.session_id = new_id.to_owned();
-            r.provenance = Provenance::Imported;
-            r
+    m
+}
+
+/// A sample as [`mark_imported`] stores it.
+pub(crate) fn imported_row(mut r: SampleRow, new_id: &str) -> SampleRow {
+    r.session_id = new_id.to_owned();
+    r.provenance = Provenance::Imported;
+    r
+}
+
+/// The session a session record stands for: the one it was first stored
+/// as (an imported session keeps that id in its [`IMPORTED_FROM_TAG`]).
+/// An import skips a session whose origin the store already holds.
+pub fn origin(meta: &SessionMeta) -> &str {
+    meta.labels
+        .tags
+        .get(IMPORTED_FROM_TAG)
+        .map_or(&meta.id, |s| s)
+}
+
+/// The two shapes [`write_session`] writes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON Lines: the session line, its samples, then its spans.
+    Jsonl,
+    /// CSV: a header row, then one record per sample.
+    Csv,
+}
+
+/// What [`write_session`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Sample lines or records.
+    pub samples: u64,
+    /// Span lines (none in CSV).
+    pub spans: u64,
+}
+
+/// Writes session `meta`'s export from `store` as `format`: each row as it
+/// is read ([`Store::scan_samples`], [`Store::scan_spans`]), so memory
+/// does not grow with the session. The same bytes as
+/// [`write_session_jsonl`] and [`write_spans_jsonl`] (JSONL) or
+/// [`write_csv`] over the rows [`Store::samples`] reads. `w` is flushed at
+/// the end; an error writing is [`StoreError::Write`].
+pub async fn write_session(
+    store: &Store,
+    meta: &SessionMeta,
+    format: Format,
+    mut w: impl Write,
+) -> Result<Written, StoreError> {
+    let io = |source| StoreError::Write { source };
+    match format {
+        Format::Jsonl => write_line(&mut w, SESSION_LINE_SCHEMA, meta),
+        Format::Csv => write_csv_header(&mut w),
+    }
+    .map_err(io)?;
+    // A write error stops the scan; it is kept here, whole, for the caller.
+    let mut failed = None;
+    let mut keep = |e: std::io::Error| {
+        let m = e.to_string();
+        failed = Some(e);
+        m
+    };
+    let samples = store
+        .scan_samples(&meta.id, 0u64, |n, row| {
+            match format {
+                Format::Jsonl => write_line(&mut w, SAMPLE_ROW_LINE_SCHEMA, &row),
+                Format::Csv => write_csv_record(&mut w, &row),
+            }
+            .map_err(&mut keep)?;
+            *n += 1;
+            Ok(())
         })
-        .collect();
-    (m, rows)
+        .await;
+    let spans = match (samples.is_ok(), format) {
+        (true, Format::Jsonl) => {
+            store
+                .scan_spans(&meta.id, 0u64, |n, span| {
+                    write_line(&mut w, SPAN_LINE_SCHEMA, &span).map_err(&mut keep)?;
+                    *n += 1;
+                    Ok(())
+                })
+                .await
+        }
+        _ => Ok(0),
+    };
+    if let Some(e) = failed {
+        return Err(io(e));
+    }
+    let written = Written {
+        samples: samples?,
+        spans: spans?,
+    };
+    w.flush().map_err(io)?;
+    Ok(written)
 }
 
 #[cfg(test)]

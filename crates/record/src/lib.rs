@@ -10,7 +10,9 @@
 //! A [`SessionMeta`] and its [`SampleRow`]s (a sample plus where it sat in
 //! the session, and its [`Provenance`]) are kept by a [`Store`]: SQLite by
 //! default, PostgreSQL for a `postgres://` URL, each sample committed as it
-//! completes. [`export`] writes them as JSON Lines or CSV and reads them back.
+//! completes. [`export`] writes them as JSON Lines or CSV (straight from a
+//! store, row by row) and reads them back; [`import`] stores an export file
+//! of any size in bounded memory.
 //!
 //! [`vocab`] owns the stored vocabulary, typed once for every crate: the
 //! protocol phase ([`PhaseKind`]), where a request went ([`Destination`])
@@ -30,6 +32,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod export;
+pub mod import;
 pub mod run;
 pub mod session;
 pub mod span;

@@ -145,29 +145,29 @@ pub struct ExportArgs {
     out: Option<PathBuf>,
 }
 
-/// Write a session's raw samples.
+/// Write a session's raw samples, each row as it is read from the store.
 pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    use firsttoken_record::export::{Format, write_session};
     let store = a.store.open_existing().await?;
     let meta = store
         .session(&a.session)
         .await?
         .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
-    let rows = store.samples(&meta.id).await?;
-    let mut out: Box<dyn Write> = match &a.out {
-        Some(p) => Box::new(std::io::BufWriter::new(
+    let out: Box<dyn Write> = match &a.out {
+        Some(p) => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout().lock(),
+        )),
     };
-    match a.format {
-        ExportFormat::Jsonl => {
-            firsttoken_record::export::write_session_jsonl(&meta, &rows, &mut out)?;
-            let spans = store.spans(&meta.id).await?;
-            firsttoken_record::export::write_spans_jsonl(&spans, &mut out)?;
-        }
-        ExportFormat::Csv => firsttoken_record::export::write_csv(&rows, &mut out)?,
-    }
-    out.flush()?;
+    let format = match a.format {
+        ExportFormat::Jsonl => Format::Jsonl,
+        ExportFormat::Csv => Format::Csv,
+    };
+    write_session(&store, &meta, format, out).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -183,91 +183,64 @@ pub struct ImportArgs {
 /// Read an export into the store, marked `imported`. Idempotent: a
 /// session the store already holds (by its original id, whether stored
 /// there first or imported before) is skipped with a message. The whole
-/// file is checked before the store is touched.
+/// file is checked before the store is touched; then each session is
+/// stored in one transaction, read from the file a second time (see
+/// `firsttoken_record::import`). On a terminal, progress goes to stderr.
 pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    use firsttoken_record::export::{IMPORTED_FROM_TAG, group_for_import, read_export};
-    let f = std::fs::File::open(&a.file)
-        .with_context(|| format!("cannot open {}", a.file.display()))?;
-    let contents = read_export(std::io::BufReader::new(f))
-        .with_context(|| format!("cannot import {}", a.file.display()))?;
-    if let Some(s) = contents
-        .spans
-        .iter()
-        .find(|s| !contents.sessions.iter().any(|m| m.id == s.session_id))
-    {
-        bail!(
-            "{}: a span names session {}, which has no session line; nothing was imported",
-            a.file.display(),
-            s.session_id
-        );
+    use std::io::IsTerminal;
+
+    use firsttoken_record::import::{Import, ImportEvent};
+    let file = a.file.clone();
+    let f =
+        std::fs::File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
+    let size = f.metadata().map_or(0, |m| m.len()).max(1);
+    let tty = std::io::stderr().is_terminal();
+    let checked = tokio::task::spawn_blocking(move || {
+        Import::check(f, &mut |bytes| {
+            if tty {
+                eprint!("\rchecking {}: {}%", file.display(), bytes * 100 / size);
+            }
+        })
+    })
+    .await?;
+    if tty {
+        eprint!("\r\x1b[K");
     }
-    let mut spans = contents.spans;
-    let groups = group_for_import(contents.sessions, contents.rows)
-        .with_context(|| format!("cannot import {}", a.file.display()))?;
-    if groups.is_empty() {
-        bail!(
-            "{} holds no session line: nothing was imported (export with `firsttoken export --session ID`)",
-            a.file.display()
-        );
-    }
-    if let Some((m, _)) = groups.iter().find(|(_, rows)| rows.is_empty()) {
-        bail!(
-            "{}: session {} has no samples; nothing was imported",
-            a.file.display(),
-            m.id
-        );
-    }
-    // The session a record stands for: the one it was first stored as.
-    let origin = |m: &firsttoken_record::SessionMeta| {
-        m.labels
-            .tags
-            .get(IMPORTED_FROM_TAG)
-            .cloned()
-            .unwrap_or_else(|| m.id.clone())
-    };
+    let import = checked.with_context(|| format!("cannot import {}", a.file.display()))?;
     let store = a.store.open().await?;
-    let mut held = store.sessions().await?;
-    for (meta, rows) in groups {
-        if let Some(e) = held.iter().find(|e| origin(e) == origin(&meta)) {
-            outln!(
-                "skipped session {}: the store already holds it as {}",
-                meta.id,
-                e.id
-            );
-            continue;
-        }
-        let imported = store.insert_imported(&meta, &rows).await?;
-        // The session's spans follow it under its new id (after the session
-        // is committed: an interrupted import keeps the samples, and
-        // re-importing the spans alone is `import-spans`).
-        let mut own: Vec<_> = spans
-            .iter()
-            .filter(|s| s.session_id == meta.id)
-            .cloned()
-            .collect();
-        spans.retain(|s| s.session_id != meta.id);
-        for s in &mut own {
-            s.session_id.clone_from(&imported.id);
-        }
-        let mut stored = 0;
-        for chunk in own.chunks(1000) {
-            stored += store
-                .append_spans(
-                    &imported.id,
-                    chunk,
-                    firsttoken_record::span::MAX_SPANS_PER_SESSION,
-                )
-                .await?
-                .stored;
-        }
-        outln!(
-            "imported session {} as {} ({} samples, {stored} spans)",
-            meta.id,
-            imported.id,
-            rows.len()
-        );
-        held.push(imported);
-    }
+    let mut shown = 0;
+    import
+        .store(&store, &mut |e| match e {
+            ImportEvent::Skipped { session, held_as } => outln!(
+                "skipped session {}: the store already holds it as {held_as}",
+                session.meta.id
+            ),
+            ImportEvent::Progress { session, stored } => {
+                let pct = stored * 100 / session.samples.max(1);
+                if tty && pct != shown {
+                    shown = pct;
+                    eprint!("\rimporting session {}: {pct}%", session.meta.id);
+                }
+            }
+            ImportEvent::Stored {
+                session,
+                stored_as,
+                spans,
+            } => {
+                if tty {
+                    eprint!("\r\x1b[K");
+                }
+                shown = 0;
+                outln!(
+                    "imported session {} as {} ({} samples, {spans} spans)",
+                    session.meta.id,
+                    stored_as.id,
+                    session.samples
+                );
+            }
+        })
+        .await
+        .with_context(|| format!("cannot import {}", a.file.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -150,6 +150,49 @@ pub enum StoreError {
         /// The session the samples name.
         session_id: String,
     },
+    /// An export has spans of a session but no session record for it.
+    #[error("a span names session {session_id:?}, which has no session line; nothing was imported")]
+    NoSpanSession {
+        /// The session the spans name.
+        session_id: String,
+    },
+    /// An export holds a session line and not one sample of it.
+    #[error("session {session_id:?} has no samples; nothing was imported")]
+    NoSamples {
+        /// The session.
+        session_id: String,
+    },
+    /// An export holds two session lines with one id.
+    #[error(
+        "reading the export, line {line}: a second session line for session {session_id:?}; nothing was imported"
+    )]
+    DuplicateSession {
+        /// 1-based line number of the second line.
+        line: usize,
+        /// The session.
+        session_id: String,
+    },
+    /// An export holds no session line.
+    #[error(
+        "the export holds no session line: nothing was imported (export with `firsttoken export --session ID`)"
+    )]
+    NoSessions,
+    /// An export changed between the check that read it whole and the
+    /// pass that stores it.
+    #[error(
+        "reading the export, line {line}: the file changed after it was checked (it no longer holds what the check read there)"
+    )]
+    Changed {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// Writing an export failed.
+    #[error("writing the export: {source}")]
+    Write {
+        /// What the writer said.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {

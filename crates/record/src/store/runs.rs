@@ -3,6 +3,7 @@
 //! agents' clock offsets.
 
 use super::schema::{Cell, RowGet};
+use super::sessions::MARK_PARTIAL_SQL;
 use super::{Store, StoreError};
 use crate::run::{ClockOffset, RunInfo, RunMember};
 
@@ -79,15 +80,6 @@ fn member_from(r: &impl RowGet) -> Result<RunMember, String> {
     })
 }
 
-/// A statement in PostgreSQL's `$N` form, or SQLite's `?N`.
-pub(crate) fn placeholders(sql: &str, dollar: bool) -> String {
-    if dollar {
-        sql.to_owned()
-    } else {
-        sql.replace('$', "?")
-    }
-}
-
 impl Store {
     /// Joins run `run.run_id`: stores `run` unless the run exists, and
     /// returns the run as stored (the first agent's), for the caller to
@@ -107,7 +99,7 @@ impl Store {
             "INSERT INTO runs ({}) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING",
             RUN_COLUMNS.join(", ")
         );
-        self.run_exec(op, &insert, cells).await?;
+        self.exec(op, &insert, cells).await?;
         self.run(&run.run_id).await?.ok_or_else(|| {
             self.invalid(
                 op,
@@ -123,7 +115,7 @@ impl Store {
             RUN_COLUMNS.join(", ")
         );
         let mut v = self
-            .run_query("read run", &sql, vec![Cell::Text(run_id.to_owned())], |r| {
+            .query("read run", &sql, vec![Cell::Text(run_id.to_owned())], |r| {
                 run_from(&r)
             })
             .await?;
@@ -136,7 +128,7 @@ impl Store {
             "SELECT {} FROM runs ORDER BY created_at DESC, run_id",
             RUN_COLUMNS.join(", ")
         );
-        self.run_query("list runs", &sql, vec![], |r| run_from(&r))
+        self.query("list runs", &sql, vec![], |r| run_from(&r))
             .await
     }
 
@@ -163,7 +155,7 @@ impl Store {
              ON CONFLICT (session_id) DO NOTHING",
             MEMBER_COLUMNS.join(", ")
         );
-        self.run_exec(op, &sql, cells).await.map(|_| ())
+        self.exec(op, &sql, cells).await.map(|_| ())
     }
 
     /// Records when a run member released its first measured request (ms
@@ -202,7 +194,7 @@ impl Store {
         session_id: &str,
         ms: f64,
     ) -> Result<(), StoreError> {
-        self.run_exec(
+        self.exec(
             op,
             sql,
             vec![Cell::Text(session_id.to_owned()), real(Some(ms))],
@@ -216,10 +208,9 @@ impl Store {
     /// Whether it was marked.
     pub async fn mark_silent(&self, session_id: &str, reason: &str) -> Result<bool, StoreError> {
         let n = self
-            .run_exec(
+            .exec(
                 "mark a silent agent's session",
-                "UPDATE sessions SET status = 'partial', status_reason = $2
-                 WHERE id = $1 AND status = 'running'",
+                MARK_PARTIAL_SQL,
                 vec![
                     Cell::Text(session_id.to_owned()),
                     Cell::Text(reason.to_owned()),
@@ -240,7 +231,7 @@ impl Store {
             Store::Postgres(_) => {
                 let sql = "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000.0 AS now_ms";
                 let v = self
-                    .run_query("read the store's clock", sql, vec![], |r| {
+                    .query("read the store's clock", sql, vec![], |r| {
                         r.opt_f64("now_ms")?.ok_or_else(|| "no clock".to_string())
                     })
                     .await?;
@@ -254,7 +245,7 @@ impl Store {
     /// `(seq, warm-up)` of every sample of a session: what counting a
     /// run's requests needs, without reading whole rows.
     pub async fn sample_keys(&self, session_id: &str) -> Result<Vec<(u64, bool)>, StoreError> {
-        self.run_query(
+        self.query(
             "read sample keys",
             "SELECT seq, CAST(CASE WHEN warmup THEN 1 ELSE 0 END AS BIGINT) AS warm
              FROM samples WHERE session_id = $1 ORDER BY seq",
@@ -274,7 +265,7 @@ impl Store {
             "SELECT {} FROM run_sessions WHERE run_id = $1 ORDER BY segment_index, session_id",
             MEMBER_COLUMNS.join(", ")
         );
-        self.run_query(
+        self.query(
             "read run members",
             &sql,
             vec![Cell::Text(run_id.to_owned())],
@@ -299,76 +290,5 @@ impl Store {
                 Ok(ClockOffset::best(&samples))
             }
         }
-    }
-
-    pub(crate) async fn run_exec(
-        &self,
-        op: &'static str,
-        sql: &str,
-        cells: Vec<Cell>,
-    ) -> Result<u64, StoreError> {
-        match self {
-            Store::Sqlite(s) => s.run_exec(op, placeholders(sql, false), cells).await,
-            Store::Postgres(s) => s.run_exec(op, placeholders(sql, true), cells).await,
-        }
-    }
-
-    pub(crate) async fn run_query<T: Send + 'static>(
-        &self,
-        op: &'static str,
-        sql: &str,
-        cells: Vec<Cell>,
-        f: fn(&dyn RowAny) -> Result<T, String>,
-    ) -> Result<Vec<T>, StoreError> {
-        match self {
-            Store::Sqlite(s) => s.run_query(op, placeholders(sql, false), cells, f).await,
-            Store::Postgres(s) => s.run_query(op, placeholders(sql, true), cells, f).await,
-        }
-    }
-}
-
-/// A row of either backend, for the run readers.
-pub(crate) trait RowAny {
-    fn get_f64(&self, col: &str) -> Result<Option<f64>, String>;
-    fn get_i64(&self, col: &str) -> Result<Option<i64>, String>;
-    fn get_text(&self, col: &str) -> Result<Option<String>, String>;
-    fn get_json(&self, col: &str) -> Result<Option<serde_json::Value>, String>;
-    fn get_bool(&self, col: &str) -> Result<bool, String>;
-}
-
-impl<T: RowGet> RowAny for T {
-    fn get_f64(&self, col: &str) -> Result<Option<f64>, String> {
-        self.opt_f64(col)
-    }
-    fn get_i64(&self, col: &str) -> Result<Option<i64>, String> {
-        self.opt_i64(col)
-    }
-    fn get_text(&self, col: &str) -> Result<Option<String>, String> {
-        self.opt_text(col)
-    }
-    fn get_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
-        self.opt_json(col)
-    }
-    fn get_bool(&self, col: &str) -> Result<bool, String> {
-        self.bool(col)
-    }
-}
-
-// `(**self)`: the row itself, not this reference (which is a `RowAny` too).
-impl RowGet for &dyn RowAny {
-    fn opt_f64(&self, col: &str) -> Result<Option<f64>, String> {
-        (**self).get_f64(col)
-    }
-    fn opt_i64(&self, col: &str) -> Result<Option<i64>, String> {
-        (**self).get_i64(col)
-    }
-    fn opt_text(&self, col: &str) -> Result<Option<String>, String> {
-        (**self).get_text(col)
-    }
-    fn bool(&self, col: &str) -> Result<bool, String> {
-        (**self).get_bool(col)
-    }
-    fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
-        (**self).get_json(col)
     }
 }

@@ -193,28 +193,6 @@ pub(crate) enum Cell {
     Json(serde_json::Value),
 }
 
-/// `INSERT INTO table (cols) VALUES (…)` with `?N` (SQLite) or `$N` (PostgreSQL) placeholders.
-pub(crate) fn insert_sql(table: &str, cols: &[&str], dollar: bool) -> String {
-    let marks: Vec<String> = (1..=cols.len())
-        .map(|i| {
-            if dollar {
-                format!("${i}")
-            } else {
-                format!("?{i}")
-            }
-        })
-        .collect();
-    format!(
-        "INSERT INTO {table} ({}) VALUES ({})",
-        cols.join(", "),
-        marks.join(", ")
-    )
-}
-
-fn opt_text(v: &Option<String>) -> Cell {
-    v.as_ref().map_or(Cell::Null, |s| Cell::Text(s.clone()))
-}
-
 fn real(name: &str, v: f64) -> Result<Cell, String> {
     if v.is_finite() {
         Ok(Cell::Real(v))
@@ -284,11 +262,81 @@ pub(crate) fn session_cells(m: &SessionMeta) -> Result<Vec<Cell>, String> {
 /// A sample row as cells in [`SAMPLE_COLUMNS`] order. Refuses values that
 /// would not read back the same (non-finite numbers, counts above `i64::MAX`).
 pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
-    let s = &r.sample;
-    if let Some(st) = &s.server_timing {
-        for (k, v) in st {
-            real(&format!("server_timing[{k:?}]"), *v)?;
+    let mut out = Vec::with_capacity(SAMPLE_COLUMNS.len());
+    sample_into(r, &mut out)?;
+    Ok(out)
+}
+
+/// Whether [`sample_cells`] would take the row, building no cell.
+pub(crate) fn sample_check(r: &SampleRow) -> Result<(), String> {
+    sample_into(r, &mut Discard)
+}
+
+/// Where [`sample_into`] puts a row's cells.
+trait CellOut {
+    fn put(&mut self, c: Cell);
+    fn text(&mut self, s: &str);
+    fn shown(&mut self, v: &dyn std::fmt::Display);
+    fn json<T: serde::Serialize>(&mut self, v: &T) -> Result<(), String>;
+
+    fn opt_text(&mut self, v: &Option<String>) {
+        match v {
+            Some(s) => self.text(s),
+            None => self.put(Cell::Null),
         }
+    }
+    fn opt_json<T: serde::Serialize>(&mut self, v: &Option<T>) -> Result<(), String> {
+        match v {
+            Some(v) => self.json(v),
+            None => {
+                self.put(Cell::Null);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl CellOut for Vec<Cell> {
+    fn put(&mut self, c: Cell) {
+        self.push(c);
+    }
+    fn text(&mut self, s: &str) {
+        self.push(Cell::Text(s.to_owned()));
+    }
+    fn shown(&mut self, v: &dyn std::fmt::Display) {
+        self.push(Cell::Text(v.to_string()));
+    }
+    fn json<T: serde::Serialize>(&mut self, v: &T) -> Result<(), String> {
+        self.push(json(v)?);
+        Ok(())
+    }
+}
+
+/// Checks only: the values are refused or not all the same, and nothing
+/// is built (the check of a whole export before importing it).
+struct Discard;
+
+impl CellOut for Discard {
+    fn put(&mut self, _: Cell) {}
+    fn text(&mut self, _: &str) {}
+    fn shown(&mut self, _: &dyn std::fmt::Display) {}
+    // A sample's JSON members (string keys, finite numbers, once checked
+    // above) always serialize.
+    fn json<T: serde::Serialize>(&mut self, _: &T) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The one mapping of a sample row to its cells, in [`SAMPLE_COLUMNS`] order.
+fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
+    let s = &r.sample;
+    if let Some((k, v)) = s
+        .server_timing
+        .iter()
+        .flatten()
+        .find(|(_, v)| !v.is_finite())
+    {
+        real(&format!("server_timing[{k:?}]"), *v)?;
     }
     if let Some(t) = s
         .trace_id
@@ -306,78 +354,89 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
         Connection::Fresh => "fresh",
         Connection::Reused => "reused",
     };
-    Ok(vec![
-        Cell::Text(r.session_id.clone()),
-        int("seq", s.seq)?,
-        Cell::Text(r.phase.as_str().into()),
-        r.dest
-            .path_column()
-            .map_or(Cell::Null, |p| Cell::Text(p.into())),
-        r.dest
-            .strategy()
-            .map_or(Cell::Null, |p| Cell::Text(p.into())),
+    out.text(&r.session_id);
+    out.put(int("seq", s.seq)?);
+    out.text(r.phase.as_str());
+    match r.dest.path_column() {
+        Some(p) => out.text(p),
+        None => out.put(Cell::Null),
+    }
+    match r.dest.strategy() {
+        Some(p) => out.text(p),
+        None => out.put(Cell::Null),
+    }
+    out.put(
         r.concurrency
             .map_or(Cell::Null, |c| Cell::Int(i64::from(c))),
-        opt_real("intended_start_ms", r.intended_start_ms)?,
-        real("actual_start_ms", r.actual_start_ms)?,
-        Cell::Text(r.started_at.to_string()),
-        Cell::Text(r.provenance.as_str().into()),
-        Cell::Int(i64::from(s.worker)),
-        Cell::Bool(s.warmup),
-        Cell::Text(connection.into()),
-        opt_text(&s.http_version),
-        opt_real("dns_ms", s.dns_ms)?,
-        opt_real("connect_ms", s.connect_ms)?,
-        opt_real("tls_ms", s.tls_ms)?,
-        opt_real("sent_ms", s.sent_ms)?,
-        opt_real("ttfb_ms", s.ttfb_ms)?,
-        opt_real("headers_ms", s.headers_ms)?,
-        opt_real("ttfe_ms", s.ttfe_ms)?,
-        opt_real("ttfr_ms", s.ttfr_ms)?,
-        opt_real("ttft_ms", s.ttft_ms)?,
-        opt_real("last_token_ms", s.last_token_ms)?,
-        opt_real("e2e_ms", s.e2e_ms)?,
-        int("content_chunks", s.content_chunks)?,
-        opt_int("output_tokens", s.output_tokens)?,
-        opt_int("input_tokens", s.input_tokens)?,
-        opt_real("tokens_per_s", s.tokens_per_s)?,
-        opt_real("itl_p50_ms", s.itl_p50_ms)?,
-        opt_real("itl_p99_ms", s.itl_p99_ms)?,
-        s.status.map_or(Cell::Null, |c| Cell::Int(i64::from(c))),
-        opt_text(&s.request_id),
-        opt_text(&s.provider),
-        opt_text(&s.route),
-        opt_real("cost_usd", s.cost_usd)?,
-        match &s.server_timing {
-            Some(st) => json(st)?,
-            None => Cell::Null,
-        },
-        match &s.tls {
-            Some(t) => json(t)?,
-            None => Cell::Null,
-        },
-        s.error
-            .as_ref()
-            .map_or(Cell::Null, |e| Cell::Text(e.kind.as_str().into())),
-        s.error
-            .as_ref()
-            .map_or(Cell::Null, |e| Cell::Text(e.message.clone())),
-        opt_real("proxy_ms", s.proxy_ms)?,
-        opt_text(&s.content_encoding),
-        Cell::Bool(s.retried_stale),
-        r.prompt
-            .as_ref()
-            .map_or(Cell::Null, |p| Cell::Int(i64::from(p.index))),
-        r.prompt
-            .as_ref()
-            .map_or(Cell::Null, |p| Cell::Text(p.hash.clone())),
-        opt_text(&s.trace_id),
-        s.clock
-            .map_or(Cell::Null, |c| Cell::Text(c.as_str().into())),
-        opt_real("ttft_user_ms", s.ttft_user_ms)?,
-        opt_real("client_lag_ms", s.client_lag_ms)?,
-        opt_int("ttft_read_events", s.ttft_read_events)?,
-    ])
+    );
+    out.put(opt_real("intended_start_ms", r.intended_start_ms)?);
+    out.put(real("actual_start_ms", r.actual_start_ms)?);
+    out.shown(&r.started_at);
+    out.text(r.provenance.as_str());
+    out.put(Cell::Int(i64::from(s.worker)));
+    out.put(Cell::Bool(s.warmup));
+    out.text(connection);
+    out.opt_text(&s.http_version);
+    for (name, v) in [
+        ("dns_ms", s.dns_ms),
+        ("connect_ms", s.connect_ms),
+        ("tls_ms", s.tls_ms),
+        ("sent_ms", s.sent_ms),
+        ("ttfb_ms", s.ttfb_ms),
+        ("headers_ms", s.headers_ms),
+        ("ttfe_ms", s.ttfe_ms),
+        ("ttfr_ms", s.ttfr_ms),
+        ("ttft_ms", s.ttft_ms),
+        ("last_token_ms", s.last_token_ms),
+        ("e2e_ms", s.e2e_ms),
+    ] {
+        out.put(opt_real(name, v)?);
+    }
+    out.put(int("content_chunks", s.content_chunks)?);
+    out.put(opt_int("output_tokens", s.output_tokens)?);
+    out.put(opt_int("input_tokens", s.input_tokens)?);
+    out.put(opt_real("tokens_per_s", s.tokens_per_s)?);
+    out.put(opt_real("itl_p50_ms", s.itl_p50_ms)?);
+    out.put(opt_real("itl_p99_ms", s.itl_p99_ms)?);
+    out.put(s.status.map_or(Cell::Null, |c| Cell::Int(i64::from(c))));
+    out.opt_text(&s.request_id);
+    out.opt_text(&s.provider);
+    out.opt_text(&s.route);
+    out.put(opt_real("cost_usd", s.cost_usd)?);
+    out.opt_json(&s.server_timing)?;
+    out.opt_json(&s.tls)?;
+    match &s.error {
+        Some(e) => {
+            out.text(e.kind.as_str());
+            out.text(&e.message);
+        }
+        None => {
+            out.put(Cell::Null);
+            out.put(Cell::Null);
+        }
+    }
+    out.put(opt_real("proxy_ms", s.proxy_ms)?);
+    out.opt_text(&s.content_encoding);
+    out.put(Cell::Bool(s.retried_stale));
+    match &r.prompt {
+        Some(p) => {
+            out.put(Cell::Int(i64::from(p.index)));
+            out.text(&p.hash);
+        }
+        None => {
+            out.put(Cell::Null);
+            out.put(Cell::Null);
+        }
+    }
+    out.opt_text(&s.trace_id);
+    match s.clock {
+        Some(c) => out.text(c.as_str()),
+        None => out.put(Cell::Null),
+    }
+    out.put(opt_real("ttft_user_ms", s.ttft_user_ms)?);
+    out.put(opt_real("client_lag_ms", s.client_lag_ms)?);
+    out.put(opt_int("ttft_read_events", s.ttft_read_events)?);
+    Ok(())
 }
 
 /// Typed column access by name, implemented by each backend's row type.
@@ -615,23 +674,38 @@ mod tests {
     }
 
     #[test]
+    fn a_row_fills_every_sample_column_and_the_check_agrees() {
+        use crate::vocab::Destination;
+        let mut sample = crate::Sample::empty(1, 0, Connection::Fresh);
+        let row = |sample: &crate::Sample| SampleRow {
+            session_id: "s".into(),
+            phase: PhaseKind::Warm,
+            dest: Destination::App { path: None },
+            concurrency: None,
+            intended_start_ms: None,
+            actual_start_ms: 1.0,
+            started_at: UtcTime::from_unix_ms(0),
+            provenance: Provenance::Measured,
+            prompt: None,
+            sample: sample.clone(),
+        };
+        assert_eq!(
+            sample_cells(&row(&sample)).unwrap().len(),
+            SAMPLE_COLUMNS.len()
+        );
+        assert!(sample_check(&row(&sample)).is_ok());
+        sample.ttft_ms = Some(f64::NAN);
+        let refused = sample_cells(&row(&sample)).unwrap_err();
+        assert_eq!(sample_check(&row(&sample)).unwrap_err(), refused);
+        assert!(refused.contains("ttft_ms"), "{refused}");
+    }
+
+    #[test]
     fn the_phase_checks_list_exactly_the_vocabulary() {
         let list = format!("CHECK (phase IN ({}))", PhaseKind::sql_list());
         for m in [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS] {
             let v = m.iter().find(|m| m.0 == PHASE_CHECK_VERSION).unwrap();
             assert!(v.1.contains(&list), "{}", v.1);
         }
-    }
-
-    #[test]
-    fn insert_sql_numbers_placeholders() {
-        assert_eq!(
-            insert_sql("t", &["a", "b"], true),
-            "INSERT INTO t (a, b) VALUES ($1, $2)"
-        );
-        assert_eq!(
-            insert_sql("t", &["a", "b"], false),
-            "INSERT INTO t (a, b) VALUES (?1, ?2)"
-        );
     }
 }

@@ -3,6 +3,7 @@
 //! (the successful ones it plots, the ones whose spans it joins).
 
 use super::schema::{self, Cell, SAMPLE_COLUMNS};
+use super::view::JSON_COLUMNS;
 use super::{Store, StoreError};
 use crate::session::SampleRow;
 
@@ -57,11 +58,39 @@ impl Store {
             SAMPLE_COLUMNS.join(", "),
             filter.condition()
         );
-        self.run_query(
+        self.query(
             "read samples",
             &sql,
             vec![Cell::Text(session_id.to_owned())],
             |r| schema::sample_from(&r),
+        )
+        .await
+    }
+
+    /// Folds every sample of a session, as a whole row, into `state` in
+    /// the order [`Store::samples`] reads them, as the rows are read: a
+    /// bounded batch at a time (SQLite: read on the store's thread while
+    /// `f` runs on the caller's task; PostgreSQL: as rows arrive), so
+    /// memory does not grow with the session. An `Err` from `f` stops the
+    /// scan and comes back as [`StoreError::Invalid`] with its message.
+    pub async fn scan_samples<S, F>(
+        &self,
+        session_id: &str,
+        state: S,
+        mut f: F,
+    ) -> Result<S, StoreError>
+    where
+        F: FnMut(&mut S, SampleRow) -> Result<(), String>,
+    {
+        let table = ("samples", &SAMPLE_COLUMNS[..], &JSON_COLUMNS[..]);
+        let order = "actual_start_ms, id";
+        self.scan_session(
+            "read samples",
+            session_id,
+            table,
+            order,
+            state,
+            move |st, r| f(st, schema::sample_from(r)?),
         )
         .await
     }
@@ -74,7 +103,7 @@ impl Store {
     /// Per phase and path, the mean cost of a session's counted, successful
     /// samples that carry one (ordered by phase, then path).
     pub async fn mean_costs(&self, session_id: &str) -> Result<Vec<MeanCost>, StoreError> {
-        self.run_query(
+        self.query(
             "read costs",
             "SELECT phase, path, avg(cost_usd) AS mean_usd, count(cost_usd) AS n
              FROM samples

@@ -17,6 +17,8 @@ use serde_json::Value;
 
 use super::redact::redact_spec;
 use super::schema::{Cell, RowGet};
+use super::sessions::SESSION_FOUND_SQL;
+use super::sql::{insert_rows_sql, retry_once};
 use super::{Store, StoreError};
 use crate::span::{MAX_SPANS_PER_SESSION, SpanEvent, SpanKind, SpanRow, is_trace_id};
 
@@ -193,29 +195,116 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|m| self.invalid(op, m))?;
         let cap = u64::try_from(cap.min(MAX_SPANS_PER_SESSION)).unwrap_or(u64::MAX);
-        let id = session_id.to_owned();
-        match self {
-            Store::Sqlite(s) => s.append_spans(id, rows, cap).await,
-            Store::Postgres(s) => s.append_spans(id, rows, cap).await,
+        // A retry after a lost commit finds the batch's spans stored:
+        // counted as duplicates, never stored twice.
+        retry_once!(self, |_retry| self
+            .append_spans_once(session_id, &rows, cap)
+            .await)
+    }
+
+    /// One transaction: the cap check and the inserts see the same count.
+    async fn append_spans_once(
+        &self,
+        session_id: &str,
+        rows: &[Vec<Cell>],
+        cap: u64,
+    ) -> Result<SpansAppended, StoreError> {
+        let op = "append spans";
+        let id = || vec![Cell::Text(session_id.to_owned())];
+        let mut tx = self.begin(op).await?;
+        if let Some(lock) = self.dialect().spans_lock {
+            tx.exec(lock, id()).await?;
         }
+        if tx
+            .query(SESSION_FOUND_SQL, id(), |_| Ok(()))
+            .await?
+            .is_empty()
+        {
+            return self
+                .no_session_if_zero(0, op, session_id)
+                .map(|()| SpansAppended::default());
+        }
+        let have = tx
+            .query(
+                "SELECT count(*) AS n FROM spans WHERE session_id = $1",
+                id(),
+                |r| r.u64("n"),
+            )
+            .await?;
+        let mut room = cap.saturating_sub(have.first().copied().unwrap_or(0));
+        let mut out = SpansAppended::default();
+        let sql = insert_rows_sql(
+            "spans",
+            &SPAN_COLUMNS,
+            1,
+            "ON CONFLICT (session_id, trace_id, span_id) DO NOTHING",
+        );
+        for cells in rows {
+            if room == 0 {
+                out.refused += 1;
+                continue;
+            }
+            if tx.exec(&sql, cells.clone()).await? == 1 {
+                out.stored += 1;
+                room -= 1;
+            } else {
+                out.duplicate += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(out)
     }
 
     /// A session's spans, in start order.
     pub async fn spans(&self, session_id: &str) -> Result<Vec<SpanRow>, StoreError> {
-        let id = session_id.to_owned();
-        match self {
-            Store::Sqlite(s) => s.spans(id).await,
-            Store::Postgres(s) => s.spans(id).await,
-        }
+        let sql = format!(
+            "SELECT {} FROM spans WHERE session_id = $1 ORDER BY start_unix_nano, id",
+            SPAN_COLUMNS.join(", ")
+        );
+        self.query(
+            "read spans",
+            &sql,
+            vec![Cell::Text(session_id.to_owned())],
+            |r| span_from(&r),
+        )
+        .await
+    }
+
+    /// Folds a session's spans, in start order, into `state` as they are
+    /// read, in bounded memory (see [`Store::scan_samples`]).
+    pub async fn scan_spans<S, F>(
+        &self,
+        session_id: &str,
+        state: S,
+        mut f: F,
+    ) -> Result<S, StoreError>
+    where
+        F: FnMut(&mut S, SpanRow) -> Result<(), String>,
+    {
+        let table = ("spans", &SPAN_COLUMNS[..], &["attributes", "events"][..]);
+        let order = "start_unix_nano, id";
+        self.scan_session(
+            "read spans",
+            session_id,
+            table,
+            order,
+            state,
+            move |st, r| f(st, span_from(r)?),
+        )
+        .await
     }
 
     /// How many spans a session holds.
     pub async fn span_count(&self, session_id: &str) -> Result<u64, StoreError> {
-        let id = session_id.to_owned();
-        match self {
-            Store::Sqlite(s) => s.span_count(id).await,
-            Store::Postgres(s) => s.span_count(id).await,
-        }
+        let n = self
+            .query(
+                "count spans",
+                "SELECT count(*) AS n FROM spans WHERE session_id = $1",
+                vec![Cell::Text(session_id.to_owned())],
+                |r| r.u64("n"),
+            )
+            .await?;
+        Ok(n.first().copied().unwrap_or(0))
     }
 }
 

@@ -2,11 +2,15 @@
 //!
 //! rusqlite is synchronous, so the connection lives on its own thread and
 //! every operation is a job sent to it over a channel; the async caller
-//! awaits a oneshot reply and no runtime worker ever blocks on SQLite.
+//! awaits a oneshot reply and no runtime worker ever blocks on SQLite. A
+//! transaction is one job that holds the thread from `BEGIN IMMEDIATE` to
+//! `COMMIT`, its statements sent to it one at a time (`sqlite/tx.rs`).
+//! The statements themselves are written once, for both backends, in the
+//! shared store code (see `store/sql.rs`).
 //!
 //! Durability: the database runs in WAL mode with `synchronous=NORMAL`, and
 //! every sample is its own committed transaction before
-//! [`SqliteStore::append_sample`] returns. A committed transaction survives
+//! [`Store::append_sample`] returns. A committed transaction survives
 //! the process crashing, being killed (`kill -9`) or interrupted: it is in
 //! the WAL, and the next open replays it. With `NORMAL`, the last
 //! transactions before an OS crash or power loss may be rolled back (the
@@ -21,17 +25,13 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use rusqlite::OpenFlags;
 use rusqlite::types::{ToSqlOutput, Value as SqlValue};
-use rusqlite::{OpenFlags, TransactionBehavior, params_from_iter};
 use tokio::sync::oneshot;
 
+use super::Store;
 use super::error::{self, StoreError};
-use super::schema::{
-    self, Cell, PHASE_CHECK_VERSION, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS, SQLITE_MIGRATIONS,
-    insert_sql,
-};
-use super::{Abandoned, pid_alive};
-use crate::session::{SessionMeta, SessionStatus};
+use super::schema::{Cell, RowGet, SQLITE_MIGRATIONS};
 
 /// How long a connection waits for another connection's write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -77,77 +77,6 @@ impl RowGet for rusqlite::Row<'_> {
         text.map(|t| serde_json::from_str(&t).map_err(|e| format!("{col}: {e}")))
             .transpose()
     }
-}
-
-/// Runs the migrations not yet applied, in one `IMMEDIATE` transaction (so
-/// two processes opening a new file at once apply them once). Returns how
-/// many it applied.
-fn migrate(conn: &mut rusqlite::Connection, path: &str) -> Result<usize, StoreError> {
-    let err = |e| error::sqlite("migrate", path, e);
-    let latest = SQLITE_MIGRATIONS.last().map_or(0, |m| m.0);
-    // The common case, an up-to-date store, needs no write lock (so opening
-    // does not wait behind another process's writes).
-    let up_to_date = conn
-        .query_row(
-            "SELECT coalesce(max(version), 0) = ?1 FROM schema_migrations",
-            [latest],
-            |r| r.get::<_, bool>(0),
-        )
-        .unwrap_or(false);
-    if up_to_date {
-        return Ok(0);
-    }
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(err)?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version    INTEGER PRIMARY KEY NOT NULL,
-             applied_at TEXT NOT NULL
-         ) STRICT",
-    )
-    .map_err(err)?;
-    let current: i64 = tx
-        .query_row(
-            "SELECT coalesce(max(version), 0) FROM schema_migrations",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(err)?;
-    if current > latest {
-        return Err(StoreError::SchemaTooNew {
-            store: path.to_owned(),
-            found: current,
-            supported: latest,
-        });
-    }
-    let mut applied = 0;
-    for (version, sql) in SQLITE_MIGRATIONS.iter().filter(|m| m.0 > current) {
-        if *version == PHASE_CHECK_VERSION {
-            let unknown: Vec<String> = {
-                let mut st = tx.prepare(&schema::unknown_phases_sql()).map_err(err)?;
-                let rows = st.query_map([], |r| r.get(0)).map_err(err)?;
-                rows.collect::<Result<_, _>>().map_err(err)?
-            };
-            if !unknown.is_empty() {
-                return Err(invalid(
-                    "migrate",
-                    path,
-                    schema::unknown_phases_message(&unknown),
-                ));
-            }
-        }
-        tx.execute_batch(sql).map_err(err)?;
-        tx.execute(
-            "INSERT INTO schema_migrations (version, applied_at)
-             VALUES (?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-            [version],
-        )
-        .map_err(err)?;
-        applied += 1;
-    }
-    tx.commit().map_err(err)?;
-    Ok(applied)
 }
 
 /// How [`SqliteStore::open_as`] treats the file.
@@ -262,10 +191,6 @@ fn open_connection(path: &str, mode: OpenMode) -> Result<rusqlite::Connection, S
     Ok(conn)
 }
 
-fn select_sql(table: &str, cols: &[&str]) -> String {
-    format!("SELECT {} FROM {table}", cols.join(", "))
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, switches it to
     /// WAL and applies pending migrations. Does not mark abandoned sessions;
@@ -290,29 +215,21 @@ impl SqliteStore {
         std::thread::Builder::new()
             .name("firsttoken-sqlite".into())
             .spawn(move || {
-                let writable = open_connection(&owned, mode)
-                    .and_then(|mut c| migrate(&mut c, &owned).map(|_| c))
-                    .and_then(|c| {
-                        // A write-protected file opens "read-write" as read-only.
-                        if c.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) {
-                            Err(invalid("open", &owned, "read-only".into()))
-                        } else {
-                            Ok(c)
-                        }
-                    });
-                let opened = match (writable, mode) {
+                let opened = match (open_connection(&owned, mode), mode) {
                     (Ok(c), _) => Ok((c, true)),
                     (Err(e), OpenMode::Create) => Err(e),
                     (Err(_), OpenMode::Existing) => open_read_only(&owned).map(|c| (c, false)),
                 };
-                let (mut conn, writable) = match opened {
-                    Ok(c) => c,
+                let mut conn = match opened {
+                    Ok((c, writable)) => {
+                        let _ = ready_tx.send(Ok(writable));
+                        c
+                    }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok(writable));
                 // Ends when every SqliteStore clone (every Sender) is dropped.
                 while let Ok(job) = rx.recv() {
                     job(&mut conn);
@@ -326,13 +243,42 @@ impl SqliteStore {
             op: "open",
             path: path.to_owned(),
         })??;
-        Ok((
-            SqliteStore {
-                jobs,
-                path: path.into(),
-            },
-            writable,
-        ))
+        let store = SqliteStore {
+            jobs,
+            path: path.into(),
+        };
+        if !writable {
+            return Ok((store, false));
+        }
+        let migrated = match Store::Sqlite(store.clone()).migrate().await {
+            Ok(_) => store.check_writable().await,
+            Err(e) => Err(e),
+        };
+        match (migrated, mode) {
+            (Ok(()), _) => Ok((store, true)),
+            (Err(e), OpenMode::Create) => Err(e),
+            (Err(_), OpenMode::Existing) => {
+                store
+                    .call("open read-only", |c, p| {
+                        *c = open_read_only(p)?;
+                        Ok(())
+                    })
+                    .await?;
+                Ok((store, false))
+            }
+        }
+    }
+
+    /// A write-protected file opens "read-write" as read-only: refuse it.
+    async fn check_writable(&self) -> Result<(), StoreError> {
+        self.call("open", |c, p| {
+            if c.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) {
+                Err(invalid("open", p, "read-only".into()))
+            } else {
+                Ok(())
+            }
+        })
+        .await
     }
 
     /// The database file.
@@ -358,232 +304,6 @@ impl SqliteStore {
         self.jobs.send(job).map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
-
-    pub(crate) async fn migrate(&self) -> Result<usize, StoreError> {
-        self.call("migrate", migrate).await
-    }
-
-    pub(crate) async fn schema_versions(&self) -> Result<Vec<i64>, StoreError> {
-        self.call("read schema version", |c, p| {
-            let err = |e| error::sqlite("read schema version", p, e);
-            let mut st = c
-                .prepare("SELECT version FROM schema_migrations ORDER BY version")
-                .map_err(err)?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(err)?;
-            rows.collect::<Result<Vec<i64>, _>>().map_err(err)
-        })
-        .await
-    }
-
-    pub(crate) async fn create_session(&self, cells: Vec<Cell>) -> Result<(), StoreError> {
-        self.call("create session", move |c, p| {
-            let sql = insert_sql("sessions", &SESSION_COLUMNS, false);
-            c.prepare_cached(&sql)
-                .and_then(|mut st| st.execute(params_from_iter(cells.iter())))
-                .map_err(|e| error::sqlite("create session", p, e))?;
-            Ok(())
-        })
-        .await
-    }
-
-    pub(crate) async fn append_sample(&self, cells: Vec<Cell>) -> Result<(), StoreError> {
-        self.call("append sample", move |c, p| {
-            // One INSERT in autocommit mode is one committed transaction.
-            let sql = insert_sql("samples", &SAMPLE_COLUMNS, false);
-            c.prepare_cached(&sql)
-                .and_then(|mut st| st.execute(params_from_iter(cells.iter())))
-                .map_err(|e| error::sqlite("append sample", p, e))?;
-            Ok(())
-        })
-        .await
-    }
-
-    pub(crate) async fn finish_session(
-        &self,
-        id: String,
-        status: SessionStatus,
-        ended_at: String,
-        cleanup: Option<Cell>,
-        client_lag_p99_ms: Cell,
-    ) -> Result<(), StoreError> {
-        self.call("finish session", move |c, p| {
-            let (status, reason) = schema::status_cells(&status);
-            let cleanup_given = Cell::Bool(cleanup.is_some());
-            let n = c
-                .execute(
-                    "UPDATE sessions SET status = ?2, status_reason = ?3, ended_at = ?4,
-                         cleanup = CASE WHEN ?5 THEN ?6 ELSE cleanup END,
-                         client_lag_p99_ms = ?7
-                     WHERE id = ?1",
-                    rusqlite::params![
-                        id,
-                        status,
-                        reason,
-                        ended_at,
-                        cleanup_given,
-                        cleanup.unwrap_or(Cell::Null),
-                        client_lag_p99_ms
-                    ],
-                )
-                .map_err(|e| error::sqlite("finish session", p, e))?;
-            no_session_if_zero(n, "finish session", p, id)
-        })
-        .await
-    }
-
-    pub(crate) async fn set_cleanup(&self, id: String, cleanup: Cell) -> Result<(), StoreError> {
-        self.call("set cleanup", move |c, p| {
-            let n = c
-                .execute(
-                    "UPDATE sessions SET cleanup = ?2 WHERE id = ?1",
-                    rusqlite::params![id, cleanup],
-                )
-                .map_err(|e| error::sqlite("set cleanup", p, e))?;
-            no_session_if_zero(n, "set cleanup", p, id)
-        })
-        .await
-    }
-
-    pub(crate) async fn add_test_account(
-        &self,
-        session_id: String,
-        account_id: String,
-    ) -> Result<(), StoreError> {
-        self.call("add test account", move |c, p| {
-            let err = |e| error::sqlite("add test account", p, e);
-            let known = c
-                .prepare_cached("SELECT count(*) FROM sessions WHERE id = ?1")
-                .and_then(|mut st| st.query_row([&session_id], |r| r.get::<_, i64>(0)))
-                .map_err(err)?;
-            no_session_if_zero(known as usize, "add test account", p, session_id.clone())?;
-            // One INSERT in autocommit mode: committed when this returns.
-            c.prepare_cached(
-                "INSERT INTO test_accounts (session_id, account_id) VALUES (?1, ?2)
-                 ON CONFLICT (session_id, account_id) DO NOTHING",
-            )
-            .and_then(|mut st| st.execute([&session_id, &account_id]))
-            .map_err(err)?;
-            Ok(())
-        })
-        .await
-    }
-
-    pub(crate) async fn test_accounts(
-        &self,
-        session_id: Option<String>,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        self.call("read test accounts", move |c, p| {
-            let err = |e| error::sqlite("read test accounts", p, e);
-            let mut st = c
-                .prepare_cached(
-                    "SELECT session_id, account_id FROM test_accounts
-                     WHERE ?1 IS NULL OR session_id = ?1 ORDER BY id",
-                )
-                .map_err(err)?;
-            let rows = st
-                .query_map([&session_id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(err)?;
-            rows.collect::<Result<_, _>>().map_err(err)
-        })
-        .await
-    }
-
-    pub(crate) async fn sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
-        self.call("list sessions", |c, p| {
-            let sql = format!(
-                "{} ORDER BY started_at DESC, id DESC",
-                select_sql("sessions", &SESSION_COLUMNS)
-            );
-            query_sessions(c, p, "list sessions", &sql, &[])
-        })
-        .await
-    }
-
-    pub(crate) async fn session(&self, id: String) -> Result<Vec<SessionMeta>, StoreError> {
-        self.call("find session", move |c, p| {
-            let base = select_sql("sessions", &SESSION_COLUMNS);
-            let exact = query_sessions(c, p, "find session", &format!("{base} WHERE id = ?1"), &[
-                &id,
-            ])?;
-            if !exact.is_empty() {
-                return Ok(exact);
-            }
-            let sql = format!(
-                "{base} WHERE substr(id, 1, length(?1)) = ?1 ORDER BY started_at DESC, id DESC LIMIT 10"
-            );
-            query_sessions(c, p, "find session", &sql, &[&id])
-        })
-        .await
-    }
-
-    pub(crate) async fn mark_abandoned(
-        &self,
-        host: String,
-        reason: String,
-    ) -> Result<Vec<Abandoned>, StoreError> {
-        self.call("mark abandoned sessions", move |c, p| {
-            let op = "mark abandoned sessions";
-            let err = |e| error::sqlite(op, p, e);
-            let running: Vec<(String, Option<i64>)> = {
-                let mut st = c
-                    .prepare("SELECT id, pid FROM sessions WHERE status = 'running' AND host = ?1")
-                    .map_err(err)?;
-                let rows = st
-                    .query_map([&host], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .map_err(err)?;
-                rows.collect::<Result<_, _>>().map_err(err)?
-            };
-            let mut marked = Vec::new();
-            for (id, pid) in running {
-                let Some(pid) = pid.and_then(|p| u32::try_from(p).ok()) else {
-                    continue;
-                };
-                if pid_alive(pid) {
-                    continue;
-                }
-                let n = c
-                    .execute(
-                        "UPDATE sessions SET status = 'partial', status_reason = ?2
-                         WHERE id = ?1 AND status = 'running'",
-                        rusqlite::params![id, reason],
-                    )
-                    .map_err(err)?;
-                if n == 1 {
-                    marked.push(Abandoned { id, pid });
-                }
-            }
-            Ok(marked)
-        })
-        .await
-    }
-
-    pub(crate) async fn insert_imported(
-        &self,
-        session: Vec<Cell>,
-        samples: Vec<Vec<Cell>>,
-    ) -> Result<(), StoreError> {
-        self.call("import session", move |c, p| {
-            let err = |e| error::sqlite("import session", p, e);
-            let tx = c
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(err)?;
-            tx.execute(
-                &insert_sql("sessions", &SESSION_COLUMNS, false),
-                params_from_iter(session.iter()),
-            )
-            .map_err(err)?;
-            {
-                let mut st = tx
-                    .prepare_cached(&insert_sql("samples", &SAMPLE_COLUMNS, false))
-                    .map_err(err)?;
-                for cells in &samples {
-                    st.execute(params_from_iter(cells.iter())).map_err(err)?;
-                }
-            }
-            tx.commit().map_err(err)
-        })
-        .await
-    }
 }
 
 fn invalid(op: &'static str, path: &str, message: String) -> StoreError {
@@ -594,39 +314,8 @@ fn invalid(op: &'static str, path: &str, message: String) -> StoreError {
     }
 }
 
-fn no_session_if_zero(
-    n: usize,
-    op: &'static str,
-    path: &str,
-    id: String,
-) -> Result<(), StoreError> {
-    if n == 0 {
-        Err(StoreError::NoSession {
-            op,
-            store: path.to_owned(),
-            id,
-        })
-    } else {
-        Ok(())
-    }
-}
-
-fn query_sessions(
-    c: &rusqlite::Connection,
-    p: &str,
-    op: &'static str,
-    sql: &str,
-    params: &[&dyn rusqlite::ToSql],
-) -> Result<Vec<SessionMeta>, StoreError> {
-    let mut st = c.prepare_cached(sql).map_err(|e| error::sqlite(op, p, e))?;
-    let mut rows = st.query(params).map_err(|e| error::sqlite(op, p, e))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(|e| error::sqlite(op, p, e))? {
-        out.push(schema::session_from(row).map_err(|m| invalid(op, p, m))?);
-    }
-    Ok(out)
-}
-
-mod runs;
 mod scan;
-mod spans;
+mod sql;
+mod tx;
+
+pub(crate) use tx::SqliteTx;

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use super::schema::Cell;
+use super::sql::select_as_text;
 use super::{Store, StoreError};
 use crate::view::{SampleView, checked_path};
 use crate::{Clock, ErrorKind, HandshakeKind};
@@ -69,25 +70,16 @@ view_columns!(
     ttft_read_events,
 );
 
-/// JSON columns, read as their text (PostgreSQL's `jsonb` cast to text).
-const JSON_COLUMNS: [&str; 2] = ["server_timing", "tls"];
+/// The JSON columns of `samples`, read by a scan as their text
+/// (PostgreSQL's `jsonb` cast to text).
+pub(crate) const JSON_COLUMNS: [&str; 2] = ["server_timing", "tls"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.
 fn view_sql() -> String {
-    let cols: Vec<String> = VIEW_COLUMNS
-        .iter()
-        .map(|c| {
-            if JSON_COLUMNS.contains(c) {
-                format!("CAST({c} AS TEXT) AS {c}")
-            } else {
-                (*c).to_owned()
-            }
-        })
-        .collect();
     format!(
-        "SELECT {} FROM samples WHERE session_id = $1 ORDER BY actual_start_ms, id",
-        cols.join(", ")
+        "{} WHERE session_id = $1 ORDER BY actual_start_ms, id",
+        select_as_text("samples", VIEW_COLUMNS, &JSON_COLUMNS)
     )
 }
 
@@ -261,29 +253,8 @@ impl Store {
         let each =
             move |st: &mut S, r: &dyn RowRef| -> Result<(), String> { f(st, &view_from(r)?) };
         let cells = vec![Cell::Text(session_id.to_owned())];
-        let sql = view_sql();
-        match self {
-            Store::Sqlite(s) => {
-                s.scan(
-                    "read samples",
-                    super::runs::placeholders(&sql, false),
-                    cells,
-                    state,
-                    each,
-                )
-                .await
-            }
-            Store::Postgres(s) => {
-                s.scan(
-                    "read samples",
-                    super::runs::placeholders(&sql, true),
-                    cells,
-                    state,
-                    each,
-                )
-                .await
-            }
-        }
+        self.scan("read samples", &view_sql(), cells, state, each)
+            .await
     }
 }
 

@@ -1,5 +1,6 @@
-//! Runs on PostgreSQL: plain statements for `runs` and `run_sessions`, and
-//! the round trips that read the server's `clock_timestamp()`.
+//! The statement primitives on PostgreSQL, each retried once on a fresh
+//! connection after a dropped one, and the round trips that read the
+//! server's `clock_timestamp()`.
 
 use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -8,8 +9,8 @@ use deadpool_postgres::Object;
 
 use super::{Fail, PgStore, params};
 use crate::store::error::{self, StoreError, is_pg_connection_error, is_pool_connection_error};
-use crate::store::runs::RowAny;
 use crate::store::schema::Cell;
+use crate::store::sql::RowAny;
 
 fn now_ms() -> f64 {
     SystemTime::now()
@@ -18,27 +19,44 @@ fn now_ms() -> f64 {
 }
 
 impl PgStore {
-    pub(crate) async fn run_exec(
+    /// Runs `sql`; the rows it changed. With `found`, a retry first runs
+    /// that query and, when it returns a row (the first attempt committed
+    /// before the connection dropped), skips `sql` and reports one row.
+    pub(crate) async fn exec(
         &self,
         op: &'static str,
-        sql: String,
+        sql: &str,
         cells: Vec<Cell>,
+        found: Option<(&str, Vec<Cell>)>,
     ) -> Result<u64, StoreError> {
-        with_retry!(self, op, |client, _retry| {
-            async { Ok(client.execute(&sql, &params(&cells)).await?) }.await
+        with_retry!(self, op, |client, retry| {
+            async {
+                if let (true, Some((found, found_cells))) = (retry, &found)
+                    && client
+                        .query_opt(*found, &params(found_cells))
+                        .await?
+                        .is_some()
+                {
+                    return Ok(1);
+                }
+                let st = client.prepare_cached(sql).await?;
+                Ok(client.execute(&st, &params(&cells)).await?)
+            }
+            .await
         })
     }
 
-    pub(crate) async fn run_query<T: Send + 'static>(
+    pub(crate) async fn query<T: Send + 'static>(
         &self,
         op: &'static str,
-        sql: String,
+        sql: &str,
         cells: Vec<Cell>,
         f: fn(&dyn RowAny) -> Result<T, String>,
     ) -> Result<Vec<T>, StoreError> {
         with_retry!(self, op, |client, _retry| {
             async {
-                let rows = client.query(&sql, &params(&cells)).await?;
+                let st = client.prepare_cached(sql).await?;
+                let rows = client.query(&st, &params(&cells)).await?;
                 rows.iter()
                     .map(|r| f(r).map_err(|m| self.invalid(op, m)))
                     .collect()

@@ -1,0 +1,331 @@
+//! Pass 1: the whole file checked, in bounded memory, on every core. The
+//! calling thread reads the file in chunks of whole lines and hands them
+//! to parser threads; each parses and checks its chunk's lines and
+//! returns one small summary a line; the calling thread takes the
+//! summaries in file order and keeps the books (which session each line
+//! belongs to, where its runs of lines are), so the first problem in file
+//! order is the one reported, as a sequential reader would.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex, mpsc};
+
+use super::{Import, ImportSession, Run, extend, read_error};
+use crate::export::{Line, Record, for_each_line_from, imported_meta, parse_line};
+use crate::session::SessionMeta;
+use crate::store::{StoreError, sample_check, sanitized, session_cells, span_cells};
+
+/// Bytes of whole lines per chunk (a longer line makes a longer chunk).
+const CHUNK_BYTES: usize = 1 << 20;
+/// How often (in bytes read) [`Import::check`] reports.
+const REPORT_BYTES: u64 = 16 << 20;
+
+/// What a checked line is, for the books.
+enum Seen {
+    Session(Box<SessionMeta>),
+    Sample(String),
+    Span(String),
+}
+
+/// One checked line.
+struct Summary {
+    number: usize,
+    start: u64,
+    end: u64,
+    seen: Seen,
+}
+
+impl Summary {
+    fn line(&self) -> Line<'static> {
+        Line {
+            number: self.number,
+            start: self.start,
+            end: self.end,
+            text: "",
+        }
+    }
+}
+
+/// Lines `first_line…` of the file, from byte `start`.
+struct Chunk {
+    index: usize,
+    first_line: usize,
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// A chunk's summaries, and the problem that stopped it (after them).
+type Checked = (usize, Vec<Summary>, Option<StoreError>);
+
+/// Parses and checks one line: it is a record, and the store would take it.
+fn summarize(line: &Line<'_>) -> Result<Summary, StoreError> {
+    let refused =
+        |what: &str, m: String| line.malformed(format!("the store would refuse this {what}: {m}"));
+    let seen = match parse_line(line.text).map_err(|m| line.malformed(m))? {
+        Record::Session(meta) => {
+            session_cells(&sanitized(&imported_meta(&meta, &meta.id)))
+                .map_err(|m| refused("session", m))?;
+            Seen::Session(meta)
+        }
+        Record::Sample(row) => {
+            sample_check(&row).map_err(|m| refused("sample", m))?;
+            Seen::Sample(row.session_id)
+        }
+        Record::Span(span) => {
+            span_cells(&span).map_err(|m| refused("span", m))?;
+            Seen::Span(span.session_id)
+        }
+    };
+    Ok(Summary {
+        number: line.number,
+        start: line.start,
+        end: line.end,
+        seen,
+    })
+}
+
+fn check_chunk(c: Chunk) -> Checked {
+    let mut out = Vec::new();
+    let done = for_each_line_from(c.bytes.as_slice(), c.first_line, c.start, |line| {
+        out.push(summarize(&line)?);
+        Ok(true)
+    });
+    (c.index, out, done.err())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Session,
+    Sample,
+    Span,
+}
+
+/// What the books hold per session id, in the order ids appear.
+#[derive(Default)]
+struct Entry {
+    id: String,
+    meta: Option<SessionMeta>,
+    samples: u64,
+    spans: u64,
+    sample_runs: Vec<Run>,
+    span_runs: Vec<Run>,
+}
+
+#[derive(Default)]
+struct Books {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    /// Entries with a session line, in file order.
+    order: Vec<usize>,
+    /// The entry and kind of the last non-blank line.
+    last: Option<(usize, Kind)>,
+}
+
+impl Books {
+    fn add(&mut self, s: Summary) -> Result<(), StoreError> {
+        let line = s.line();
+        let id = match &s.seen {
+            Seen::Session(m) => &m.id,
+            Seen::Sample(id) | Seen::Span(id) => id,
+        };
+        let at = match self.index.get(id.as_str()) {
+            Some(&at) => at,
+            None => {
+                self.index.insert(id.clone(), self.entries.len());
+                self.entries.push(Entry {
+                    id: id.clone(),
+                    ..Entry::default()
+                });
+                self.entries.len() - 1
+            }
+        };
+        let follows = |kind| self.last == Some((at, kind));
+        let (sample_follows, span_follows) = (follows(Kind::Sample), follows(Kind::Span));
+        let e = &mut self.entries[at];
+        let kind = match s.seen {
+            Seen::Session(meta) => {
+                if e.meta.is_some() {
+                    return Err(StoreError::DuplicateSession {
+                        line: line.number,
+                        session_id: e.id.clone(),
+                    });
+                }
+                e.meta = Some(*meta);
+                self.order.push(at);
+                Kind::Session
+            }
+            Seen::Sample(_) => {
+                e.samples += 1;
+                extend(&mut e.sample_runs, &line, sample_follows);
+                Kind::Sample
+            }
+            Seen::Span(_) => {
+                e.spans += 1;
+                extend(&mut e.span_runs, &line, span_follows);
+                Kind::Span
+            }
+        };
+        self.last = Some((at, kind));
+        Ok(())
+    }
+
+    /// The refusals that need the whole file, then the sessions in the
+    /// order of their session lines.
+    fn finish(mut self) -> Result<Vec<ImportSession>, StoreError> {
+        let e = &self.entries;
+        if let Some(e) = e.iter().find(|e| e.meta.is_none() && e.spans > 0) {
+            return Err(StoreError::NoSpanSession {
+                session_id: e.id.clone(),
+            });
+        }
+        if let Some(e) = e.iter().find(|e| e.meta.is_none()) {
+            return Err(StoreError::NoSessionRecord {
+                session_id: e.id.clone(),
+            });
+        }
+        if self.order.is_empty() {
+            return Err(StoreError::NoSessions);
+        }
+        if let Some(e) = e.iter().find(|e| e.samples == 0) {
+            return Err(StoreError::NoSamples {
+                session_id: e.id.clone(),
+            });
+        }
+        let mut out = Vec::with_capacity(self.order.len());
+        for at in std::mem::take(&mut self.order) {
+            let e = std::mem::take(&mut self.entries[at]);
+            if let Some(meta) = e.meta {
+                out.push(ImportSession {
+                    meta,
+                    samples: e.samples,
+                    spans: e.spans,
+                    sample_runs: e.sample_runs,
+                    span_runs: e.span_runs,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The next chunk of whole lines and how many lines it holds, or `None`
+/// at the end.
+fn next_chunk(
+    r: &mut impl BufRead,
+    index: usize,
+    first_line: usize,
+    start: u64,
+) -> Result<Option<(Chunk, usize)>, StoreError> {
+    let mut bytes = Vec::with_capacity(CHUNK_BYTES + (64 << 10));
+    let mut lines = 0;
+    while bytes.len() < CHUNK_BYTES {
+        let n = r
+            .read_until(b'\n', &mut bytes)
+            .map_err(read_error(first_line + lines))?;
+        if n == 0 {
+            break;
+        }
+        lines += 1;
+    }
+    let chunk = Chunk {
+        index,
+        first_line,
+        start,
+        bytes,
+    };
+    Ok((lines > 0).then_some((chunk, lines)))
+}
+
+impl<R: Read + Seek> Import<R> {
+    /// Pass 1: reads `source` from its start to its end and checks it all
+    /// (see the module docs), parsing on every core; `progress` hears the
+    /// bytes read so far, now and then. Blocking: run it where blocking is
+    /// allowed (e.g. `tokio::task::spawn_blocking`). The first problem in
+    /// file order is the error: a line's ([`StoreError::Malformed`] or
+    /// [`StoreError::Read`], naming it; [`StoreError::DuplicateSession`]),
+    /// else one that needs the whole file ([`StoreError::NoSpanSession`],
+    /// [`StoreError::NoSessionRecord`], [`StoreError::NoSessions`],
+    /// [`StoreError::NoSamples`], in that order).
+    pub fn check(mut source: R, progress: &mut dyn FnMut(u64)) -> Result<Import<R>, StoreError> {
+        source.seek(SeekFrom::Start(0)).map_err(read_error(1))?;
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+        let (work_tx, work_rx) = mpsc::sync_channel::<Chunk>(2 * workers);
+        let (done_tx, done_rx) = mpsc::channel::<Checked>();
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let mut reader = BufReader::with_capacity(1 << 20, &mut source);
+        let sessions = std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let (work, done) = (Arc::clone(&work_rx), done_tx.clone());
+                scope.spawn(move || {
+                    // The lock is held only to take the next chunk.
+                    while let Some(chunk) = work.lock().ok().and_then(|rx| rx.recv().ok()) {
+                        if done.send(check_chunk(chunk)).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            let books = keep_books(&mut reader, work_tx, &done_rx, 2 * workers, progress);
+            books.and_then(Books::finish)
+        })?;
+        drop(reader);
+        Ok(Import {
+            source: Arc::new(Mutex::new(source)),
+            sessions,
+        })
+    }
+}
+
+/// Feeds chunks to the parsers, at most `depth` at a time, and takes
+/// their summaries in file order. Dropping `work` (on return) lets the
+/// parsers finish.
+fn keep_books(
+    reader: &mut impl BufRead,
+    work: mpsc::SyncSender<Chunk>,
+    done: &mpsc::Receiver<Checked>,
+    depth: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Books, StoreError> {
+    let mut books = Books::default();
+    let (mut sent, mut next) = (0usize, 0usize);
+    let (mut line, mut offset, mut eof) = (1usize, 0u64, false);
+    let mut waiting: BTreeMap<usize, Checked> = BTreeMap::new();
+    let mut report_at = REPORT_BYTES;
+    loop {
+        while !eof && sent - next < depth {
+            match next_chunk(reader, sent, line, offset)? {
+                Some((chunk, lines)) => {
+                    line += lines;
+                    offset += chunk.bytes.len() as u64;
+                    sent += 1;
+                    if work.send(chunk).is_err() {
+                        break;
+                    }
+                }
+                None => eof = true,
+            }
+        }
+        if next == sent {
+            return Ok(books);
+        }
+        let checked = done.recv().map_err(|_| {
+            read_error(line)(std::io::Error::other("a parser of the export stopped"))
+        })?;
+        waiting.insert(checked.0, checked);
+        while let Some((_, summaries, problem)) = waiting.remove(&next) {
+            next += 1;
+            for s in summaries {
+                let end = s.end;
+                books.add(s)?;
+                if end >= report_at {
+                    progress(end);
+                    report_at = end + REPORT_BYTES;
+                }
+            }
+            if let Some(e) = problem {
+                return Err(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! An export file into a store, in bounded memory: two passes over it.
+//!
+//! [`Import::check`] reads the whole file line by line and checks all that
+//! an import could refuse: every line is a record of a known schema, every
+//! sample and span would be accepted by the store, every sample and span
+//! names a session that has a session line, every session has samples and
+//! one session line. It keeps only the session lines, the counts, and where
+//! each session's lines are; nothing is stored unless the whole file
+//! passes. [`Import::store`] then reads each session's lines again and
+//! stores the session in one transaction under a new id, marked imported
+//! ([`crate::export::mark_imported`]'s rules): a reader thread parses its
+//! samples into batches and hands them over a bounded channel to the
+//! transaction (on SQLite's thread, or on a PostgreSQL connection), so
+//! the file is parsed while the store writes. The session's spans follow
+//! under the new id once it is committed. A session the store already
+//! holds by its original id ([`crate::export::origin`]) is skipped.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), firsttoken_record::StoreError> {
+//! use firsttoken_record::import::{Import, ImportEvent};
+//! use firsttoken_record::Store;
+//! let file = std::fs::File::open("export.jsonl").expect("the export");
+//! let import = Import::check(file, &mut |_bytes| {})?;
+//! let store = Store::open("firsttoken.db").await?;
+//! import
+//!     .store(&store, &mut |e| {
+//!         if let ImportEvent::Stored { stored_as, .. } = e {
+//!             println!("stored as {}", stored_as.id);
+//!         }
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod check;
+
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::export::{Line, Record, for_each_line_from, imported_row, origin, parse_line};
+use crate::session::SessionMeta;
+use crate::span::{MAX_SPANS_PER_SESSION, SpanRow};
+use crate::store::{
+    Cell, IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError, sample_cells,
+};
+
+/// Spans per [`Store::append_spans`] batch.
+const SPAN_BATCH: usize = 1000;
+/// Batches parsed ahead of the store.
+const IN_FLIGHT: usize = 4;
+
+/// Bytes `start..end` of the file, lines from `line` on, all of one
+/// session and one kind (blank lines may stand between them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    start: u64,
+    end: u64,
+    line: usize,
+}
+
+/// Adds `line` to `runs`: to the last run when the previous non-blank
+/// line of the file was of the same session and kind, else as a new run.
+fn extend(runs: &mut Vec<Run>, line: &Line<'_>, follows: bool) {
+    match runs.last_mut() {
+        Some(run) if follows => run.end = line.end,
+        _ => runs.push(Run {
+            start: line.start,
+            end: line.end,
+            line: line.number,
+        }),
+    }
+}
+
+/// A session of an export, as [`Import::check`] found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportSession {
+    /// Its session line.
+    pub meta: SessionMeta,
+    /// How many sample lines it has.
+    pub samples: u64,
+    /// How many span lines it has.
+    pub spans: u64,
+    sample_runs: Vec<Run>,
+    span_runs: Vec<Run>,
+}
+
+/// What [`Import::store`] reports as it goes.
+#[derive(Debug)]
+pub enum ImportEvent<'a> {
+    /// The store already holds this session, as `held_as`: skipped.
+    Skipped {
+        /// The session of the file.
+        session: &'a ImportSession,
+        /// The id the store holds it under.
+        held_as: &'a str,
+    },
+    /// Samples of a session inserted so far, in its open transaction.
+    Progress {
+        /// The session of the file.
+        session: &'a ImportSession,
+        /// Samples inserted.
+        stored: u64,
+    },
+    /// A session committed, then its spans stored.
+    Stored {
+        /// The session of the file.
+        session: &'a ImportSession,
+        /// The session as stored (its new id).
+        stored_as: &'a SessionMeta,
+        /// Spans stored.
+        spans: u64,
+    },
+}
+
+/// A checked export, ready to store (see the module docs).
+#[derive(Debug)]
+pub struct Import<R> {
+    source: Arc<Mutex<R>>,
+    sessions: Vec<ImportSession>,
+}
+
+fn read_error(line: usize) -> impl Fn(std::io::Error) -> StoreError {
+    move |source| StoreError::Read { line, source }
+}
+
+impl<R> Import<R> {
+    /// The sessions of the file, in the order of their session lines.
+    pub fn sessions(&self) -> &[ImportSession] {
+        &self.sessions
+    }
+}
+
+impl<R: Read + Seek + Send + 'static> Import<R> {
+    /// Pass 2: stores every session the store does not hold yet (see the
+    /// module docs), telling `on` what it does. A session that fails to
+    /// store is rolled back and stops the import; the sessions stored
+    /// before it stay.
+    pub async fn store(
+        &self,
+        store: &Store,
+        on: &mut (dyn FnMut(ImportEvent<'_>) + Send),
+    ) -> Result<(), StoreError> {
+        let mut held = store.sessions().await?;
+        for s in &self.sessions {
+            if let Some(e) = held.iter().find(|e| origin(e) == origin(&s.meta)) {
+                on(ImportEvent::Skipped {
+                    session: s,
+                    held_as: &e.id,
+                });
+                continue;
+            }
+            let stored = store
+                .insert_imported_from(
+                    &s.meta,
+                    &mut |new_id| self.sample_batches(s, new_id),
+                    &mut |n| {
+                        on(ImportEvent::Progress {
+                            session: s,
+                            stored: n,
+                        })
+                    },
+                )
+                .await?;
+            // After the session is committed: an interrupted import keeps
+            // the samples, and `firsttoken import-spans` adds spans alone.
+            let mut batches = self.span_batches(s, &stored.id);
+            let mut spans = 0;
+            while let Some(batch) = batches.recv().await {
+                spans += store
+                    .append_spans(&stored.id, &batch?, MAX_SPANS_PER_SESSION)
+                    .await?
+                    .stored;
+            }
+            on(ImportEvent::Stored {
+                session: s,
+                stored_as: &stored,
+                spans,
+            });
+            held.push(stored);
+        }
+        Ok(())
+    }
+
+    /// Session `s`'s samples, marked imported under `new_id`, in batches
+    /// of whole rows of cells.
+    fn sample_batches(&self, s: &ImportSession, new_id: &str) -> SampleBatches {
+        let (id, new_id) = (s.meta.id.clone(), new_id.to_owned());
+        let full = IMPORT_BATCH_ROWS * SAMPLE_COLUMNS.len();
+        self.read_batches(
+            s.sample_runs.clone(),
+            full,
+            Vec::len,
+            move |batch: &mut Vec<Cell>, line| match parse_line(line.text) {
+                Ok(Record::Sample(r)) if r.session_id == id => {
+                    let cells =
+                        sample_cells(&imported_row(*r, &new_id)).map_err(|m| line.malformed(m))?;
+                    batch.extend(cells);
+                    Ok(())
+                }
+                _ => Err(StoreError::Changed { line: line.number }),
+            },
+        )
+    }
+
+    /// Session `s`'s spans, under `new_id`, in batches.
+    fn span_batches(
+        &self,
+        s: &ImportSession,
+        new_id: &str,
+    ) -> mpsc::Receiver<Result<Vec<SpanRow>, StoreError>> {
+        let (id, new_id) = (s.meta.id.clone(), new_id.to_owned());
+        self.read_batches(
+            s.span_runs.clone(),
+            SPAN_BATCH,
+            Vec::len,
+            move |batch: &mut Vec<SpanRow>, line| match parse_line(line.text) {
+                Ok(Record::Span(mut span)) if span.session_id == id => {
+                    span.session_id.clone_from(&new_id);
+                    batch.push(*span);
+                    Ok(())
+                }
+                _ => Err(StoreError::Changed { line: line.number }),
+            },
+        )
+    }
+
+    /// Reads the lines of `runs` on a thread of its own, `add`ing each to
+    /// a batch and sending each batch of `full` (by `size`) over a bounded
+    /// channel; the last batch may be smaller. The thread stops at the end,
+    /// at an error (sent as the last item), or when the receiver is dropped.
+    fn read_batches<B, F>(
+        &self,
+        runs: Vec<Run>,
+        full: usize,
+        size: fn(&B) -> usize,
+        mut add: F,
+    ) -> mpsc::Receiver<Result<B, StoreError>>
+    where
+        B: Default + Send + 'static,
+        F: FnMut(&mut B, &Line<'_>) -> Result<(), StoreError> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(IN_FLIGHT);
+        let source = Arc::clone(&self.source);
+        let first = runs.first().map_or(1, |r| r.line);
+        let sender = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("firsttoken-import".into())
+            .spawn(move || {
+                let mut batch = B::default();
+                let read = read_runs(&source, &runs, |line| {
+                    add(&mut batch, &line)?;
+                    if size(&batch) < full {
+                        return Ok(true);
+                    }
+                    // Stops when the receiver is gone (the import stopped).
+                    Ok(sender.blocking_send(Ok(std::mem::take(&mut batch))).is_ok())
+                });
+                let last = match read {
+                    Ok(()) if size(&batch) == 0 => return,
+                    Ok(()) => Ok(batch),
+                    Err(e) => Err(e),
+                };
+                let _ = sender.blocking_send(last);
+            });
+        if let Err(e) = spawned {
+            let _ = tx.try_send(Err(read_error(first)(e)));
+        }
+        rx
+    }
+}
+
+/// `f` over the lines of `runs`, in order, until it returns `Ok(false)`.
+fn read_runs<R: Read + Seek>(
+    source: &Mutex<R>,
+    runs: &[Run],
+    mut f: impl FnMut(Line<'_>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let first = runs.first().map_or(1, |r| r.line);
+    let mut file = source.lock().map_err(|_| {
+        read_error(first)(std::io::Error::other(
+            "an earlier reader of the export panicked",
+        ))
+    })?;
+    for run in runs {
+        file.seek(SeekFrom::Start(run.start))
+            .map_err(read_error(run.line))?;
+        let len = run.end - run.start;
+        let cap = usize::try_from(len).unwrap_or(usize::MAX).min(1 << 20);
+        let reader = BufReader::with_capacity(cap.max(1), (&mut *file).take(len));
+        let mut more = true;
+        for_each_line_from(reader, run.line, run.start, |line| {
+            more = f(line)?;
+            Ok(more)
+        })?;
+        if !more {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(number: usize, start: u64, end: u64) -> Line<'static> {
+        Line {
+            number,
+            start,
+            end,
+            text: "x",
+        }
+    }
+
+    #[test]
+    fn lines_that_follow_each_other_share_a_run() {
+        let mut runs = Vec::new();
+        extend(&mut runs, &line(1, 0, 10), false);
+        extend(&mut runs, &line(3, 11, 20), true);
+        extend(&mut runs, &line(5, 30, 40), false);
+        assert_eq!(
+            runs,
+            [
+                Run {
+                    start: 0,
+                    end: 20,
+                    line: 1
+                },
+                Run {
+                    start: 30,
+                    end: 40,
+                    line: 5
+                }
+            ]
+        );
+    }
+}
