@@ -143,6 +143,7 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
         on: &mut (dyn FnMut(ImportEvent<'_>) + Send),
     ) -> Result<(), StoreError> {
         let mut held = store.sessions().await?;
+        let mut stored_any = false;
         for s in &self.sessions {
             if let Some(e) = held.iter().find(|e| origin(e) == origin(&s.meta)) {
                 on(ImportEvent::Skipped {
@@ -179,6 +180,10 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
                 spans,
             });
             held.push(stored);
+            stored_any = true;
+        }
+        if stored_any {
+            store.refresh_stats().await?;
         }
         Ok(())
     }

@@ -35,6 +35,8 @@
 //! - version 8 adds `run_sessions.heartbeat_at_ms` and `heartbeat_every_ms`:
 //!   when each agent last said it was alive (store clock), and how often it
 //!   promised to, so a run tells a dead agent on another host.
+//! - version 9 indexes `samples` by (session, actual start, id), the order
+//!   every reader takes a session's samples in, so a scan needs no sort.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -57,6 +59,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("migrations/sqlite/0006_kernel_clock.sql")),
     (7, include_str!("migrations/sqlite/0007_runs.sql")),
     (8, include_str!("migrations/sqlite/0008_heartbeat.sql")),
+    (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -72,6 +75,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("migrations/postgres/0006_kernel_clock.sql")),
     (7, include_str!("migrations/postgres/0007_runs.sql")),
     (8, include_str!("migrations/postgres/0008_heartbeat.sql")),
+    (9, include_str!("migrations/postgres/0009_sample_order.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying

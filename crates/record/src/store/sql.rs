@@ -124,6 +124,10 @@ pub(crate) struct Dialect {
     /// batches of one session (`$1`) so the cap holds against concurrent
     /// writers; SQLite's `IMMEDIATE` transaction already does.
     pub spans_lock: Option<&'static str>,
+    /// Refreshes the planner's statistics after a bulk import, so reading
+    /// a session takes the index instead of sorting a table the planner
+    /// still thinks is small (PostgreSQL's autovacuum gets there later).
+    pub refresh_stats: Option<&'static str>,
 }
 
 const SQLITE: Dialect = Dialect {
@@ -136,6 +140,7 @@ const SQLITE: Dialect = Dialect {
     now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
     id_prefix: "substr(id, 1, length($1)) = $1",
     spans_lock: None,
+    refresh_stats: None,
 };
 
 const POSTGRES: Dialect = Dialect {
@@ -150,6 +155,7 @@ const POSTGRES: Dialect = Dialect {
     now: "now()",
     id_prefix: "starts_with(id, $1)",
     spans_lock: Some("SELECT pg_advisory_xact_lock(hashtext('firsttoken spans ' || $1))"),
+    refresh_stats: Some("ANALYZE samples, spans"),
 };
 
 /// Runs `$attempt` (an expression using `$retry: bool`, true on the
@@ -258,6 +264,18 @@ impl Store {
         match self {
             Store::Sqlite(_) => &SQLITE,
             Store::Postgres(_) => &POSTGRES,
+        }
+    }
+
+    /// Refreshes the planner's statistics after a bulk write (see
+    /// [`Dialect::refresh_stats`]); nothing to do on SQLite.
+    pub(crate) async fn refresh_stats(&self) -> Result<(), StoreError> {
+        match self.dialect().refresh_stats {
+            Some(sql) => self
+                .exec("refresh statistics", sql, Vec::new())
+                .await
+                .map(|_| ()),
+            None => Ok(()),
         }
     }
 
