@@ -4,7 +4,8 @@
 //! A percentile limit holds when the session's percentile of the metric,
 //! over its successful app requests, is at most the limit; with no
 //! successful app request it fails (there is nothing to hold). The error
-//! rate is failed ÷ counted app requests.
+//! rate is failed ÷ counted app requests; with no counted app request it
+//! fails likewise (a rate of nothing is no 0 %).
 
 use std::fmt;
 use std::str::FromStr;
@@ -190,7 +191,7 @@ pub fn check(
                 Verdict {
                     threshold: *t,
                     found: Found::ErrorRate { failed, counted },
-                    held: rate <= limit,
+                    held: counted > 0 && rate <= limit,
                 }
             }
             Threshold::Percentile {

@@ -7,10 +7,13 @@
 //! criterion's "change within noise threshold"): the rank test is
 //! significant (p < α, default 0.05), the CI of the median difference
 //! excludes 0, and the median moved by more than the noise threshold
-//! (default 5 %) relative to the baseline `b`. Otherwise: no detectable
-//! difference — or too few samples when there is no interval, or when the
-//! samples are so few that even completely separated ones could not pass
-//! the rank test ([`rank::smallest_p`]; 3 against 3, say). Whether an
+//! (default 5 %) relative to the baseline `b`. Otherwise, when the interval
+//! lies inside the material band (the noise threshold of `b`'s median): no
+//! detectable difference if it reaches 0, a difference too small to matter
+//! if it excludes 0; inconclusive when it reaches past the band — or too
+//! few samples when there is no interval, or when the samples are so few
+//! that even completely separated ones could not pass the rank test
+//! ([`rank::smallest_p`]; 3 against 3, say). Whether an
 //! increase is better or worse depends on the metric
 //! ([`Comparison::worse`]); the words are the report's.
 
@@ -61,7 +64,8 @@ pub struct Comparison {
     /// Relative median change below which nothing counts as a change.
     pub noise_threshold: f64,
     /// The material band (absolute: the noise threshold times b's median):
-    /// an undecided difference inside it is "no detectable difference",
+    /// an unconfirmed difference inside it is "no detectable difference"
+    /// (its interval reaches 0) or "too small to matter" (it excludes 0),
     /// one reaching past it "inconclusive".
     pub material: f64,
     /// What the median difference supports, under the rule above.
@@ -122,12 +126,12 @@ pub fn compare(
         {
             Direction::TooFewSamples
         }
-        // A change the rank test or the noise threshold does not confirm:
-        // undecided, and inconclusive unless the interval is inside the band.
+        // An interval clear of zero that the rank test or the noise
+        // threshold does not confirm: inside the band, a difference too
+        // small to matter (the interval excludes zero: never "no detectable
+        // difference"); reaching past it, inconclusive.
         d if d.is_change() && !significant => match median_difference.ci() {
-            Some(c) if c.lower >= -material && c.upper <= material => {
-                Direction::NoDetectableDifference
-            }
+            Some(c) if c.lower >= -material && c.upper <= material => Direction::TooSmallToMatter,
             _ => Direction::Inconclusive,
         },
         d => d,
@@ -387,7 +391,10 @@ mod tests {
         let b = spread(1000.0, 2000);
         let c = compare(&a, &b, ("a", "b"), Metric::Ttft, &s);
         assert!(c.mann_whitney.unwrap().p_value < 0.05);
-        assert_eq!(c.direction, Direction::NoDetectableDifference, "{c:?}");
+        // Issue 24, defect 5: its interval excludes zero, so this is a
+        // difference too small to matter, not "no detectable difference".
+        assert!(c.median_difference.ci().unwrap().excludes_zero(), "{c:?}");
+        assert_eq!(c.direction, Direction::TooSmallToMatter, "{c:?}");
         let c = compare(&b, &b, ("b", "b"), Metric::Ttft, &s);
         assert_eq!(c.direction, Direction::NoDetectableDifference);
         let one = Samples::new(vec![1.0]).unwrap();

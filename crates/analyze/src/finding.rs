@@ -29,9 +29,13 @@ pub enum Direction {
     Increase,
     /// The interval lies wholly below the null (beyond any noise band).
     Decrease,
-    /// The interval reaches the null or the noise band and lies within the
-    /// material band: any change is smaller than that band.
+    /// The interval reaches the null and lies within the material band:
+    /// no change is shown, and any change is smaller than that band.
     NoDetectableDifference,
+    /// The interval excludes the null but lies within the material band:
+    /// a change is shown, too small to matter (e.g. −4.2 ms [−7.5, −0.9]
+    /// against a ±5 % band of 30 ms).
+    TooSmallToMatter,
     /// The interval reaches the null and also past the material band: the
     /// data neither show a change nor rule out a material one at this n.
     Inconclusive,
@@ -42,9 +46,10 @@ pub enum Direction {
 impl Direction {
     /// The direction an interval supports: `stat` against the `null` value,
     /// with `band` (absolute, ≥ 0) of noise on either side.
-    /// An interval that reaches the band is judged against the `material`
-    /// band (absolute, at least `band`): inside it, no detectable
-    /// difference; reaching past it, inconclusive.
+    /// An interval that does not clear the band is judged against the
+    /// `material` band (absolute, at least `band`): inside it, no
+    /// detectable difference when it reaches the null, too small to matter
+    /// when it excludes the null; reaching past it, inconclusive.
     pub fn of(stat: &Stat, null: f64, band: f64, material: f64) -> Direction {
         let material = material.max(band);
         match stat.estimate() {
@@ -52,7 +57,11 @@ impl Direction {
             Some(e) if e.ci.lower > null + band => Direction::Increase,
             Some(e) if e.ci.upper < null - band => Direction::Decrease,
             Some(e) if e.ci.lower >= null - material && e.ci.upper <= null + material => {
-                Direction::NoDetectableDifference
+                if e.ci.lower > null || e.ci.upper < null {
+                    Direction::TooSmallToMatter
+                } else {
+                    Direction::NoDetectableDifference
+                }
             }
             Some(_) => Direction::Inconclusive,
         }
@@ -64,7 +73,8 @@ impl Direction {
     }
 
     /// True for [`Direction::NoDetectableDifference`] and
-    /// [`Direction::Inconclusive`]: an interval that reaches the null.
+    /// [`Direction::Inconclusive`]: an interval that reaches the null
+    /// (never [`Direction::TooSmallToMatter`], whose interval excludes it).
     pub fn is_undecided(self) -> bool {
         matches!(
             self,
@@ -82,8 +92,9 @@ pub struct Finding {
     /// The value meaning "no change": 0 for a difference, 1 for a ratio.
     pub null: f64,
     /// Half-width of the material band around the null (absolute, in the
-    /// estimate's unit): an undecided interval inside it is "no detectable
-    /// difference", one reaching past it "inconclusive".
+    /// estimate's unit): an interval inside it is "no detectable
+    /// difference" when it reaches the null and "too small to matter" when
+    /// it excludes it; one reaching past it "inconclusive".
     pub material: f64,
     /// Values on the compared side.
     pub n_a: usize,
@@ -170,6 +181,24 @@ mod tests {
         assert_eq!(
             Finding::difference(small, 30.0, 1, 60).direction,
             Direction::TooFewSamples
+        );
+    }
+
+    /// Issue 24, defect 5: an interval that excludes the null but stays
+    /// inside the band was "no detectable difference".
+    #[test]
+    fn an_interval_clear_of_the_null_inside_the_band_is_too_small_to_matter() {
+        let f = Finding::with_band(stat(-4.2, -7.5, -0.9), 0.0, 30.0, 30.0, 60, 60);
+        assert_eq!(f.direction, Direction::TooSmallToMatter);
+        assert!(!f.direction.is_change() && !f.direction.is_undecided());
+        assert_eq!(
+            Finding::ratio(stat(1.02, 1.01, 1.04), 0.05, 20, 20).direction,
+            Direction::TooSmallToMatter
+        );
+        // Touching the null is not excluding it.
+        assert_eq!(
+            Finding::ratio(stat(1.02, 1.0, 1.04), 0.05, 20, 20).direction,
+            Direction::NoDetectableDifference
         );
     }
 

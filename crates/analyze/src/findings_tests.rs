@@ -257,16 +257,14 @@ fn connection_setup_stands_in_for_a_ttft_difference_lost_in_the_spread() {
     assert!((25.0..28.0).contains(&w.point), "{w:?}");
     assert!(!f.iter().any(|x| x.kind == FindingKind::Connection));
 
-    // The same set-up under answers ten times slower is within their noise.
+    // The same set-up under answers ten times slower is within their noise:
+    // shown (never zero), too small to matter.
     for r in &mut rows {
         r.sample.ttft_ms = r.sample.ttft_ms.map(|t| t * 10.0);
     }
     let frame = Frame::from_rows(&rows, &sessions).unwrap();
     let a = analyze(&frame, &sessions, &[], &Settings::new(5));
-    assert_eq!(
-        a.connection[0].setup.direction,
-        Direction::NoDetectableDifference
-    );
+    assert_eq!(a.connection[0].setup.direction, Direction::TooSmallToMatter);
     let f = rank_findings(&a, &[]);
     assert!(!f.iter().any(|x| x.kind == FindingKind::ConnectionSetup));
 }

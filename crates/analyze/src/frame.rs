@@ -499,10 +499,20 @@ impl FrameBuilder {
         let dns = val("dns_ms", v.dns_ms)?;
         let connect_at = val("connect_ms", v.connect_ms)?;
         let tls_at = val("tls_ms", v.tls_ms)?;
-        // Stamps are cumulative from the request start; keep each phase's own duration.
+        // Stamps are cumulative from the request start; keep each phase's own
+        // duration. A phase without its stamp did not happen (no TCP connect
+        // on a reused connection, no TLS over plain HTTP): NaN, never 0 (`max`
+        // would turn a NaN into 0).
         let zero_if_nan = |x: f64| if x.is_nan() { 0.0 } else { x };
-        let connect = (connect_at - zero_if_nan(dns)).max(0.0);
-        let tls = (tls_at - zero_if_nan(connect_at).max(zero_if_nan(dns))).max(0.0);
+        let after = |at: f64, before: f64| {
+            if at.is_nan() {
+                f64::NAN
+            } else {
+                (at - before).max(0.0)
+            }
+        };
+        let connect = after(connect_at, zero_if_nan(dns));
+        let tls = after(tls_at, zero_if_nan(connect_at).max(zero_if_nan(dns)));
         let concurrency = match v.concurrency {
             None => 0,
             Some(0) => return Err(bad("concurrency", 0.0)),
@@ -714,6 +724,15 @@ mod tests {
         let f = Frame::from_rows(std::slice::from_ref(&r), &sessions).unwrap();
         let o = f.obs(0);
         assert_eq!((o.dns, o.connect, o.tls), (5.0, 10.0, 30.0));
+        // Issue 24, defect 5: plain HTTP to an IP address has no DNS and no
+        // TLS stamp; those phases did not happen (NaN), they took no 0 ms.
+        let mut plain = r.clone();
+        (plain.sample.dns_ms, plain.sample.tls_ms) = (None, None);
+        let f = Frame::from_rows(std::slice::from_ref(&plain), &sessions).unwrap();
+        let o = f.obs(0);
+        assert!(o.dns.is_nan() && o.tls.is_nan(), "{o:?}");
+        assert_eq!(o.connect, 15.0);
+        assert_eq!(o.setup_ms(), Some(15.0));
         assert_eq!(f.rows(Provenance::Measured, PhaseKind::Warm), &[0]);
         assert_eq!(f.provenances(), vec![Provenance::Measured]);
 

@@ -13,7 +13,8 @@
 //!
 //! - [`check`]: CI thresholds, typed, judged on a session's app requests.
 //! - [`mod@compare`]: comparisons with a [`Direction`] (increase / decrease /
-//!   no detectable difference / too few samples).
+//!   no detectable difference / too small to matter / inconclusive / too
+//!   few samples).
 //! - [`finding`]: findings as data — estimate, interval, n and a
 //!   [`Direction`] decided from the interval, never from the point's sign.
 //!   Analysis writes no sentences; the report stage words every finding.

@@ -268,6 +268,7 @@ async fn run_pilot(
     let overrides = Overrides {
         store: Some(store_url.to_string()),
         tags: [("purpose".to_string(), "pilot".to_string())].into(),
+        config_path: Some(config.display().to_string()),
         ..Overrides::default()
     };
     let spec = SessionSpec::new(cfg, overrides).with_context(|| format!("{}", config.display()))?;

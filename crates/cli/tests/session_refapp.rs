@@ -316,6 +316,72 @@ fn a_missing_cleanup_database_is_reported_not_hidden() {
     assert_eq!(session_line(&store)["cleanup"]["residual"], 0);
 }
 
+/// The command a line prints after `retry: `, as its words (the paths of
+/// these tests need no quoting).
+fn printed_retry(line: &str) -> Vec<String> {
+    let at =
+        line.rfind("retry: firsttoken ").expect("a retry command") + "retry: firsttoken ".len();
+    let cmd = line[at..].trim_end().trim_end_matches(')');
+    cmd.split_whitespace().map(str::to_string).collect()
+}
+
+/// Issue 24, defect 6: `sessions` listed a session whose cleanup failed as
+/// plain `complete`, and the retry hint `firsttoken cleanup --session ID`
+/// left out the `-c` and `--store` the run used, so it failed as printed
+/// ("the config has no [app.cleanup] section"). Both hints now run as
+/// printed, from a directory holding neither the config nor the store.
+#[test]
+fn a_failed_cleanup_is_listed_and_its_retry_works_as_printed() {
+    let w = world(None, 1);
+    let store = w.dir.path().join("s.db").display().to_string();
+    let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &[]);
+    assert_code(&out, 1);
+    let summary = text(&out.stdout);
+    let failed = summary
+        .lines()
+        .find(|l| l.contains("cleanup FAILED"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    let id = session_line(&store)["id"].as_str().unwrap().to_string();
+
+    let listed = firsttoken(&["sessions", "--store", &store], &[]);
+    assert_code(&listed, 0);
+    let listed = text(&listed.stdout);
+    let row = listed
+        .lines()
+        .find(|l| l.contains(&id) && l.contains('│'))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        row.contains("FAILED"),
+        "the table says the cleanup failed: {listed}"
+    );
+    let note = listed
+        .lines()
+        .find(|l| l.starts_with(&format!("session {id}: cleanup FAILED")))
+        .unwrap_or_else(|| panic!("a line says what was left: {listed}"));
+    assert!(note.contains("2 test accounts"), "{note}");
+    assert_eq!(printed_retry(note), printed_retry(failed));
+
+    // Run the printed command as printed, elsewhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let args = printed_retry(failed);
+    assert_eq!(args[0], "cleanup", "{failed}");
+    let retry = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+        .args(&args)
+        .current_dir(elsewhere.path())
+        .env("FT_TEST_APP_DB", &w.app_db)
+        .env_remove("FIRSTTOKEN_STORE")
+        .output()
+        .unwrap();
+    assert_code(&retry, 0);
+    assert_eq!(users_left(&w.app_db), 0);
+    assert_eq!(session_line(&store)["cleanup"]["residual"], 0);
+    let listed = text(&firsttoken(&["sessions", "--store", &store], &[]).stdout);
+    assert!(
+        !listed.contains("cleanup FAILED") && listed.contains("clean"),
+        "{listed}"
+    );
+}
+
 #[test]
 fn postgres_app_and_postgres_store() {
     let Ok(url) = std::env::var("DATABASE_URL") else {

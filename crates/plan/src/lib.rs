@@ -12,7 +12,8 @@
 //!   10,000 in flight; the commented example is embedded);
 //! - [`protocol`]: phases expanded over the app's paths into ordered steps
 //!   (single requests, idle-gap probes, bursts, open-loop arrivals,
-//!   closed-loop workers), `announced()`, the `article` preset, seeded
+//!   closed-loop workers), `planned()` and its bound `announced()`, the
+//!   `article` preset, seeded
 //!   interleaving;
 //! - [`segment`]: `--segment i/n`, one agent's share of a protocol (nothing
 //!   lost or doubled, property-tested) and what a rerun still has to send.

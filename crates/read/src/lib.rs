@@ -65,10 +65,12 @@ pub enum ReadError {
         id: String,
     },
     /// No run has this id.
-    #[error("no run {id:?} in the store (see `firsttoken runs`)")]
+    #[error("no run {id:?} in the store (see `firsttoken runs --store {store}`)")]
     NoRun {
         /// The run id asked for.
         id: String,
+        /// The store searched, as `--store` takes it (password masked).
+        store: String,
     },
     /// A run names a session the store no longer holds.
     #[error("run {run:?} names session {session:?}, which is gone")]

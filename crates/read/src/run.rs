@@ -62,6 +62,7 @@ pub fn claim(
 pub async fn load(store: &Store, run_id: &str) -> Result<(RunView, Counted), ReadError> {
     let info = store.run(run_id).await?.ok_or_else(|| ReadError::NoRun {
         id: run_id.to_owned(),
+        store: store.arg(),
     })?;
     let mut members = Vec::new();
     for m in store.run_members(run_id).await? {

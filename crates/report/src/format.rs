@@ -214,6 +214,16 @@ pub fn percent(r: Option<f64>) -> String {
     r.map_or_else(|| DASH.to_string(), |r| format!("{:.1} %", 100.0 * r))
 }
 
+/// A band around no change, relative: `±5 %` (`±2.5 %`).
+pub fn band(r: f64) -> String {
+    let p = 100.0 * r;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("±{p:.0} %")
+    } else {
+        format!("±{p:.1} %")
+    }
+}
+
 /// A relative change: `+12 %`, or `–`.
 pub fn relative(r: Option<f64>) -> String {
     r.map_or_else(|| DASH.to_string(), |r| format!("{:+.0} %", 100.0 * r))

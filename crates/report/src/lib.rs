@@ -43,7 +43,7 @@ pub mod words;
 
 pub use doc::run_head;
 pub use probe::{sample_line, summary_table};
-pub use run::{Emphasis, run_summary};
+pub use run::{Emphasis, cleanup_cell, cleanup_note, cleanup_retry, run_summary};
 pub use runs::runs_table;
 
 use firsttoken_analyze::{Analysis, Comparison};

@@ -9,6 +9,27 @@ use firsttoken_record::session::{SampleRow, SessionMeta, SessionStatus};
 
 use crate::format::{DASH, ms, usd};
 
+/// What `run` announces before it sends: `planned: 211 requests (206
+/// measured, 5 warm-ups, one per warm connection; up to 362 if the app
+/// closes idle connections)`. The count is what will be sent while the
+/// app keeps its connections open.
+pub fn planned(measured: usize, warmups: usize, max_warmups: usize) -> String {
+    let most = measured.saturating_add(max_warmups);
+    let total = measured.saturating_add(warmups);
+    if max_warmups == 0 {
+        return format!("planned: {total} requests, no warm-ups");
+    }
+    let upto = if max_warmups > warmups {
+        format!("; up to {most} if the app closes idle connections")
+    } else {
+        String::new()
+    };
+    format!(
+        "planned: {total} requests ({measured} measured, {warmups} {}, one per warm connection{upto})",
+        if warmups == 1 { "warm-up" } else { "warm-ups" }
+    )
+}
+
 /// Client scheduling lag (p99, ms) above which open-loop start times are
 /// flagged as unreliable.
 pub const LAG_FLAG_MS: f64 = 5.0;
@@ -35,14 +56,86 @@ fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| DASH.to_string(), ms)
 }
 
+/// A shell word as typed: bare when it needs no quoting, else in single
+/// quotes.
+fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The command that retries session `id`'s cleanup, as it works when
+/// printed: `firsttoken cleanup --session ID -c CONFIG --store STORE`, with
+/// the config file the session ran with (stored as `config_path` in its
+/// spec) and the store it was written to. A store URL's password is
+/// masked (`***`) and the line says to put it back; a session whose config
+/// was built in memory (the demo) names no file and says what `-c` needs.
+pub fn cleanup_retry(meta: &SessionMeta, store: &str) -> String {
+    let masked = firsttoken_record::store::mask_url(store);
+    let mut cmd = format!(
+        "firsttoken cleanup --session {} --store {}",
+        shell_word(&meta.id),
+        shell_word(&masked)
+    );
+    let config = meta.spec.get("config_path").and_then(|p| p.as_str());
+    match config {
+        Some(c) => cmd.push_str(&format!(" -c {}", shell_word(c))),
+        None => cmd.push_str(" -c CONFIG (a config with the app's [app.cleanup] section)"),
+    }
+    if masked != store {
+        cmd.push_str(" (with the store's password where *** stands)");
+    }
+    cmd
+}
+
+/// A session's cleanup in a word or two, for the `sessions` table: `–`
+/// (no test accounts), `clean`, `FAILED`, `3 rows left`, `not verified`.
+pub fn cleanup_cell(meta: &SessionMeta) -> String {
+    match &meta.cleanup {
+        None => DASH.to_string(),
+        Some(c) => match (&c.error, c.residual) {
+            (Some(_), _) => "FAILED".to_string(),
+            (None, Some(0)) => "clean".to_string(),
+            (None, Some(n)) => format!("{n} rows left"),
+            (None, None) => "not verified".to_string(),
+        },
+    }
+}
+
+/// The line below the `sessions` table for a session whose cleanup left
+/// its test accounts (failed, or rows left): `session ID: cleanup FAILED:
+/// … (N test accounts; retry: firsttoken cleanup …)`; `None` when clean,
+/// unverified or without accounts.
+pub fn cleanup_note(meta: &SessionMeta, store: &str) -> Option<String> {
+    let c = meta.cleanup.as_ref()?;
+    let what = match (&c.error, c.residual) {
+        (Some(e), _) => format!("cleanup FAILED: {e}"),
+        (None, Some(n)) if n > 0 => format!("cleanup left {n} residual rows"),
+        _ => return None,
+    };
+    Some(format!(
+        "session {}: {what} ({} test accounts; retry: {})",
+        meta.id,
+        c.created_ids.len(),
+        cleanup_retry(meta, store)
+    ))
+}
+
 /// The run summary of session `meta` over its `rows`: `done` requests
-/// sent, and `lag_p99_ms` when the client's scheduling lag was flagged.
+/// sent, and `lag_p99_ms` when the client's scheduling lag was flagged;
+/// `store` is where it was written (for the cleanup retry command).
 pub fn run_summary(
     meta: &SessionMeta,
     rows: &[SampleRow],
     done: u64,
     lag_p99_ms: Option<f64>,
     emphasis: Emphasis,
+    store: &str,
 ) -> String {
     let mut phases: Vec<PhaseKind> = Vec::new();
     for r in rows {
@@ -133,8 +226,8 @@ pub fn run_summary(
     if let Some(c) = &meta.cleanup {
         let line = match (&c.error, c.residual) {
             (Some(e), _) => emphasis.warn(&format!(
-                "cleanup FAILED: {e} (retry: firsttoken cleanup --session {})",
-                meta.id
+                "cleanup FAILED: {e} (retry: {})",
+                cleanup_retry(meta, store)
             )),
             (None, Some(0)) => format!(
                 "cleanup: {} test accounts created, {} rows deleted, 0 residual rows",
@@ -142,8 +235,9 @@ pub fn run_summary(
                 c.deleted
             ),
             (None, Some(n)) => emphasis.warn(&format!(
-                "cleanup: {n} residual rows left after deleting {} test accounts",
-                c.created_ids.len()
+                "cleanup: {n} residual rows left after deleting {} test accounts (retry: {})",
+                c.created_ids.len(),
+                cleanup_retry(meta, store)
             )),
             (None, None) => format!(
                 "cleanup: {} deleted; residual not verified (no count query configured)",
@@ -210,7 +304,7 @@ mod tests {
                 }
             })
             .collect();
-        let out = run_summary(&meta, &rows, 3, Some(7.5), Emphasis::Plain);
+        let out = run_summary(&meta, &rows, 3, Some(7.5), Emphasis::Plain, "s.db");
         assert!(out.contains("1.90 s") && out.contains("2.40 s"), "{out}");
         assert!(out.contains("PARTIAL: ctrl-c"));
         assert!(out.contains("total cost: $0.0030"), "{out}");

@@ -400,3 +400,107 @@ fn full_and_resumed_handshakes_are_worded_apart() {
     let input = ReportInput::new(&sessions, &analysis, &[]);
     outputs(&input).all_show("the handshake split", &s);
 }
+
+/// Issue 24, defect 5: `compare` said "no detectable difference" at
+/// p = 0.007 beside a median difference whose interval excluded zero. An
+/// interval clear of zero inside the material band is a difference too
+/// small to matter, and its words say so, with the band.
+#[test]
+fn an_interval_clear_of_zero_inside_the_band_reads_too_small_to_matter() {
+    use firsttoken_analyze::{Metric, Samples, Settings, compare};
+    // 2 % apart, 2000 values each: the rank test is significant and the
+    // median difference's interval excludes zero, but the shift is inside
+    // the 5 % noise threshold.
+    let spread = |center: f64| {
+        Samples::new(
+            (0..2000)
+                .map(|i| center * (0.9 + 0.2 * (f64::from(i) * 0.618_034).fract()))
+                .collect(),
+        )
+        .unwrap()
+    };
+    let c = compare(
+        &spread(1000.0),
+        &spread(1020.0),
+        ("new", "old"),
+        Metric::Ttft,
+        &Settings::new(7),
+    );
+    let ci = c.median_difference.ci().unwrap();
+    assert!(ci.upper < 0.0 && ci.lower > -c.material, "{c:?}");
+    assert!(c.mann_whitney.unwrap().p_value < 0.05);
+    let sentence = words::comparison(&c);
+    assert!(
+        !sentence.contains(words::NO_DIFFERENCE),
+        "an interval excluding zero is a difference: {sentence}"
+    );
+    assert!(
+        sentence
+            .starts_with("a difference too small to matter between new and old (ttft): median -"),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains(&format!(
+            "inside the ±5 % band (±{})",
+            format::value(Unit::Ms, c.material)
+        )),
+        "{sentence}"
+    );
+    for word in ["faster", "slower"] {
+        assert!(!sentence.contains(word), "{sentence}");
+    }
+    assert_eq!(words::verdict(&c), "too small to matter");
+    // The gate's line is the same sentence.
+    assert!(words::check::against("PASS", "old", &c).contains(&sentence));
+    // An interval reaching zero inside the band is still "no detectable
+    // difference".
+    let same = compare(
+        &spread(1000.0),
+        &spread(1000.0),
+        ("new", "old"),
+        Metric::Ttft,
+        &Settings::new(7),
+    );
+    assert_eq!(same.direction, Direction::NoDetectableDifference);
+    assert!(words::comparison(&same).starts_with(words::NO_DIFFERENCE));
+}
+
+/// Issue 24, defect 5: plain HTTP to an IP address read "tls 0.0 ms" and
+/// "DNS lookup … too few samples (n = 0)". A phase no request went through
+/// is "not done", in every format, and typed so in the JSON.
+#[test]
+fn a_phase_that_did_not_happen_is_not_done_in_every_format() {
+    use firsttoken_analyze::{Frame, GroupKey, Settings, analyze};
+    let sessions = vec![common::meta("plain", "v1")];
+    let mut rows = Vec::new();
+    for t in common::spread(500.0, 20.0, 40) {
+        rows.push(common::row("plain", rows.len() as u64, "warm", "chat", t));
+    }
+    for t in common::spread(540.0, 20.0, 20) {
+        let mut r = common::row("plain", rows.len() as u64, "fresh", "chat", t);
+        // An IP literal over plain HTTP: only the TCP connect is stamped.
+        (r.sample.dns_ms, r.sample.connect_ms, r.sample.tls_ms) = (None, Some(1.5), None);
+        rows.push(r);
+    }
+    let frame = Frame::from_rows(&rows, &sessions).unwrap();
+    let a = analyze(&frame, &sessions, &[GroupKey::Path], &Settings::new(5));
+    let sentence = words::connection(&a.connection[0]);
+    assert!(
+        sentence.contains("(dns not done, connect 1.5 ms, tls not done, other"),
+        "{sentence}"
+    );
+    let input = ReportInput::new(&sessions, &a, &[]).with_rows(&rows);
+    let out = outputs(&input);
+    out.all_show("connection", &sentence);
+    for text in [&out.terminal, &out.markdown, &out.html] {
+        assert!(!text.contains("tls 0.0 ms"), "{text}");
+    }
+    assert!(out.html.contains("not done"));
+    let json: serde_json::Value =
+        serde_json::from_str(&render(Format::Json, &input).unwrap()).unwrap();
+    let c = &json["analysis"]["connection"][0];
+    assert_eq!(c["dns"]["status"], "not_done", "{c}");
+    assert_eq!(c["tls"]["status"], "not_done", "{c}");
+    assert_eq!(c["connect"]["status"], "ok", "{c}");
+    common::valid_report(&render(Format::Json, &input).unwrap());
+}

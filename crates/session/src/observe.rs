@@ -6,8 +6,10 @@ use firsttoken_record::session::{SampleRow, SessionMeta};
 
 /// Callbacks from a running session; every method has a do-nothing default.
 pub trait Observer: Send {
-    /// The session row exists; `announced` requests are planned, counting the
-    /// most warm-ups the executor may add.
+    /// The session row exists; `announced` requests are planned: the
+    /// measured ones and a warm-up per warm connection
+    /// ([`firsttoken_plan::protocol::Protocol::planned`]; an app closing idle
+    /// connections may cost a few more).
     fn started(&mut self, meta: &SessionMeta, announced: u64) {
         let _ = (meta, announced);
     }

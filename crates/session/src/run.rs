@@ -89,6 +89,7 @@ pub async fn run_session(
         spec: serde_json::json!({
             "config": serde_json::to_value(cfg).map_err(|e| SessionError::Invalid(format!("the config cannot be stored: {e}")))?,
             "preset": spec.preset,
+            "config_path": spec.config_path,
             "planned": protocol.counts().iter().map(|(k, n)| (k.as_str().to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
             "requests": protocol.requests(),
             "run": match (&spec.run, &joined) {
@@ -134,7 +135,7 @@ pub async fn run_session(
         source.set_trace_registry(registry.clone());
         traces::start(l, &cfg.traces, store, &meta.id, registry)
     });
-    observer.started(&meta, protocol.announced() as u64);
+    observer.started(&meta, protocol.planned() as u64);
 
     let mut accounts = Accounts::default();
     let mut failure: Option<String> = None;

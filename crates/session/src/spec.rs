@@ -39,6 +39,10 @@ pub struct Overrides {
     /// Listen for the app's spans (OTLP/HTTP) on this address, over the
     /// config's `[traces] listen`.
     pub otlp_listen: Option<String>,
+    /// The file the config was loaded from, as given (`None` for a config
+    /// built in memory): stored with the session, so its cleanup retry
+    /// command names it.
+    pub config_path: Option<String>,
 }
 
 /// Everything a session needs, checked: the config with its overrides
@@ -49,6 +53,8 @@ pub struct SessionSpec {
     pub config: Config,
     /// The preset used instead of the config's phases, if any.
     pub preset: Option<String>,
+    /// The file the config was loaded from, if any ([`Overrides::config_path`]).
+    pub config_path: Option<String>,
     /// Seed of the protocol's order and every random choice.
     pub seed: u64,
     /// Network label.
@@ -154,6 +160,7 @@ impl SessionSpec {
             vantage: o.vantage,
             tags: o.tags,
             preset: o.preset,
+            config_path: o.config_path,
             seed,
             provenance,
             protocol,

@@ -7,10 +7,13 @@
 //! (after DNS) and TLS handshake (after TCP) durations, each with its CI;
 //! "other" = cost − their sum (request setup on a cold connection: TCP slow
 //! start, HTTP/2 settings, per-connection work in the app).
+//! A phase no successful fresh request went through (DNS for an IP
+//! address, TLS over plain HTTP) is [`PhaseTime::NotDone`], never a 0 ms
+//! median nor "too few samples".
 
 use firsttoken_record::HandshakeKind;
 use firsttoken_record::session::Provenance;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::{
     PathScope, Scope, both, path_scopes, provenances_with, scoped_rows, session_set, within,
@@ -44,12 +47,12 @@ pub struct ConnectionCost {
     pub cost_median: Finding,
     /// Fresh p95 − warm p95.
     pub cost_p95: Stat,
-    /// Median DNS lookup of the fresh requests.
-    pub dns: Stat,
+    /// Median DNS lookup of the fresh requests, or not done (an IP address).
+    pub dns: PhaseTime,
     /// Median TCP connect (after DNS).
-    pub connect: Stat,
-    /// Median TLS handshake (after TCP).
-    pub tls: Stat,
+    pub connect: PhaseTime,
+    /// Median TLS handshake (after TCP), or not done (plain HTTP).
+    pub tls: PhaseTime,
     /// Cost median − (dns + connect + tls medians), ms.
     pub other_ms: Option<f64>,
     /// The median of each fresh request's own set-up (DNS + TCP connect +
@@ -64,6 +67,42 @@ pub struct ConnectionCost {
     /// different handshakes, and one median over both describes neither.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tls_by_handshake: Vec<HandshakeTls>,
+}
+
+/// A connection phase's median over the fresh requests that went through
+/// it, or that none did. Serialized as the [`Stat`] itself or
+/// `{"status":"not_done"}`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PhaseTime {
+    /// No successful fresh request went through this phase: DNS for an IP
+    /// address, TLS over plain HTTP.
+    NotDone,
+    /// The median over the fresh requests that went through it.
+    Done(Stat),
+}
+
+impl PhaseTime {
+    /// The median's point, if the phase was done and has one.
+    pub fn point(&self) -> Option<f64> {
+        match self {
+            PhaseTime::NotDone => None,
+            PhaseTime::Done(s) => s.point(),
+        }
+    }
+}
+
+impl Serialize for PhaseTime {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            PhaseTime::Done(stat) => stat.serialize(s),
+            PhaseTime::NotDone => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("status", "not_done")?;
+                m.end()
+            }
+        }
+    }
 }
 
 /// The median TLS handshake of the fresh requests of one kind.
@@ -113,8 +152,20 @@ fn one(frame: &Frame, prov: Provenance, scope: &Scope, settings: &Settings) -> C
         ws.len(),
     );
     let cost_p95 = difference_stat(&fs, &ws, Percentile::P95, settings, &format!("{label}/p95"));
-    let phase =
-        |m: Metric| crate::samples::of_rows(frame, &fresh_rows, m).stat(Percentile::P50, settings);
+    // Successful fresh requests none of which has a phase's stamp did not
+    // need it; without any successful one, nothing is known.
+    let succeeded = fresh_rows.iter().any(|&i| {
+        let o = frame.obs(i);
+        !o.warmup && o.error.is_none()
+    });
+    let phase = |m: Metric| {
+        let s = crate::samples::of_rows(frame, &fresh_rows, m);
+        if s.is_empty() && succeeded {
+            PhaseTime::NotDone
+        } else {
+            PhaseTime::Done(s.stat(Percentile::P50, settings))
+        }
+    };
     let (dns, connect, tls) = (
         phase(Metric::Dns),
         phase(Metric::Connect),
@@ -234,6 +285,43 @@ mod tests {
         for path in &c[..2] {
             assert_eq!(path.cost_median.direction, Direction::Increase);
         }
+    }
+
+    /// Issue 24, defect 5: plain HTTP to an IP address printed "tls 0.0 ms"
+    /// and "DNS … too few samples (n = 0)": phases that did not happen.
+    #[test]
+    fn phases_no_request_went_through_are_not_done() {
+        let mut rows = Vec::new();
+        for t in spread(500.0, 10.0, 40) {
+            rows.push(row("s", "warm", Some("chat"), Some(t)));
+        }
+        for t in spread(540.0, 10.0, 20) {
+            let mut r = row("s", "fresh", Some("chat"), Some(t));
+            r.sample.connect_ms = Some(1.5);
+            rows.push(r);
+        }
+        let c = &connection_cost(&frame(&rows), &Settings::new(3))[0];
+        assert_eq!((c.dns, c.tls), (PhaseTime::NotDone, PhaseTime::NotDone));
+        assert_eq!(c.connect.point(), Some(1.5));
+        let json = serde_json::to_value(c).unwrap();
+        assert_eq!(json["tls"], serde_json::json!({"status": "not_done"}));
+        assert_eq!(json["connect"]["status"], "ok");
+        // Fresh requests that all failed say nothing about their phases.
+        let rows: Vec<_> = rows
+            .into_iter()
+            .map(|r| {
+                if r.phase == PhaseKind::Fresh {
+                    crate::testutil::failed(r)
+                } else {
+                    r
+                }
+            })
+            .collect();
+        let c = &connection_cost(&frame(&rows), &Settings::new(3))[0];
+        assert!(
+            matches!(c.tls, PhaseTime::Done(Stat::TooSmall { n: 0, .. })),
+            "{c:?}"
+        );
     }
 
     #[test]

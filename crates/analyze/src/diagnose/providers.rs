@@ -332,13 +332,14 @@ mod tests {
         assert_eq!((tc.a.as_str(), tc.b.as_str()), ("throughput", "latency"));
         assert_eq!(tc.direction, Direction::Increase);
         // Providers: a leads the first token by far; b leads throughput
-        // over c by 1.5 tok/s, within the noise: named, not separated.
+        // over c by 1.5 tok/s, within the noise: named, not separated (its
+        // interval excludes zero: a difference too small to matter).
         let ft = p.first_token_leader.as_ref().unwrap();
         assert_eq!(ft.a, "a");
         assert_eq!(ft.direction, Direction::Decrease);
         let tl = p.throughput_leader.as_ref().unwrap();
         assert_eq!((tl.a.as_str(), tl.b.as_str()), ("b", "c"));
-        assert_eq!(tl.direction, Direction::NoDetectableDifference);
+        assert_eq!(tl.direction, Direction::TooSmallToMatter);
     }
 
     #[test]

@@ -351,7 +351,7 @@ fn reason_of(top: &WaitLevel, base: f64) -> WallReason {
         }
         _ if matches!(
             top.wait_change.direction,
-            Direction::NoDetectableDifference | Direction::Decrease
+            Direction::NoDetectableDifference | Direction::TooSmallToMatter | Direction::Decrease
         ) && rules_out_growth(&top.handler_ratio) =>
         {
             WallReason::NoRise

@@ -37,8 +37,15 @@ pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::write(&a.path, firsttoken_plan::config::DEFAULT_CONFIG)
         .with_context(|| format!("cannot write {}", a.path.display()))?;
+    // The command as it works from here: `run` reads firsttoken.toml
+    // unless told otherwise.
+    let run = if a.path == std::path::Path::new("firsttoken.toml") {
+        "firsttoken run".to_string()
+    } else {
+        format!("firsttoken run -c {}", a.path.display())
+    };
     outln!(
-        "wrote {} — edit the [app] and [direct] sections, then run `firsttoken run`",
+        "wrote {} — edit the [app] and [direct] sections, then run `{run}`",
         a.path.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -90,12 +97,18 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
         "network",
         "code version",
         "vantage",
+        "cleanup",
     ]);
-    // The status column holds one word; why a session is partial is
-    // printed whole below the table, which keeps the table narrow (91
-    // columns with the demo's labels).
+    // The status and cleanup columns hold a word or two; why a session is
+    // partial, and what its cleanup left with the command that retries it,
+    // are printed whole below the table, which keeps the table narrow.
     let mut reasons = Vec::new();
+    let mut cleanups = Vec::new();
     for s in list {
+        // A session whose cleanup left its test accounts says so, with the
+        // command that retries it.
+        cleanups.extend(firsttoken_report::cleanup_note(&s, &a.store.store));
+        let cleanup = firsttoken_report::cleanup_cell(&s);
         let status = match &s.status {
             firsttoken_record::session::SessionStatus::Running => "running",
             firsttoken_record::session::SessionStatus::Complete => "complete",
@@ -111,10 +124,11 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
             s.labels.network,
             s.labels.code_version,
             s.labels.vantage,
+            cleanup,
         ]);
     }
     outln!("{t}");
-    for r in reasons {
+    for r in reasons.into_iter().chain(cleanups) {
         outln!("{r}");
     }
     Ok(ExitCode::SUCCESS)

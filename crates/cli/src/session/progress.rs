@@ -173,7 +173,7 @@ impl Observer for Progress {
             return;
         }
         eprintln!(
-            "session {} (up to {announced} requests with warm-ups, seed {}, {})",
+            "session {} ({announced} requests planned with their warm-ups, seed {}, {})",
             meta.id,
             meta.seed,
             meta.provenance.as_str()
@@ -206,6 +206,10 @@ impl Observer for Progress {
             Instant::now(),
         );
         self.bar.inc(1);
+        // A connection the app closed costs a warm-up more than planned.
+        if self.bar.length().is_some_and(|l| self.bar.position() > l) {
+            self.bar.set_length(self.bar.position());
+        }
         let ttft = row
             .sample
             .ttft_ms

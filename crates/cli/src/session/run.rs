@@ -182,6 +182,7 @@ fn overrides(a: &RunArgs) -> anyhow::Result<Overrides> {
             _ => None,
         },
         otlp_listen: a.otlp_listen.clone(),
+        config_path: Some(a.config.display().to_string()),
     })
 }
 
@@ -218,7 +219,7 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .map_or(spec.protocol.clone(), |r| r.segment.apply(&spec.protocol));
     if !a.quiet {
         let floor = share.min_duration();
-        let wait = if floor.is_zero() {
+        let wait = if floor.as_secs() == 0 {
             String::new()
         } else {
             format!(
@@ -227,8 +228,8 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             )
         };
         eprintln!(
-            "planned: {} requests, warm-ups included{wait}",
-            share.announced()
+            "{}{wait}",
+            firsttoken_report::run::planned(share.requests(), share.warmups(), share.max_warmups())
         );
         if let Some(r) = &spec.run {
             eprintln!(
@@ -291,7 +292,13 @@ pub async fn run_spec(
         let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
         outln!(
             "{}",
-            super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
+            super::summary::render(
+                &outcome.meta,
+                &outcome.rows,
+                outcome.done,
+                lag,
+                spec.store()
+            )
         );
     }
     if let Some(t) = &outcome.traces {
@@ -327,7 +334,13 @@ async fn watched(mut spec: SessionSpec, store: &Store) -> anyhow::Result<Outcome
     let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
     outln!(
         "{}",
-        super::summary::render(&outcome.meta, &outcome.rows, outcome.done, lag)
+        super::summary::render(
+            &outcome.meta,
+            &outcome.rows,
+            outcome.done,
+            lag,
+            spec.store()
+        )
     );
     Ok(outcome)
 }

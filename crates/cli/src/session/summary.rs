@@ -7,14 +7,21 @@ use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_report::Emphasis;
 use firsttoken_session::TraceOutcome;
 
-/// Render the summary: p50/p95 TTFT per phase, errors, cost, cleanup.
-pub fn render(meta: &SessionMeta, rows: &[SampleRow], done: u64, lag_flag: Option<f64>) -> String {
+/// Render the summary: p50/p95 TTFT per phase, errors, cost, cleanup (its
+/// retry command naming `store`).
+pub fn render(
+    meta: &SessionMeta,
+    rows: &[SampleRow],
+    done: u64,
+    lag_flag: Option<f64>,
+    store: &str,
+) -> String {
     let emphasis = if std::io::stdout().is_terminal() {
         Emphasis::Ansi
     } else {
         Emphasis::Plain
     };
-    firsttoken_report::run_summary(meta, rows, done, lag_flag, emphasis)
+    firsttoken_report::run_summary(meta, rows, done, lag_flag, emphasis, store)
 }
 
 /// What span collection did, as lines: `(true, …)` for a warning (the cap

@@ -47,7 +47,8 @@ pub struct LastError {
 pub struct LiveState {
     /// Session id, once the row exists.
     pub session: Option<String>,
-    /// Requests announced (warm-ups included, at most).
+    /// Requests planned, a warm-up per warm connection included (an app
+    /// closing idle connections may cost a few more).
     pub announced: u64,
     /// Counted requests planned per phase, in protocol order.
     pub planned: Vec<(PhaseKind, u64)>,
@@ -76,7 +77,7 @@ impl LiveState {
     pub fn new(protocol: &Protocol, budget_usd: Option<f64>) -> LiveState {
         LiveState {
             session: None,
-            announced: protocol.announced() as u64,
+            announced: protocol.planned() as u64,
             planned: protocol
                 .counts()
                 .into_iter()

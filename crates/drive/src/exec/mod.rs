@@ -13,7 +13,8 @@
 //! - **Warm-up**: a warm request whose slot has no open connection is
 //!   preceded by a warm-up on that slot (`warmup: true`), except open-loop
 //!   arrivals (it would delay their intended start) and closed-loop
-//!   requests after a worker's first. [`Protocol::max_warmups`] bounds them.
+//!   requests after a worker's first. [`Protocol::warmups`] counts them
+//!   while connections stay open; [`Protocol::max_warmups`] bounds them.
 //! - **Budget**: before a launch the executor asks the [`Gate`] whether its
 //!   requests (warm-ups included) may start; a burst is asked as a whole.
 //!   drive only asks; whoever prices the samples charges.

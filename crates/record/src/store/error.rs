@@ -174,7 +174,7 @@ pub enum StoreError {
     },
     /// An export holds no session line.
     #[error(
-        "the export holds no session line: nothing was imported (export with `firsttoken export --session ID`)"
+        "the export holds no session line: nothing was imported (`firsttoken export --store STORE --session ID` writes one first)"
     )]
     NoSessions,
     /// An export changed between the check that read it whole and the

@@ -93,8 +93,10 @@ pub const DEFAULT_SQLITE_PATH: &str = "firsttoken.db";
 pub const ABANDONED_REASON: &str = "interrupted: found running when the store was next opened";
 
 /// The cleanup error of a session whose test accounts were recorded
-/// ([`Store::add_test_account`]) but that ended before deleting them.
-pub const CLEANUP_NOT_RUN: &str = "cleanup did not run: the session stopped before deleting its test accounts (retry with `firsttoken cleanup --session ID`)";
+/// ([`Store::add_test_account`]) but that ended before deleting them
+/// (`firsttoken sessions` and the run summary print the retry command).
+pub const CLEANUP_NOT_RUN: &str =
+    "cleanup did not run: the session stopped before deleting its test accounts";
 
 /// A session [`Store::mark_abandoned`] marked `partial`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +151,15 @@ impl Store {
             store.mark_abandoned(&host_name(), ABANDONED_REASON).await?;
         }
         Ok(store)
+    }
+
+    /// The store as `--store` takes it, for a command a message prints: the
+    /// SQLite path or the PostgreSQL URL (password masked).
+    pub fn arg(&self) -> String {
+        match self {
+            Store::Sqlite(s) => s.path().to_owned(),
+            Store::Postgres(s) => s.url().to_owned(),
+        }
     }
 
     /// The store for messages: `SQLite <path>` or `PostgreSQL <url>` (password masked).

@@ -126,9 +126,9 @@ fn connection_entry(cc: &ConnectionCost) -> Laid {
             signed_stat(Unit::Ms, &cc.cost_median.estimate),
         ),
         fact("cost (p95)", signed_stat(Unit::Ms, &cc.cost_p95)),
-        fact("DNS lookup (median)", stat(Unit::Ms, &cc.dns)),
-        fact("TCP connect (median)", stat(Unit::Ms, &cc.connect)),
-        fact("TLS handshake (median)", stat(Unit::Ms, &cc.tls)),
+        fact("DNS lookup (median)", words::phase_time(&cc.dns)),
+        fact("TCP connect (median)", words::phase_time(&cc.connect)),
+        fact("TLS handshake (median)", words::phase_time(&cc.tls)),
         fact("other (cost − DNS − TCP − TLS)", opt(Unit::Ms, cc.other_ms)),
     ];
     facts.extend(cc.tls_by_handshake.iter().map(|h| {

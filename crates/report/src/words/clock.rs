@@ -40,6 +40,10 @@ pub fn session_clock(c: &SessionClock, threshold_ms: f64) -> Vec<(&'static str, 
             ),
             Direction::Decrease => format!("below the {limit} threshold"),
             Direction::TooFewSamples => "not judged against the threshold".to_string(),
+            Direction::TooSmallToMatter => format!(
+                "{} from the {limit} threshold",
+                crate::words::TOO_SMALL_TO_MATTER
+            ),
             Direction::NoDetectableDifference | Direction::Inconclusive => format!(
                 "its interval reaches the {limit} threshold: overload is {}",
                 crate::words::INCONCLUSIVE

@@ -4,13 +4,17 @@
 //! Words follow intervals: a sentence says "adds", "faster", "slower" or
 //! any other direction only when the finding's [`Direction`] is an
 //! increase or a decrease — its interval excludes the null value (and
-//! clears the noise threshold where one applies). Otherwise it says "no
-//! detectable difference", or "too few samples (n = X, needs Y)". Numbers
-//! come from [`crate::format`].
+//! clears the noise threshold where one applies). Otherwise it says what
+//! the interval says: "no detectable difference" only when the interval
+//! reaches the null and stays inside the material band, "a difference too
+//! small to matter (…, inside the ±5 % band)" when it excludes the null
+//! but stays inside the band, "inconclusive at this n" when it reaches past
+//! the band, or "too few samples (n = X, needs Y)". Numbers come from
+//! [`crate::format`].
 
 use firsttoken_analyze::diagnose::{
     ColdStart, ConcurrencyWall, ConnectionCost, DayChange, Drift, Funnel, Overhead, PathScope,
-    ProviderStats, Providers, Routes, WallVerdict,
+    PhaseTime, ProviderStats, Providers, Routes, WallVerdict,
 };
 use firsttoken_analyze::{Comparison, Direction, Finding, Stat};
 use firsttoken_record::session::Provenance;
@@ -19,6 +23,7 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
 pub mod check;
 mod clock;
+mod comparison;
 mod findings;
 mod limits;
 pub mod plan;
@@ -27,6 +32,8 @@ pub mod run;
 pub mod sections;
 pub mod traces;
 pub use clock::{client_clock, session_clock};
+pub use comparison::{comparison, verdict};
+pub(crate) use comparison::{comparison_band, judged, withheld_comparison};
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
 pub use limits::{NO_LIMITS, limit, limit_kind, limit_lines, limits};
 pub use routes::{ASTRAY_LISTED, buffering, funnel, routes};
@@ -39,12 +46,52 @@ pub const NO_DIFFERENCE: &str = "no detectable difference";
 /// material band: neither a change nor its absence is shown.
 pub const INCONCLUSIVE: &str = "inconclusive at this n";
 
-/// The phrase for an undecided direction: [`NO_DIFFERENCE`] or
-/// [`INCONCLUSIVE`] (and, for the other directions, the former).
+/// The phrase for a finding whose interval excludes the null but lies
+/// inside the material band: a change is shown, smaller than the band.
+pub const TOO_SMALL_TO_MATTER: &str = "a difference too small to matter";
+
+/// The phrase for a direction that is no change: [`NO_DIFFERENCE`],
+/// [`TOO_SMALL_TO_MATTER`] or [`INCONCLUSIVE`] (and, for the other
+/// directions, the first).
 pub fn undecided(d: Direction) -> &'static str {
     match d {
         Direction::Inconclusive => INCONCLUSIVE,
+        Direction::TooSmallToMatter => TOO_SMALL_TO_MATTER,
         _ => NO_DIFFERENCE,
+    }
+}
+
+/// The band a finding's interval lies inside: `inside the ±5 % band` for
+/// a ratio (null 1), `inside the ±30 ms band` for a difference.
+pub(crate) fn band(f: &Finding, unit: Unit) -> String {
+    if f.null == 1.0 {
+        format!("inside the {} band", format::band(f.material))
+    } else {
+        format!("inside the ±{} band", format::value(unit, f.material))
+    }
+}
+
+/// A finding that is no change, with its figure: `no detectable
+/// difference (+1.2 ms [−3.0 ms, 5.1 ms])`, `a difference too small to
+/// matter (−4.2 ms [−7.5 ms, −0.9 ms], inside the ±30 ms band)`.
+pub(crate) fn undecided_figure(f: &Finding, unit: Unit, figure: &str) -> String {
+    match f.direction {
+        Direction::TooSmallToMatter => {
+            format!("{TOO_SMALL_TO_MATTER} ({figure}, {})", band(f, unit))
+        }
+        d => format!("{} ({figure})", undecided(d)),
+    }
+}
+
+/// A connection phase no request went through (DNS for an IP address,
+/// TLS over plain HTTP): not a 0 ms median, nor too few samples.
+pub const NOT_DONE: &str = "not done";
+
+/// A connection phase's median with its interval, or [`NOT_DONE`].
+pub fn phase_time(p: &PhaseTime) -> String {
+    match p {
+        PhaseTime::NotDone => NOT_DONE.to_string(),
+        PhaseTime::Done(s) => stat(Unit::Ms, s),
     }
 }
 
@@ -190,6 +237,10 @@ pub fn overhead_with(
         Direction::NoDetectableDifference => {
             format!("{NO_DIFFERENCE} between the app and the bare model at the median: {d}")
         }
+        Direction::TooSmallToMatter => format!(
+            "{TOO_SMALL_TO_MATTER} between the app and the bare model at the median: {d}, {}",
+            band(f, Unit::Ms)
+        ),
         Direction::Inconclusive => {
             format!("app vs the bare model at the median: {INCONCLUSIVE}: {d}")
         }
@@ -260,15 +311,23 @@ pub fn connection(c: &ConnectionCost) -> String {
             "{NO_DIFFERENCE} between fresh and reused connections at the median: {}",
             signed_stat(Unit::Ms, &f.estimate)
         ),
+        Direction::TooSmallToMatter => format!(
+            "{TOO_SMALL_TO_MATTER} between fresh and reused connections at the median: {}, {}",
+            signed_stat(Unit::Ms, &f.estimate),
+            band(f, Unit::Ms)
+        ),
         Direction::Inconclusive => format!(
             "fresh vs reused connections at the median: {INCONCLUSIVE}: {}",
             signed_stat(Unit::Ms, &f.estimate)
         ),
     };
-    let part = |name: &str, s: &Stat| format!("{name} {}", format::point(Unit::Ms, s));
+    let part = |name: &str, p: &PhaseTime| match p {
+        PhaseTime::NotDone => format!("{name} {NOT_DONE}"),
+        PhaseTime::Done(s) => format!("{name} {}", format::point(Unit::Ms, s)),
+    };
     let mut out = format!(
-        "{head} (dns {}, {}, {}, other {})",
-        format::point(Unit::Ms, &c.dns),
+        "{head} ({}, {}, {}, other {})",
+        part("dns", &c.dns),
         part("connect", &c.connect),
         part("tls", &c.tls),
         format::opt(Unit::Ms, c.other_ms)
@@ -354,6 +413,12 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
             "{at} against the baseline ({}), clear of the serial model {serial}: scales (whether TTFT rises at all is {INCONCLUSIVE})",
             w.baseline
         ),
+        (WallVerdict::Scales, Direction::TooSmallToMatter) => format!(
+            "{TOO_SMALL_TO_MATTER} from the baseline ({}): {at}, {} (ideal {}, serial model {serial}): scales",
+            w.baseline,
+            band(&top.ratio, Unit::Ratio),
+            ratio(1.0)
+        ),
         (WallVerdict::Scales, _) => format!(
             "{NO_DIFFERENCE} from the baseline ({}): {at} (ideal {}, serial model {serial}): scales",
             w.baseline,
@@ -390,11 +455,16 @@ pub fn cold(c: &ColdStart) -> String {
     let inconclusive = judged
         .iter()
         .any(|f| f.direction == Direction::Inconclusive);
+    let small = judged
+        .iter()
+        .any(|f| f.direction == Direction::TooSmallToMatter);
     let mut s = if above == 0 {
         format!(
             "{} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
             if inconclusive {
                 INCONCLUSIVE
+            } else if small {
+                TOO_SMALL_TO_MATTER
             } else {
                 NO_DIFFERENCE
             },
@@ -421,23 +491,6 @@ pub fn cold(c: &ColdStart) -> String {
         s.push_str(&format!("; {failed} probe(s) failed"));
     }
     s
-}
-
-/// Whether one comparison's `a` differs from `b`, as a phrase:
-/// `faster by …`, `slower by …`, `no detectable difference (…)`.
-fn judged(c: &Comparison) -> String {
-    let u = Unit::of(c.metric);
-    let d = signed_stat(u, &c.median_difference);
-    match c.direction {
-        Direction::TooFewSamples => withheld_comparison(c),
-        _ if c.better() => format!("faster: {d}"),
-        _ if c.worse() => format!("slower: {d}"),
-        d_ => format!("{}: {d}", undecided(d_)),
-    }
-}
-
-fn withheld_comparison(c: &Comparison) -> String {
-    withheld(&c.median_difference, c.n_a, c.n_b)
 }
 
 /// Strategies and providers.
@@ -540,7 +593,9 @@ fn direction_word(d: Direction, up: &'static str, down: &'static str) -> &'stati
     match d {
         Direction::Increase => up,
         Direction::Decrease => down,
-        Direction::NoDetectableDifference | Direction::Inconclusive => undecided(d),
+        Direction::NoDetectableDifference
+        | Direction::TooSmallToMatter
+        | Direction::Inconclusive => undecided(d),
         Direction::TooFewSamples => "too few samples",
     }
 }
@@ -593,94 +648,37 @@ pub fn drift(d: &Drift) -> String {
         .map(day_change)
         .collect();
     if moved.is_empty() {
-        let open = d
-            .changes
-            .iter()
-            .filter(|c| c.app.direction == Direction::Inconclusive)
-            .count();
-        if open == 0 {
+        let count = |want: Direction| d.changes.iter().filter(|c| c.app.direction == want).count();
+        let (open, small) = (
+            count(Direction::Inconclusive),
+            count(Direction::TooSmallToMatter),
+        );
+        if open == 0 && small == 0 {
             format!(
                 "{NO_DIFFERENCE} in app TTFT from day to day over {} days",
                 d.days.len()
             )
         } else {
-            format!(
-                "no day-to-day change in app TTFT shown over {} days; {open} of {} day pairs {INCONCLUSIVE}",
-                d.days.len(),
-                d.changes.len()
-            )
+            let pairs = d.changes.len();
+            // A change too small to matter is shown, so only one that
+            // matters is not.
+            let mut s = format!(
+                "no day-to-day change in app TTFT {}shown over {} days",
+                if small > 0 { "that matters " } else { "" },
+                d.days.len()
+            );
+            if small > 0 {
+                s.push_str(&format!(
+                    "; {small} of {pairs} day pairs: {TOO_SMALL_TO_MATTER}"
+                ));
+            }
+            if open > 0 {
+                s.push_str(&format!("; {open} of {pairs} day pairs {INCONCLUSIVE}"));
+            }
+            s
         }
     } else {
         moved.join("; ")
-    }
-}
-
-/// A comparison of `a` against the baseline `b`, in full.
-pub fn comparison(c: &Comparison) -> String {
-    let u = Unit::of(c.metric);
-    if c.direction == Direction::TooFewSamples {
-        return format!(
-            "cannot compare {} with {}: {}",
-            c.a,
-            c.b,
-            withheld_comparison(c)
-        );
-    }
-    let what = c.metric.name();
-    let mut s = if c.direction.is_change() {
-        format!(
-            "{} is {} than {} ({what}): median {}",
-            c.a,
-            if c.worse() { "slower" } else { "faster" },
-            c.b,
-            signed_stat(u, &c.median_difference)
-        )
-    } else {
-        match c.direction {
-            Direction::Inconclusive => format!(
-                "{} vs {} ({what}): {INCONCLUSIVE}: median {}",
-                c.a,
-                c.b,
-                signed_stat(u, &c.median_difference)
-            ),
-            _ => format!(
-                "{NO_DIFFERENCE} between {} and {} ({what}): median {}",
-                c.a,
-                c.b,
-                signed_stat(u, &c.median_difference)
-            ),
-        }
-    };
-    if c.relative_median_difference.is_some() {
-        s.push_str(&format!(
-            " ({})",
-            format::relative(c.relative_median_difference)
-        ));
-    }
-    if c.p95_difference.point().is_some() {
-        s.push_str(&format!(", p95 {}", signed_stat(u, &c.p95_difference)));
-    }
-    if let Some(m) = c.mann_whitney {
-        s.push_str(&format!("; Mann–Whitney {}", format::p_value(m.p_value)));
-    }
-    if let Some(d) = c.cliffs_delta {
-        s.push_str(&format!(
-            ", Cliff's δ = {} ({})",
-            format::coefficient(d.delta),
-            d.magnitude.as_str()
-        ));
-    }
-    s
-}
-
-/// The verdict of a comparison in a word or two (a table cell).
-pub fn verdict(c: &Comparison) -> &'static str {
-    match c.direction {
-        Direction::TooFewSamples => "too few samples",
-        Direction::NoDetectableDifference => NO_DIFFERENCE,
-        Direction::Inconclusive => INCONCLUSIVE,
-        _ if c.worse() => "slower",
-        _ => "faster",
     }
 }
 

@@ -94,6 +94,13 @@ pub fn routes(r: &Routes) -> String {
                 c.b,
                 signed_stat(Unit::Ms, &c.median_difference)
             ),
+            Direction::TooSmallToMatter => format!(
+                "{TOO_SMALL_TO_MATTER} between {} and {} at the median: {}, {}",
+                c.a,
+                c.b,
+                signed_stat(Unit::Ms, &c.median_difference),
+                super::comparison_band(c)
+            ),
             Direction::Inconclusive => format!(
                 "{} vs {} at the median: {INCONCLUSIVE}: {}",
                 c.a,

@@ -208,11 +208,11 @@ fn change(f: &firsttoken_analyze::Finding, up: &str) -> String {
     match f.direction {
         Direction::Increase => format!("{up} by {}", signed_stat(Unit::Ms, &f.estimate)),
         Direction::Decrease => format!("fell by {}", signed_stat(Unit::Ms, &f.estimate)),
-        Direction::NoDetectableDifference | Direction::Inconclusive => format!(
-            "{} ({})",
-            undecided(f.direction),
-            signed_stat(Unit::Ms, &f.estimate)
-        ),
+        Direction::NoDetectableDifference
+        | Direction::TooSmallToMatter
+        | Direction::Inconclusive => {
+            super::undecided_figure(f, Unit::Ms, &signed_stat(Unit::Ms, &f.estimate))
+        }
         Direction::TooFewSamples => withheld(&f.estimate, f.n_a, f.n_b),
     }
 }
@@ -234,10 +234,15 @@ pub fn wall(w: &WallCause) -> String {
             "fell to {} of the baseline's",
             stat(Unit::Ratio, &top.handler_ratio.estimate)
         ),
-        Direction::NoDetectableDifference | Direction::Inconclusive => format!(
-            "{} ({} of the baseline's)",
-            undecided(top.handler_ratio.direction),
-            stat(Unit::Ratio, &top.handler_ratio.estimate)
+        Direction::NoDetectableDifference
+        | Direction::TooSmallToMatter
+        | Direction::Inconclusive => super::undecided_figure(
+            &top.handler_ratio,
+            Unit::Ratio,
+            &format!(
+                "{} of the baseline's",
+                stat(Unit::Ratio, &top.handler_ratio.estimate)
+            ),
         ),
         Direction::TooFewSamples => withheld(
             &top.handler_ratio.estimate,
