@@ -11,7 +11,7 @@ use crate::diagnose::{
     providers, routes,
 };
 use crate::frame::{Frame, Metric, PhaseKind};
-use crate::group::{GroupKey, effective_keys};
+use crate::group::{GroupKey, headline_keys};
 use crate::session::{PooledGroup, pooled_where};
 
 /// A full analysis of a set of sessions.
@@ -21,11 +21,14 @@ pub struct Analysis {
     pub settings: Settings,
     /// Rows analysed (warm-ups and failures included; statistics leave them out).
     pub rows: usize,
-    /// Grouping keys used (provenance always last if not given).
+    /// Grouping keys used: those asked for, then phase, concurrency level
+    /// and strategy when not asked for (phases, levels and strategies never
+    /// pool), provenance last ([`headline_keys`]).
     pub keys: Vec<GroupKey>,
     /// TTFT per group (pooled across its sessions, percentiles with CIs),
-    /// with each session's median. Pings have no TTFT and are left out here;
-    /// their RTT is the baseline in `overhead` and `drift`.
+    /// with each session's median, under the one pooling rule
+    /// ([`crate::group`]). Pings have no TTFT and are left out here; their
+    /// RTT is the baseline in `overhead` and `drift`.
     pub groups: Vec<PooledGroup>,
     /// App overhead per provenance kind.
     pub overhead: Vec<Overhead>,
@@ -84,7 +87,7 @@ pub fn analyze(
             for (f, scope) in &scopes {
                 part.add(f, settings, scope, Half::Second);
             }
-            let groups = pooled_where(frame, keys, Metric::Ttft, settings, |o| {
+            let groups = pooled_where(frame, &headline_keys(keys), Metric::Ttft, settings, |o| {
                 o.phase != PhaseKind::Ping
             });
             (part, groups)
@@ -99,7 +102,7 @@ pub fn analyze(
         let a = Analysis {
             settings: *settings,
             rows: frame.len(),
-            keys: effective_keys(keys),
+            keys: headline_keys(keys),
             groups: Vec::new(),
             overhead: part.overhead,
             connection: part.connection,
@@ -301,7 +304,13 @@ mod tests {
         );
         assert_eq!(
             a.keys,
-            vec![GroupKey::Phase, GroupKey::Path, GroupKey::Provenance]
+            vec![
+                GroupKey::Phase,
+                GroupKey::Path,
+                GroupKey::Concurrency,
+                GroupKey::Strategy,
+                GroupKey::Provenance
+            ]
         );
         assert_eq!(a.rows, 323);
         assert_eq!(a.overhead.len(), 3, "chat, docs and the pooled summary");
@@ -320,8 +329,8 @@ mod tests {
         let json = serde_json::to_value(&a).unwrap();
         assert_eq!(json["settings"]["replicates"], 2000);
         assert_eq!(
-            json["groups"][0]["label"]["phase"], "cold",
-            "pings are not TTFT groups"
+            json["groups"][0]["label"]["phase"], "warm",
+            "the headline phase first; pings are not TTFT groups"
         );
         assert_eq!(json["groups"][0]["pooled"]["metric"], "ttft");
         assert_eq!(

@@ -10,7 +10,7 @@
 //! | `overhead` | app − direct TTFT, median | \|point\| |
 //! | `connection` | fresh − warm TTFT, median | \|point\| |
 //! | `concurrency` | TTFT ÷ baseline at the highest level with an estimate | (ratio − 1) × baseline median |
-//! | `cold_start` | cold probe − warm median (median probe of those above) | point |
+//! | `cold_start` | each probe beyond the warm requests − warm median (values, no interval) | their median |
 //! | `path_difference` | path − fastest path, median | \|point\| |
 //! | `misrouting` | share sent astray × (astray route − intended route) | that product |
 //! | `providers` | strategy − fastest strategy, median TTFT | \|point\| |
@@ -23,7 +23,9 @@
 //! stated estimate's, transformed the same way.
 //!
 //! Only changes are candidates — an interval that reaches the null is never
-//! ranked — except a misrouting whose routes show no detectable TTFT
+//! ranked; a cold start only when it repeats (two or more probes beyond
+//! the warm requests, more than half of them: [`crate::diagnose::ColdStart`]),
+//! stated by its probes' values, never with an interval — except a misrouting whose routes show no detectable TTFT
 //! difference: the routing itself is a count, not an interval, so it is
 //! kept with no wait (`None`), ranked after every finding with one.
 //! Order: wait explained, largest first; ties (and the unranked) by kind in
@@ -71,12 +73,22 @@ pub enum FindingKind {
         /// Median TTFT of the baseline, ms.
         baseline_ms: f64,
     },
-    /// The first request after an idle gap.
+    /// The first request after an idle gap, repeated: stated by values
+    /// (each probe is one request), with no interval.
     ColdStart {
         /// Probes judged.
         probes: usize,
-        /// Of which slower than the warm median.
-        slower: usize,
+        /// Of which beyond the warm requests.
+        beyond: usize,
+        /// What "beyond" means: the warm p99 or the warm maximum.
+        threshold: crate::diagnose::ColdThreshold,
+        /// Its value, ms.
+        threshold_ms: f64,
+        /// The warm median, ms (its point).
+        warm_median_ms: f64,
+        /// Each probe beyond: its excess over the warm median, ms, in
+        /// probe order.
+        excess_ms: Vec<f64>,
     },
     /// One path against the fastest.
     PathDifference {
@@ -177,11 +189,15 @@ pub struct RankedFinding {
     /// (`before · chat`), or the two sides of a comparison.
     pub groups: Vec<String>,
     /// The stated estimate (ms, or a ratio for `concurrency`), its
-    /// interval, n and direction.
-    pub finding: Finding,
-    /// User wait time it explains, ms, with its interval; `None` when
+    /// interval, n and direction; `None` for a cold start, stated by its
+    /// probes' values ([`FindingKind::ColdStart`]).
+    pub finding: Option<Finding>,
+    /// User wait time it explains per affected request, ms; `None` when
     /// there is no interval that excludes zero to rank by.
-    pub wait_ms: Option<Estimate>,
+    pub wait_ms: Option<f64>,
+    /// The interval of [`RankedFinding::wait_ms`]; `None` for a wait that
+    /// is a value (a cold start's median excess).
+    pub wait_ci: Option<Ci>,
     /// The report section it points to.
     pub section: &'static str,
     /// The plot that shows it.
@@ -249,16 +265,19 @@ fn one_path(p: &PathScope) -> Option<Option<&str>> {
 fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
     let mut out = Vec::new();
     let mut push = |kind: FindingKind, groups: Vec<String>, finding: Finding, wait| {
+        let wait: Option<Estimate> = wait;
         out.push(RankedFinding {
             rank: 0,
             section: kind.section(),
             plot: kind.plot(),
             kind,
             groups,
-            finding,
-            wait_ms: wait,
+            finding: Some(finding),
+            wait_ms: wait.map(|w| w.point),
+            wait_ci: wait.map(|w| w.ci),
         });
     };
+    let mut cold_findings = Vec::new();
     // Durations only: a throughput difference explains no wait.
     for c in comparisons
         .iter()
@@ -367,30 +386,35 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
         let Some(path) = one_path(&c.paths) else {
             continue;
         };
-        let judged: Vec<&Finding> = c
-            .probes
-            .iter()
-            .filter_map(|p| p.excess.as_ref())
-            .filter(|f| f.direction != Direction::TooFewSamples)
-            .collect();
-        let mut above: Vec<&Finding> = judged
-            .iter()
-            .copied()
-            .filter(|f| f.direction == Direction::Increase)
-            .collect();
-        above.sort_by(|x, y| {
-            let p = |f: &Finding| f.estimate.point().unwrap_or(0.0);
-            p(x).total_cmp(&p(y))
-        });
-        // The lower median of the probes above the warm median.
-        let Some(&&f) = above.get((above.len().max(1) - 1) / 2) else {
+        let (Some(threshold), Some(threshold_ms), Some(warm)) =
+            (c.threshold, c.threshold_ms, c.warm_median.point())
+        else {
             continue;
         };
+        if !c.repeats {
+            continue;
+        }
+        let excess_ms = c.excesses_beyond();
+        let mut sorted = excess_ms.clone();
+        sorted.sort_by(f64::total_cmp);
         let kind = FindingKind::ColdStart {
-            probes: judged.len(),
-            slower: above.len(),
+            probes: c.judged,
+            beyond: c.beyond,
+            threshold,
+            threshold_ms,
+            warm_median_ms: warm,
+            excess_ms,
         };
-        push(kind, vec![short_label(&c.scope, path)], f, wait_of(&f));
+        cold_findings.push(RankedFinding {
+            rank: 0,
+            section: kind.section(),
+            plot: kind.plot(),
+            kind,
+            groups: vec![short_label(&c.scope, path)],
+            finding: None,
+            wait_ms: crate::percentile_sorted(&sorted, 50.0),
+            wait_ci: None,
+        });
     }
     for r in &a.routes {
         for c in &r.comparisons {
@@ -484,6 +508,7 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
             }
         }
     }
+    out.extend(cold_findings);
     out
 }
 
@@ -492,7 +517,7 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
 pub fn rank_findings(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
     let mut all = candidates(a, comparisons);
     all.sort_by(|x, y| {
-        let w = |f: &RankedFinding| f.wait_ms.map(|e| e.point);
+        let w = |f: &RankedFinding| f.wait_ms;
         match (w(x), w(y)) {
             (Some(p), Some(q)) => q.total_cmp(&p),
             (Some(_), None) => std::cmp::Ordering::Less,

@@ -67,10 +67,7 @@ fn findings_are_ranked_by_the_wait_they_explain() {
     assert!(!f.is_empty() && f.len() <= MAX_FINDINGS);
     let ranks: Vec<usize> = f.iter().map(|x| x.rank).collect();
     assert_eq!(ranks, (1..=f.len()).collect::<Vec<_>>());
-    let waits: Vec<f64> = f
-        .iter()
-        .filter_map(|x| x.wait_ms.map(|e| e.point))
-        .collect();
+    let waits: Vec<f64> = f.iter().filter_map(|x| x.wait_ms).collect();
     assert!(waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
     // The wall at c=5 explains the most: (ratio − 1) × baseline median,
     // about (3 − 1) × 1600 ms.
@@ -84,11 +81,11 @@ fn findings_are_ranked_by_the_wait_they_explain() {
         panic!("the wall first: {top:?}")
     };
     assert_eq!((level, verdict), (5, WallVerdict::OneAtATime));
-    let r = top.finding.estimate.estimate().unwrap();
-    let w = top.wait_ms.unwrap();
-    assert!((w.point - (r.point - 1.0) * baseline_ms).abs() < 1e-6);
-    assert!((w.ci.lower - (r.ci.lower - 1.0) * baseline_ms).abs() < 1e-6);
-    assert!((3000.0..3400.0).contains(&w.point), "{w:?}");
+    let r = top.finding.unwrap().estimate.estimate().copied().unwrap();
+    let (w, ci) = (top.wait_ms.unwrap(), top.wait_ci.unwrap());
+    assert!((w - (r.point - 1.0) * baseline_ms).abs() < 1e-6);
+    assert!((ci.lower - (r.ci.lower - 1.0) * baseline_ms).abs() < 1e-6);
+    assert!((3000.0..3400.0).contains(&w), "{w:?}");
     assert_eq!((top.section, top.plot), ("concurrency", "concurrency"));
     assert_eq!(top.groups, vec!["chat".to_string()]);
     // The overhead's wait is its own median difference.
@@ -106,10 +103,7 @@ fn findings_are_ranked_by_the_wait_they_explain() {
         .iter()
         .find(|x| x.kind == FindingKind::Overhead && x.groups == ["chat"])
         .unwrap();
-    assert_eq!(
-        of.wait_ms.map(|e| e.point),
-        o.overhead_median.estimate.point()
-    );
+    assert_eq!(of.wait_ms, o.overhead_median.estimate.point());
 }
 
 #[test]
@@ -119,9 +113,12 @@ fn only_changes_are_ranked_and_pooled_summaries_never() {
         assert!(!x.groups.iter().any(|g| g.contains("pooled")), "{x:?}");
         match &x.kind {
             FindingKind::Misrouting { .. } if x.wait_ms.is_none() => {}
+            FindingKind::ColdStart { .. } => {
+                panic!("one probe is not a repeated cold start: {x:?}")
+            }
             _ => {
-                assert!(x.finding.direction.is_change(), "{x:?}");
-                let ci = x.wait_ms.unwrap().ci;
+                assert!(x.finding.unwrap().direction.is_change(), "{x:?}");
+                let ci = x.wait_ci.unwrap();
                 assert!(ci.lower > 0.0, "a wait whose interval excludes zero: {x:?}");
             }
         }
@@ -155,7 +152,7 @@ fn misrouting_weighs_the_route_difference_by_the_share_astray() {
         .unwrap();
     assert_eq!(route_difference.estimate, chat_docs.median_difference);
     let d = chat_docs.median_difference.point().unwrap();
-    assert!((m.wait_ms.unwrap().point - d * 0.8).abs() < 1e-6);
+    assert!((m.wait_ms.unwrap() - d * 0.8).abs() < 1e-6);
     assert_eq!(m.groups, vec!["router".to_string()]);
     assert_eq!(m.section, "routes");
 }
@@ -207,8 +204,8 @@ fn an_interval_reaching_zero_is_not_a_finding_and_the_list_is_capped() {
     let names: Vec<&str> = f.iter().map(|x| x.groups[0].as_str()).collect();
     assert_eq!(names, ["c9", "c8", "c7", "c6", "c5", "c4", "c3", "c2"]);
     // A decrease explains wait saved: its magnitude, its interval flipped.
-    let w = f[0].wait_ms.unwrap();
-    assert_eq!((w.point, w.ci.lower, w.ci.upper), (1000.0, 980.0, 1020.0));
+    let (w, ci) = (f[0].wait_ms.unwrap(), f[0].wait_ci.unwrap());
+    assert_eq!((w, ci.lower, ci.upper), (1000.0, 980.0, 1020.0));
     assert_eq!(f[0].section, "comparisons");
 }
 
@@ -254,7 +251,7 @@ fn connection_setup_stands_in_for_a_ttft_difference_lost_in_the_spread() {
         .expect("the set-up is a finding");
     assert_eq!(s.groups, vec!["chat".to_string()]);
     let w = s.wait_ms.unwrap();
-    assert!((25.0..28.0).contains(&w.point), "{w:?}");
+    assert!((25.0..28.0).contains(&w), "{w:?}");
     assert!(!f.iter().any(|x| x.kind == FindingKind::Connection));
 
     // The same set-up under answers ten times slower is within their noise:
@@ -267,4 +264,62 @@ fn connection_setup_stands_in_for_a_ttft_difference_lost_in_the_spread() {
     assert_eq!(a.connection[0].setup.direction, Direction::TooSmallToMatter);
     let f = rank_findings(&a, &[]);
     assert!(!f.iter().any(|x| x.kind == FindingKind::ConnectionSetup));
+}
+
+/// Issue 24, defects 1 and 7: a cold start is ranked only when it
+/// repeats, and then stated by its probes' values, never an interval.
+#[test]
+fn a_cold_start_is_ranked_when_it_repeats_and_stated_by_values() {
+    let m = meta("s", Provenance::Measured);
+    let mut rows: Vec<SampleRow> = spread(300.0, 20.0, 30)
+        .into_iter()
+        .map(|t| row("s", "warm", Some("chat"), Some(t)))
+        .collect();
+    rows.push(row("s", "cold", Some("chat"), Some(700.0)));
+    let sessions = vec![m];
+    let ranked = |rows: &[SampleRow]| {
+        let frame = Frame::from_rows(rows, &sessions).unwrap();
+        let a = analyze(&frame, &sessions, &[], &Settings::new(5));
+        rank_findings(&a, &[])
+    };
+    let cold = |f: &[RankedFinding]| {
+        f.iter()
+            .find(|x| matches!(x.kind, FindingKind::ColdStart { .. }))
+            .cloned()
+    };
+    assert!(
+        cold(&ranked(&rows)).is_none(),
+        "one probe is a value, not a finding"
+    );
+    rows.push(row("s", "cold", Some("chat"), Some(310.0)));
+    assert!(
+        cold(&ranked(&rows)).is_none(),
+        "one of two beyond does not repeat"
+    );
+    rows.push(row("s", "cold", Some("chat"), Some(900.0)));
+    let c = cold(&ranked(&rows)).expect("two of three beyond repeat");
+    let FindingKind::ColdStart {
+        probes,
+        beyond,
+        threshold,
+        warm_median_ms,
+        ref excess_ms,
+        ..
+    } = c.kind
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (probes, beyond, threshold),
+        (3, 2, crate::diagnose::ColdThreshold::Maximum)
+    );
+    assert_eq!(
+        excess_ms,
+        &vec![700.0 - warm_median_ms, 900.0 - warm_median_ms]
+    );
+    assert!(
+        c.finding.is_none() && c.wait_ci.is_none(),
+        "values, no interval: {c:?}"
+    );
+    assert_eq!(c.wait_ms, Some(800.0 - warm_median_ms), "the median excess");
 }

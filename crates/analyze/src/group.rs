@@ -1,11 +1,20 @@
 //! Grouping rows by any of ten keys. Provenance is always part of the key,
 //! so measured, emulated, imported and synthetic numbers never pool.
 //!
+//! **The one pooling rule** of every TTFT table ([`headline_keys`]): groups
+//! that behave differently never pool unlabelled. Phases never pool (the
+//! warm phase is the headline row, the others have rows of their own), so
+//! app and direct requests never pool either (direct requests are their
+//! own phase); concurrency levels and direct strategies have rows of their
+//! own; paths and code versions pool only when the keys leave them out,
+//! and each group then names what it pools (`PooledGroup::pools`).
+//!
 //! `network`, `code_version` and `vantage` come from the session's labels;
 //! `day` is the UTC date of the row's own `started_at`; the rest from the
 //! row. Groups come out ordered by their key values in key order: text
-//! alphabetically, `day` chronologically, `phase` in protocol order,
-//! `concurrency` numerically, missing values first.
+//! alphabetically, `day` chronologically, `phase` headline first (warm,
+//! fresh, concurrency, rate, cold, direct, ping), `concurrency`
+//! numerically, missing values first.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -108,7 +117,7 @@ impl GroupKey {
             // Offset so that chronological order is numeric order.
             GroupKey::Day => (i64::from(o.day) - i64::from(i32::MIN)) as u64,
             GroupKey::Path => u64::from(o.path),
-            GroupKey::Phase => o.phase.index() as u64,
+            GroupKey::Phase => phase_rank(o.phase),
             GroupKey::Strategy => u64::from(o.strategy),
             GroupKey::Concurrency => u64::from(o.concurrency),
             GroupKey::Provider => u64::from(o.provider),
@@ -123,7 +132,7 @@ impl GroupKey {
         };
         match self {
             GroupKey::Day => KeyValue::Text(format_day((code as i64 + i64::from(i32::MIN)) as i32)),
-            GroupKey::Phase => KeyValue::Text(PhaseKind::ALL[code as usize].as_str().to_string()),
+            GroupKey::Phase => KeyValue::Text(HEADLINE_ORDER[code as usize].as_str().to_string()),
             GroupKey::Concurrency if code == 0 => KeyValue::Missing,
             GroupKey::Concurrency => KeyValue::Number(code as u32),
             GroupKey::Provenance => {
@@ -132,6 +141,21 @@ impl GroupKey {
             _ => text(code),
         }
     }
+}
+
+/// Phases in table order: the headline (warm) first.
+pub const HEADLINE_ORDER: [PhaseKind; 7] = [
+    PhaseKind::Warm,
+    PhaseKind::Fresh,
+    PhaseKind::Concurrency,
+    PhaseKind::Rate,
+    PhaseKind::Cold,
+    PhaseKind::Direct,
+    PhaseKind::Ping,
+];
+
+fn phase_rank(p: PhaseKind) -> u64 {
+    HEADLINE_ORDER.iter().position(|&q| q == p).unwrap_or(0) as u64
 }
 
 const PROVENANCE_ORDER: [Provenance; 4] = [
@@ -245,6 +269,35 @@ pub(crate) fn effective_keys(keys: &[GroupKey]) -> Vec<GroupKey> {
         out.push(GroupKey::Provenance);
     }
     out
+}
+
+/// The keys a TTFT table groups by under the one pooling rule (see the
+/// module doc): `keys`, then the phase, the concurrency level and the
+/// direct strategy when `keys` leave them out, then the provenance kind.
+pub fn headline_keys(keys: &[GroupKey]) -> Vec<GroupKey> {
+    let mut out: Vec<GroupKey> = keys.to_vec();
+    for k in [GroupKey::Phase, GroupKey::Concurrency, GroupKey::Strategy] {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    effective_keys(&out)
+}
+
+/// Keys that group rows which behave differently: when a group's rows
+/// hold several values of one of them, the group pools them and says so.
+pub const POOL_LABELLED: [GroupKey; 2] = [GroupKey::Path, GroupKey::CodeVersion];
+
+/// Of [`POOL_LABELLED`], the keys whose values differ among `rows`.
+pub(crate) fn pooled_keys(frame: &Frame, rows: &[u32]) -> Vec<GroupKey> {
+    POOL_LABELLED
+        .into_iter()
+        .filter(|k| {
+            let mut codes = rows.iter().map(|&i| k.code(frame, frame.obs(i)));
+            let first = codes.next();
+            codes.any(|c| Some(c) != first)
+        })
+        .collect()
 }
 
 /// Group the rows of a frame by `keys` (provenance added if missing).
@@ -457,5 +510,75 @@ mod tests {
         // numpy.percentile(range(2, 10), 50) = 5.5
         assert_eq!(m.p50.point(), Some(5.5));
         assert_eq!(g[0].sessions, 1);
+    }
+
+    /// Issue 24, defects 2 and 3: the headline table pooled warm requests
+    /// with concurrency bursts and cold probes ("chat, n = 164"), and
+    /// `compare`, grouping by code version only, pooled the app with the
+    /// provider ("0.12.4 · emulated, n = 324", direct rows included).
+    #[test]
+    fn phases_levels_strategies_and_app_and_direct_never_pool() {
+        let mut m = meta("s", Provenance::Measured);
+        m.labels.code_version = "v1".into();
+        let mut rows = Vec::new();
+        for path in ["chat", "docs"] {
+            rows.push(row("s", "warm", Some(path), Some(100.0)));
+            rows.push(row("s", "cold", Some(path), Some(900.0)));
+            for k in [1, 3] {
+                let mut r = row("s", "concurrency", Some(path), Some(300.0));
+                r.concurrency = Some(k);
+                rows.push(r);
+            }
+        }
+        for strategy in ["fast", "cheap"] {
+            let mut r = row("s", "direct", Some("direct"), Some(80.0));
+            r.dest = firsttoken_record::vocab::Destination::Direct {
+                strategy: Some(strategy.into()),
+            };
+            rows.push(r);
+        }
+        let sessions = [m];
+        let frame = Frame::from_rows(&rows, &sessions).unwrap();
+        let settings = crate::Settings::new(1);
+        let groups = crate::session::pooled(
+            &frame,
+            &headline_keys(&[GroupKey::CodeVersion]),
+            Metric::Ttft,
+            &settings,
+        );
+        let label = |g: &crate::session::PooledGroup| g.label.to_string();
+        let labels: Vec<String> = groups.iter().map(label).collect();
+        assert_eq!(
+            labels,
+            [
+                "code_version=v1, phase=warm, concurrency=-, strategy=-, provenance=measured",
+                "code_version=v1, phase=concurrency, concurrency=1, strategy=-, provenance=measured",
+                "code_version=v1, phase=concurrency, concurrency=3, strategy=-, provenance=measured",
+                "code_version=v1, phase=cold, concurrency=-, strategy=-, provenance=measured",
+                "code_version=v1, phase=direct, concurrency=-, strategy=cheap, provenance=measured",
+                "code_version=v1, phase=direct, concurrency=-, strategy=fast, provenance=measured",
+            ]
+        );
+        // Each app group pools two paths and says so; the direct rows pool
+        // none (they have one path, `direct`).
+        for g in &groups {
+            let want: &[GroupKey] =
+                if g.label.get(GroupKey::Phase) == Some(&KeyValue::Text("direct".into())) {
+                    &[]
+                } else {
+                    &[GroupKey::Path]
+                };
+            assert_eq!(g.pools, want, "{}", label(g));
+            assert!(g.pooled.n <= 2, "one phase, one level: {}", label(g));
+        }
+        // Grouped by path too, nothing pools.
+        let by_path = crate::session::pooled(
+            &frame,
+            &headline_keys(&[GroupKey::CodeVersion, GroupKey::Path]),
+            Metric::Ttft,
+            &settings,
+        );
+        assert!(by_path.iter().all(|g| g.pools.is_empty()));
+        assert!(by_path.iter().all(|g| g.pooled.n == 1));
     }
 }

@@ -82,8 +82,8 @@ pub use firsttoken_stats::{
     percentile, percentile_sorted, rank,
 };
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
-pub use group::{Group, GroupKey, GroupLabel, group, group_in_phase};
-pub use run_summary::{PhaseSummary, RunSummary, Summary};
+pub use group::{Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, headline_keys};
+pub use run_summary::{PhaseSummary, RunSummary, SessionRow, Summary, session_rows};
 pub use samples::{Counts, MetricSummary};
 pub use traces::{SpanInput, Traces, attach_traces};
 

@@ -49,6 +49,10 @@ pub struct PooledGroup {
     pub min_session_median: Option<f64>,
     /// Largest session median.
     pub max_session_median: Option<f64>,
+    /// Keys of groups that behave differently whose values this group
+    /// pools (`path`, `code_version`), because the grouping left them
+    /// out: its label must say so. Empty when it pools none.
+    pub pools: Vec<GroupKey>,
 }
 
 /// Pool `metric` over the sessions of each group of `keys`.
@@ -96,6 +100,7 @@ pub(crate) fn pooled_where(
             let mut medians: Vec<f64> = sessions.iter().filter_map(|s| s.median.point()).collect();
             medians.sort_by(f64::total_cmp);
             PooledGroup {
+                pools: crate::group::pooled_keys(frame, &g.rows),
                 pooled: MetricSummary::new(metric, &Samples::from_finite(pool), total, settings),
                 median_of_session_medians: percentile_sorted(&medians, 50.0),
                 min_session_median: medians.first().copied(),

@@ -78,9 +78,11 @@ pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
             )
         }
     };
+    // Paths never pool unlabelled; phases, levels and strategies never
+    // pool at all (analyze's `headline_keys`).
     let keys = match &a.by {
-        Some(by) => vec![by.parse()?],
-        None => vec![GroupKey::CodeVersion],
+        Some(by) => vec![by.parse()?, GroupKey::Path],
+        None => vec![GroupKey::CodeVersion, GroupKey::Path],
     };
     let analysis = analyse(&loaded, &keys);
     render_out(a.format, &loaded, &analysis, &comparisons, None)?;

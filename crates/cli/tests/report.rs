@@ -128,6 +128,40 @@ fn report_compare_and_check_over_stored_sessions() {
         "{}",
         text(&out.stdout)
     );
+    // Issue 24, defects 2 and 3: the headline table pooled phases ("chat,
+    // n = 164": warm, c = 3/5 and cold probes together) and `compare`
+    // opened with one group per code version, app and direct rows pooled.
+    // Every group holds one phase (and one level, one strategy), direct
+    // rows are never in an app group, and no group pools paths unlabelled.
+    let out = firsttoken(
+        &[
+            "compare", "--store", &store, &ids[1], &ids[0], "--format", "json",
+        ],
+        &[],
+    );
+    assert_code(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).expect("JSON");
+    let groups = v["analysis"]["groups"].as_array().unwrap();
+    assert!(groups.len() > 4, "{groups:#?}");
+    for g in groups {
+        let l = &g["label"];
+        let phase = l["phase"].as_str().unwrap_or_else(|| panic!("{g:#}"));
+        assert_eq!(phase == "direct", l["path"] == "direct", "{g:#}");
+        assert_eq!(
+            phase == "concurrency",
+            l["concurrency"].is_number(),
+            "a level per row: {g:#}"
+        );
+        assert_eq!(g["pools"], serde_json::json!([]), "{g:#}");
+    }
+    let headline = firsttoken(&["compare", "--store", &store, &ids[1], &ids[0]], &[]);
+    let t = text(&headline.stdout);
+    let ttft = &t[t.find("== TTFT by group").unwrap()..];
+    let ttft = &ttft[..ttft[3..].find("\n== ").map_or(ttft.len(), |i| i + 3)];
+    assert!(
+        ttft.contains("v2 · chat · warm") && ttft.contains("v2 · direct"),
+        "{ttft}"
+    );
     let out = firsttoken(
         &[
             "compare",
@@ -401,7 +435,8 @@ fn demo_runs_both_apps_and_writes_the_report() {
         .find(|c| c["a"] == "chat" && c["b"] == "docs")
         .unwrap_or_else(|| panic!("chat against docs: {routes:#}"));
     assert_eq!(chat_docs["direction"], "increase", "{chat_docs:#}");
-    // The cold start, in "before" only, beyond the warm p95 on the chat path.
+    // The cold start, in "before" only, beyond the warm requests on the
+    // chat path.
     let cold = scoped("cold", "before");
     let chat = cold
         .iter()

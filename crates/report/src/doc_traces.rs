@@ -84,7 +84,11 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
                 p.group.clone(),
                 p.requests.to_string(),
                 stat(Unit::Ms, &p.median),
-                format!("{}", p.median_calls),
+                if p.stream {
+                    DASH.into()
+                } else {
+                    format!("{}", p.median_calls)
+                },
                 percent(p.share_of_server),
                 match p.share_of_overhead {
                     Some(o) if o > 1.0 => "> 100 %".to_string(),
@@ -100,6 +104,18 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
             DASH.into(),
             DASH.into(),
         ]);
+        // Where the rest lies: its gaps by what they border (a tenth of it
+        // or more).
+        for g in sp.uncovered.places.iter().filter(|g| g.share >= 0.1) {
+            tab.rows.push(vec![
+                format!("rest: {}", words::border(&g.border)),
+                g.gaps.to_string(),
+                stat(Unit::Ms, &g.median_total),
+                format!("{} gaps", g.per_request),
+                DASH.into(),
+                DASH.into(),
+            ]);
+        }
         s.tables.push(tab);
     }
     for w in &t.walls {

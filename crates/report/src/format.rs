@@ -84,6 +84,16 @@ pub fn precise_ms(v: f64) -> String {
     }
 }
 
+/// A value with its sign: `+411 ms`, `-12 ms` (a single value's excess,
+/// which has no interval).
+pub fn signed(unit: Unit, v: f64) -> String {
+    if v >= 0.0 {
+        format!("+{}", value(unit, v))
+    } else {
+        value(unit, v)
+    }
+}
+
 /// A ratio: `2.93×`.
 pub fn ratio(r: f64) -> String {
     value(Unit::Ratio, r)
@@ -149,7 +159,7 @@ impl Cell {
     /// follows it (its interval, or the counts behind a withheld value):
     /// the inverse of [`Cell::line`]. Words with neither stay whole.
     pub fn split(line: &str) -> Cell {
-        let at = [" [", " (n = "]
+        let at = [" [", " (n = ", " (n < "]
             .iter()
             .filter_map(|sep| line.find(sep))
             .min();
@@ -197,6 +207,28 @@ pub fn cell(unit: Unit, s: &Stat, sign: bool) -> Cell {
         },
     }
 }
+
+/// A summary's median with its interval; a group of one is its value
+/// (`812 ms (one value)`), never a withheld median nor an interval.
+pub fn median_of(unit: Unit, m: &firsttoken_analyze::MetricSummary) -> String {
+    match (m.n, m.mean) {
+        (1, Some(v)) => format!("{} ({ONE_VALUE})", value(unit, v)),
+        _ => pct_cell(unit, &m.p50),
+    }
+}
+
+/// A percentile in a table cell: [`stat`], or `– (n < 100)` when too few
+/// samples withhold it (one rule everywhere: p50 needs 2, p90 10, p95 20,
+/// p99 100; the table's note says so once).
+pub fn pct_cell(unit: Unit, s: &Stat) -> String {
+    match s {
+        Stat::TooSmall { needed, .. } => format!("{DASH} (n < {needed})"),
+        ok => stat(unit, ok),
+    }
+}
+
+/// What a single value is called where a statistic would stand.
+pub const ONE_VALUE: &str = "one value";
 
 /// An estimate with its interval (`2.40 s [2.35 s, 2.47 s]`), or
 /// `too few samples (n = 12, needs 20)`.

@@ -74,6 +74,11 @@ pub fn sample_line(s: &Sample) -> String {
     out
 }
 
+/// A percentile, or `–` where too few values withhold it.
+fn withheld(unit: Unit, v: Option<f64>) -> String {
+    v.map_or_else(|| crate::format::DASH.to_string(), |v| value(unit, v))
+}
+
 /// The summary table: one row per phase that any request reached.
 pub fn summary_table(r: &RunSummary) -> String {
     let mut t = Table::new();
@@ -93,9 +98,9 @@ pub fn summary_table(r: &RunSummary) -> String {
             p.phase.to_string(),
             s.n.to_string(),
             value(unit, s.min),
-            value(unit, s.p50),
-            value(unit, s.p90),
-            value(unit, s.p99),
+            withheld(unit, s.p50),
+            withheld(unit, s.p90),
+            withheld(unit, s.p99),
             value(unit, s.max),
         ]);
     }
@@ -106,6 +111,14 @@ pub fn summary_table(r: &RunSummary) -> String {
     }
     let mut out = t.to_string();
     out.push('\n');
+    if r.phases
+        .iter()
+        .filter_map(|p| p.summary)
+        .any(|s| s.p99.is_none())
+    {
+        out.push_str(crate::words::WITHHELD_NOTE);
+        out.push('\n');
+    }
     out.push_str(&format!(
         "requests: {}  ok: {}  failed: {}  content chunks: {}  output tokens: {}",
         r.requests,

@@ -1,11 +1,13 @@
 //! The one-screen summary at the end of `firsttoken run`: p50/p95 TTFT per
-//! phase, errors, cost and cleanup, numbers from [`crate::format`].
+//! phase, path and level (analyze's `session_rows`: the one pooling rule),
+//! errors, cost and cleanup, numbers from [`crate::format`].
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, Table};
-use firsttoken_analyze::percentile;
+use firsttoken_analyze::{SessionRow, Summary, session_rows};
 use firsttoken_record::PhaseKind;
 use firsttoken_record::session::{SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::vocab::Destination;
 
 use crate::format::{DASH, ms, usd};
 
@@ -52,8 +54,34 @@ impl Emphasis {
     }
 }
 
+/// A row's name: `warm · chat`, `c=3 · chat`, `direct · fast`, `ping (ttfb)`.
+fn row_label(r: &SessionRow) -> String {
+    let dest = match &r.dest {
+        Destination::App { path } => path.clone(),
+        Destination::Direct { strategy } => strategy.clone(),
+        Destination::Ping => return "ping (ttfb)".to_string(),
+    };
+    let phase = match r.concurrency {
+        Some(k) if r.phase == PhaseKind::Concurrency => format!("c={k}"),
+        _ => r.phase.to_string(),
+    };
+    match dest {
+        Some(d) => format!("{phase} · {d}"),
+        None => phase,
+    }
+}
+
 fn opt_ms(v: Option<f64>) -> String {
     v.map_or_else(|| DASH.to_string(), ms)
+}
+
+/// A median, a single value as itself, or `–`.
+fn median(s: Option<Summary>) -> String {
+    match s {
+        Some(s) if s.n == 1 => format!("{} (one value)", ms(s.min)),
+        Some(s) => s.p50.map_or_else(|| DASH.to_string(), ms),
+        None => DASH.to_string(),
+    }
 }
 
 /// A shell word as typed: bare when it needs no quoting, else in single
@@ -137,43 +165,21 @@ pub fn run_summary(
     emphasis: Emphasis,
     store: &str,
 ) -> String {
-    let mut phases: Vec<PhaseKind> = Vec::new();
-    for r in rows {
-        if !phases.contains(&r.phase) {
-            phases.push(r.phase);
-        }
-    }
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED).set_width(100);
     t.set_header(vec![
-        "phase", "n", "failed", "ttft p50", "ttft p95", "e2e p50", "cost",
+        "phase · path",
+        "n",
+        "failed",
+        "ttft p50",
+        "ttft p95",
+        "e2e p50",
+        "cost",
     ]);
     let mut total_cost = 0.0;
     let mut errors: Vec<(String, usize)> = Vec::new();
-    for phase in phases {
-        let of_phase = || rows.iter().filter(move |r| r.phase == phase);
-        let counted: Vec<&SampleRow> = of_phase().filter(|r| !r.sample.warmup).collect();
-        let ok: Vec<&SampleRow> = counted
-            .iter()
-            .copied()
-            .filter(|r| r.sample.is_ok())
-            .collect();
-        // Pings carry no tokens: their round trip is the time to the first byte.
-        let ping = phase == PhaseKind::Ping;
-        let first: Vec<f64> = ok
-            .iter()
-            .filter_map(|r| {
-                if ping {
-                    r.sample.ttfb_ms
-                } else {
-                    r.sample.ttft_ms
-                }
-            })
-            .collect();
-        let e2e: Vec<f64> = ok.iter().filter_map(|r| r.sample.e2e_ms).collect();
-        let cost: f64 = of_phase().filter_map(|r| r.sample.cost_usd).sum();
-        total_cost += cost;
-        for e in counted.iter().filter_map(|r| r.sample.error.as_ref()) {
+    for r in rows.iter().filter(|r| !r.sample.warmup) {
+        if let Some(e) = &r.sample.error {
             let key = format!(
                 "{}: {}",
                 e.kind.as_str(),
@@ -184,18 +190,19 @@ pub fn run_summary(
                 None => errors.push((key, 1)),
             }
         }
+    }
+    let mut withheld = false;
+    for row in session_rows(rows) {
+        total_cost += row.cost_usd;
+        withheld |= row.first.is_some_and(|s| s.n >= 2 && s.n < 20);
         t.add_row(vec![
-            if ping {
-                "ping (ttfb)".to_string()
-            } else {
-                phase.to_string()
-            },
-            counted.len().to_string(),
-            (counted.len() - ok.len()).to_string(),
-            opt_ms(percentile(&first, 50.0)),
-            opt_ms(percentile(&first, 95.0)),
-            opt_ms(percentile(&e2e, 50.0)),
-            usd(cost),
+            row_label(&row),
+            row.requests.to_string(),
+            row.failed.to_string(),
+            median(row.first),
+            opt_ms(row.first.and_then(|s| s.p95)),
+            median(row.e2e),
+            usd(row.cost_usd),
         ]);
     }
     for i in 1..7 {
@@ -216,6 +223,10 @@ pub fn run_summary(
         meta.labels.code_version,
         meta.labels.vantage
     );
+    if withheld {
+        out.push_str(crate::words::WITHHELD_NOTE);
+        out.push('\n');
+    }
     out.push_str(&format!(
         "requests: {done}  total cost: {}\n",
         usd(total_cost)

@@ -34,7 +34,10 @@ pub fn render(doc: &Doc, width: u16) -> String {
         }
         for t in s.text_tables() {
             if !t.caption.is_empty() {
-                out.push_str(&format!("  {}\n", t.caption));
+                for w in wrap(&t.caption, usize::from(width).max(24), 0) {
+                    out.push_str(&w);
+                    out.push('\n');
+                }
             }
             let mut table = Table::new();
             table

@@ -113,7 +113,7 @@ fn the_cold_probes_are_a_table_in_every_format() {
     let terminal = render(Format::Terminal, &input).unwrap();
     let cold = &terminal[terminal.find("== Cold start").unwrap()..];
     let cold = &cold[..cold[3..].find("\n== ").map_or(cold.len(), |i| i + 3)];
-    assert!(cold.contains("┆ excess over warm"), "{cold}");
+    assert!(cold.contains("┆ − warm"), "{cold}");
     for p in probes {
         let seq = format!("┆ {} ┆ chat ┆", p.seq);
         assert!(

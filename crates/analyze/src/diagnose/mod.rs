@@ -43,7 +43,7 @@ pub mod providers;
 pub mod routes;
 
 pub use clock::{CLIENT_LAG_THRESHOLD_MS, ClientClock, SessionClock, client_clock};
-pub use cold::{ColdProbe, ColdStart, cold_start};
+pub use cold::{ColdProbe, ColdStart, ColdThreshold, cold_start};
 pub use concurrency::{ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrency_wall};
 pub use connection::{ConnectionCost, HandshakeTls, PhaseTime, connection_cost};
 pub use drift::{DayChange, DayStats, Drift, drift};

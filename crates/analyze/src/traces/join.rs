@@ -14,7 +14,10 @@
 //!   saw its first token (mapped to the server clock; work after it does
 //!   not delay the first token); where two groups overlap, the time counts
 //!   to the one listed first in [`super::classify::Category`]. Queue wait
-//!   comes before every group. **Rest** is what no group covers.
+//!   comes before every group. **Rest** is what no group covers, located
+//!   in gaps ([`super::gaps`]); the tail after an upstream client call that
+//!   ended at its headers is that call's stream (a part of its own,
+//!   `<group> (stream)`), not rest.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -22,6 +25,7 @@ use firsttoken_record::session::SampleRow;
 use firsttoken_record::span::{SpanKind, SpanRow};
 
 use super::classify::{Category, GroupMap};
+use super::gaps::{self, Gap, Placed};
 
 /// ns → ms.
 fn ms(ns: u64) -> f64 {
@@ -64,6 +68,9 @@ pub(crate) struct Part {
     pub calls: usize,
     /// True when two of its spans overlap in time.
     pub overlapping: bool,
+    /// The upstream's stream after its client span ended, until the first
+    /// token ([`super::gaps`]), not its spans.
+    pub stream: bool,
 }
 
 /// One traced sample, in ms.
@@ -87,6 +94,8 @@ pub(crate) struct Breakdown {
     pub parts: BTreeMap<String, Part>,
     /// `before_first_token_ms` − queue wait − every part.
     pub rest_ms: f64,
+    /// Where the rest lies: its gaps, in time order.
+    pub gaps: Vec<Gap>,
     /// The provider's own first token after its call began, from a span
     /// event naming a first token.
     pub provider_first_token_ms: Option<f64>,
@@ -211,6 +220,7 @@ pub(crate) fn breakdown(
     }
     union(&mut covered);
     let mut parts = BTreeMap::new();
+    let mut placed: Vec<Placed> = Vec::new();
     for (name, (category, mut iv, sum)) in order {
         let calls = iv.len();
         let whole = union(&mut iv.clone());
@@ -219,6 +229,12 @@ pub(crate) fn breakdown(
             .iter_mut()
             .map(|(a, b)| (a.max(0.0), b.min(cut)))
             .collect();
+        placed.extend(clipped.iter().filter(|(a, b)| b > a).map(|&(a, b)| Placed {
+            start: a,
+            end: b,
+            group: name.clone(),
+            category,
+        }));
         union(&mut clipped);
         let own = uncovered(&clipped, &covered);
         covered.extend(clipped);
@@ -230,10 +246,29 @@ pub(crate) fn breakdown(
                 ms: own,
                 calls,
                 overlapping,
+                stream: false,
             },
         );
     }
     let covered_ms: f64 = covered.iter().map(|(a, b)| b - a).sum();
+    let (gaps, stream) = gaps::locate(&covered, &placed, cut);
+    let mut stream_ms = 0.0;
+    if let Some((group, ms)) = stream {
+        let category = parts
+            .get(&group)
+            .map_or(Category::OutgoingHttp, |p: &Part| p.category);
+        stream_ms = ms;
+        parts.insert(
+            gaps::stream_part(&group),
+            Part {
+                category,
+                ms,
+                calls: 1,
+                overlapping: false,
+                stream: true,
+            },
+        );
+    }
     Breakdown {
         row: index,
         receive_after_sent_ms,
@@ -242,7 +277,8 @@ pub(crate) fn breakdown(
         handler_ms,
         before_first_token_ms: cut,
         parts,
-        rest_ms: (cut - covered_ms).max(0.0),
+        rest_ms: (cut - covered_ms - stream_ms).max(0.0),
+        gaps,
         provider_first_token_ms,
     }
 }

@@ -25,6 +25,7 @@
 //! Rows of different provenance kinds or code versions are never pooled.
 
 pub mod classify;
+pub mod gaps;
 pub mod join;
 pub mod offset;
 mod stats;

@@ -46,6 +46,10 @@ pub struct PartStat {
     /// an increase (the interval lies above 0); never for the model
     /// provider, whose call the direct requests measure as well.
     pub share_of_overhead: Option<f64>,
+    /// The upstream's stream after its client span ended (at the response
+    /// headers) until the first token: the provider's own time to first
+    /// token, not its spans ([`super::gaps`]).
+    pub stream: bool,
 }
 
 /// The server time of one path's traced requests, split into parts.
@@ -77,6 +81,8 @@ pub struct SpanSplit {
     pub parts: Vec<PartStat>,
     /// Median time no group covers, ms.
     pub rest: Stat,
+    /// Where that time lies: its gaps, placed by the spans they border.
+    pub uncovered: super::gaps::Uncovered,
     /// Median first token of the provider's own call, ms after it began,
     /// when spans record it.
     pub provider_first_token: Option<Stat>,
@@ -178,6 +184,7 @@ pub(super) fn splits(
                         .count(),
                     share_of_server: (total_before > 0.0).then(|| sum / total_before),
                     share_of_overhead: None,
+                    stream: with.iter().any(|b| b.parts[&group].stream),
                     group,
                     category,
                 }
@@ -213,6 +220,7 @@ pub(super) fn splits(
             queue_wait: (!waits.is_empty()).then(|| median(waits, settings)),
             parts,
             rest: median(bs.iter().map(|b| b.rest_ms).collect(), settings),
+            uncovered: super::gaps::uncovered(&bs, settings),
             provider_first_token: (!provider.is_empty()).then(|| median(provider, settings)),
             overhead_median: None,
         });
@@ -241,10 +249,11 @@ pub(super) fn link_overhead(splits: &mut [SpanSplit], overheads: &[Overhead]) {
         };
         // The model call is what the direct requests measure too: its time
         // is not overhead (as Server-Timing's model phases are not).
+        // An upstream's stream is the provider's own time to first token.
         for p in s
             .parts
             .iter_mut()
-            .filter(|p| p.category != Category::ModelProvider)
+            .filter(|p| p.category != Category::ModelProvider && !p.stream)
         {
             p.share_of_overhead = p.median.point().map(|m| m / total);
         }

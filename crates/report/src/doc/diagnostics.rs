@@ -3,13 +3,15 @@
 //! its tables, every number from [`crate::format`].
 
 use firsttoken_analyze::diagnose::{
-    ColdStart, ConcurrencyWall, ConnectionCost, Drift, Overhead, ProviderStats, Providers, Routes,
-    Share,
+    ColdStart, ColdThreshold, ConcurrencyWall, ConnectionCost, Drift, Overhead, ProviderStats,
+    Providers, Routes, Share,
 };
 use firsttoken_analyze::{Analysis, MetricSummary};
 
 use super::{Fact, Laid, PlotSlot, Section, SectionId, TableData, fact, header};
-use crate::format::{DASH, Unit, ms, opt, percent, point, ratio, relative, signed_stat, stat};
+use crate::format::{
+    self, DASH, Unit, ms, opt, percent, point, ratio, relative, signed_stat, stat,
+};
 use crate::words::{self, Entry as _};
 
 /// A summary as a table row: name, requests, error rate, n, p50, p95.
@@ -224,6 +226,10 @@ pub(super) fn concurrency(a: &Analysis) -> Section {
 const COLD_PROBES_IN_TEXT: usize = 20;
 
 fn cold_entry(cs: &ColdStart) -> Laid {
+    let beyond_head = match cs.threshold {
+        Some(ColdThreshold::P99) => "beyond warm p99",
+        _ => "beyond warm max",
+    };
     let mut t = TableData::new(
         header(&[
             "session",
@@ -231,12 +237,13 @@ fn cold_entry(cs: &ColdStart) -> Laid {
             "started (UTC)",
             "path",
             "TTFT",
-            "excess over warm median [95 % CI]",
+            "− warm median",
             "× warm median",
-            "beyond warm p95",
+            "warm below it",
+            beyond_head,
             "error",
         ]),
-        &[2, 3, 7, 8],
+        &[2, 3, 8, 9],
     )
     // When each probe went out needs the page's width; the text formats
     // name a probe by its session and sequence number, and list the first
@@ -250,9 +257,10 @@ fn cold_entry(cs: &ColdStart) -> Laid {
             p.started_at.clone(),
             p.path.clone().unwrap_or_else(|| DASH.into()),
             opt(Unit::Ms, p.ttft_ms),
-            p.excess
-                .map_or_else(|| DASH.into(), |f| signed_stat(Unit::Ms, &f.estimate)),
+            p.excess_ms
+                .map_or_else(|| DASH.into(), |v| format::signed(Unit::Ms, v)),
             opt(Unit::Ratio, p.ratio),
+            format::percent(p.warm_rank),
             match p.beyond_warm {
                 Some(true) => "yes",
                 Some(false) => "no",
@@ -262,16 +270,20 @@ fn cold_entry(cs: &ColdStart) -> Laid {
             p.error.clone().unwrap_or_else(|| DASH.into()),
         ]);
     }
+    let mut facts = vec![fact("warm median", stat(Unit::Ms, &cs.warm_median))];
+    if let (Some(th), Some(v)) = (cs.threshold, cs.threshold_ms) {
+        facts.push(fact(
+            "a probe counts beyond",
+            words::cold_threshold(th, v, cs.warm_n),
+        ));
+    }
+    facts.push(fact(
+        "probes beyond",
+        format!("{} of {}", cs.beyond, cs.judged),
+    ));
     Laid {
         sentence: words::cold(cs),
-        facts: vec![
-            fact("warm median", stat(Unit::Ms, &cs.warm_median)),
-            fact("warm p95", stat(Unit::Ms, &cs.warm_p95)),
-            fact(
-                "median probe ÷ warm median",
-                opt(Unit::Ratio, cs.median_ratio),
-            ),
-        ],
+        facts,
         tables: vec![t],
     }
 }

@@ -24,7 +24,8 @@
 mod diagnostics;
 mod overview;
 
-use firsttoken_analyze::group::GroupLabel;
+use firsttoken_analyze::GroupKey;
+use firsttoken_analyze::group::{GroupLabel, KeyValue};
 use firsttoken_record::run::RunView;
 use firsttoken_record::session::Provenance;
 
@@ -532,11 +533,61 @@ pub(crate) fn header(cols: &[&str]) -> Vec<String> {
 /// A group's label, short: its values in key order (`before · chat ·
 /// emulated`); the table's header names the keys.
 pub fn group_label(l: &GroupLabel) -> String {
-    l.parts
+    let mut out: Vec<String> = Vec::with_capacity(l.parts.len());
+    let level = l
+        .get(GroupKey::Concurrency)
+        .is_some_and(|v| *v != KeyValue::Missing);
+    for (k, v) in &l.parts {
+        // `c=3` names the concurrency phase already.
+        if *k == GroupKey::Phase && level {
+            continue;
+        }
+        if let Some(v) = key_value(*k, v)
+            && out.last() != Some(&v)
+        {
+            // `direct · direct` (a direct request's path and phase) once.
+            out.push(v);
+        }
+    }
+    out.join(" · ")
+}
+
+/// One key's value in a label: `c=3` for a concurrency level; nothing for
+/// a level or a strategy the row does not have (the phases without them).
+fn key_value(k: GroupKey, v: &KeyValue) -> Option<String> {
+    match (k, v) {
+        (GroupKey::Concurrency | GroupKey::Strategy, KeyValue::Missing) => None,
+        (GroupKey::Concurrency, KeyValue::Number(n)) => Some(format!("c={n}")),
+        _ => Some(v.to_string()),
+    }
+}
+
+/// A pooled group's label: [`group_label`], then what it pools
+/// (`after · warm · emulated · paths pooled`).
+pub fn pooled_group_label(g: &firsttoken_analyze::session::PooledGroup) -> String {
+    let mut s = group_label(&g.label);
+    if let Some(p) = words::pools(&g.pools) {
+        s.push_str(" · ");
+        s.push_str(&p);
+    }
+    s
+}
+
+/// The keys of a TTFT table's head, without the concurrency level, the
+/// strategy and the provenance, whose values name themselves (`c=3`, a
+/// strategy's name, `emulated`).
+pub fn group_head(keys: &[GroupKey]) -> String {
+    let shown: Vec<&str> = keys
         .iter()
-        .map(|(_, v)| v.to_string())
-        .collect::<Vec<_>>()
-        .join(" · ")
+        .filter(|k| {
+            !matches!(
+                k,
+                GroupKey::Concurrency | GroupKey::Strategy | GroupKey::Provenance
+            )
+        })
+        .map(|k| k.as_str())
+        .collect();
+    shown.join(" · ")
 }
 
 /// The head of a run's report, one line each: id, state and counts, each
@@ -610,8 +661,12 @@ mod tests {
                 baseline_ms: 1.0,
             },
             FindingKind::ColdStart {
-                probes: 1,
-                slower: 1,
+                probes: 2,
+                beyond: 2,
+                threshold: firsttoken_analyze::diagnose::ColdThreshold::Maximum,
+                threshold_ms: 1.0,
+                warm_median_ms: 1.0,
+                excess_ms: vec![1.0, 2.0],
             },
             FindingKind::PathDifference {
                 path: "a".into(),

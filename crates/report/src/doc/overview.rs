@@ -130,10 +130,10 @@ fn summary_row(label: String, m: &MetricSummary) -> Vec<String> {
         m.requests.to_string(),
         m.n.to_string(),
         percent(m.error_rate),
-        stat(u, &m.p50),
-        stat(u, &m.p90),
-        stat(u, &m.p95),
-        stat(u, &m.p99),
+        format::median_of(u, m),
+        format::pct_cell(u, &m.p90),
+        format::pct_cell(u, &m.p95),
+        format::pct_cell(u, &m.p99),
     ]
 }
 
@@ -142,8 +142,7 @@ fn summary_row(label: String, m: &MetricSummary) -> Vec<String> {
 pub(super) fn ttft(a: &Analysis) -> Section {
     let mut s = Section::new(SectionId::Ttft);
     s.plots = vec![PlotSlot::TtftCdf, PlotSlot::SessionBox];
-    let keys: Vec<&str> = a.keys.iter().map(|k| k.as_str()).collect();
-    let group_head = format!("group: {}", keys.join(" · "));
+    let group_head = super::group_head(&a.keys);
     let mut t = TableData::new(
         header(&[
             &group_head,
@@ -170,20 +169,20 @@ pub(super) fn ttft(a: &Analysis) -> Section {
     for g in &a.groups {
         let u = Unit::of(g.pooled.metric);
         t.rows
-            .push(summary_row(super::group_label(&g.label), &g.pooled));
+            .push(summary_row(super::pooled_group_label(g), &g.pooled));
         let range = match (g.min_session_median, g.max_session_median) {
             (Some(lo), Some(hi)) => format!("{} – {}", format::value(u, lo), format::value(u, hi)),
             _ => format::DASH.into(),
         };
         per_session.rows.push(vec![
-            super::group_label(&g.label),
+            super::pooled_group_label(g),
             g.sessions.len().to_string(),
             format::opt(u, g.median_of_session_medians),
             range,
         ]);
     }
     if !t.rows.is_empty() {
-        s.tables.push(t);
+        s.tables.push(t.captioned(words::GROUPS_CAPTION));
         s.tables.push(per_session);
     }
     s

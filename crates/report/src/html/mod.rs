@@ -51,7 +51,7 @@ mod view;
 mod testdata;
 
 use firsttoken_analyze::group::group;
-use firsttoken_analyze::{Analysis, AnalyzeError, Frame, percentile_sorted};
+use firsttoken_analyze::{Analysis, AnalyzeError, Frame, GroupKey, percentile_sorted};
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::PhaseKind;
 use minijinja::value::Serde;
@@ -161,8 +161,9 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
-/// TTFT values per analysis group, labelled by the keys whose values differ
-/// between groups (all keys when none do).
+/// TTFT values per analysis group of the headline (warm) phase — every
+/// group when none is warm — labelled by the keys whose values differ
+/// between them (all keys when none do).
 fn cdf_series(
     analysis: &Analysis,
     sessions: &[SessionMeta],
@@ -170,7 +171,20 @@ fn cdf_series(
 ) -> Result<Vec<CdfSeries>, AnalyzeError> {
     let frame = Frame::from_rows(rows, sessions)?;
     let groups = group(&frame, &analysis.keys);
-    let labels: Vec<_> = analysis.groups.iter().map(|g| &g.label).collect();
+    let warm = |g: &&firsttoken_analyze::session::PooledGroup| {
+        g.label
+            .get(GroupKey::Phase)
+            .map(|v| v.to_string())
+            .as_deref()
+            == Some("warm")
+    };
+    let shown: Vec<&firsttoken_analyze::session::PooledGroup> =
+        if analysis.groups.iter().any(|g| warm(&g)) {
+            analysis.groups.iter().filter(warm).collect()
+        } else {
+            analysis.groups.iter().collect()
+        };
+    let labels: Vec<_> = shown.iter().map(|g| &g.label).collect();
     let varies: Vec<bool> = (0..analysis.keys.len())
         .map(|i| {
             labels
@@ -179,9 +193,8 @@ fn cdf_series(
         })
         .collect();
     let any_varies = varies.iter().any(|&v| v);
-    Ok(analysis
-        .groups
-        .iter()
+    Ok(shown
+        .into_iter()
         .map(|g| {
             let values = groups
                 .iter()
@@ -325,7 +338,7 @@ mod tests {
             assert!(html[i..].starts_with("href=\"#"), "{}", &html[i..i + 40]);
         }
         assert!(
-            html.contains(r#"too few samples<span class="sub">(n = 3, needs 10)</span>"#),
+            html.contains(r#"–<span class="sub">(n &lt; 10)</span>"#),
             "small cells say so"
         );
         for s in ["s1", "s2"] {

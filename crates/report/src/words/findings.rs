@@ -6,7 +6,7 @@
 
 use firsttoken_analyze::diagnose::WallVerdict;
 use firsttoken_analyze::traces::WallReason;
-use firsttoken_analyze::{Direction, FindingKind, RankedFinding};
+use firsttoken_analyze::{Direction, Finding, FindingKind, RankedFinding};
 
 use crate::format::{Unit, ms, signed_stat, stat};
 
@@ -29,8 +29,8 @@ pub fn section_name(section: &str) -> &'static str {
 }
 
 /// `n = 15 vs 15`.
-fn counts(f: &RankedFinding) -> String {
-    format!("n = {} vs {}", f.finding.n_a, f.finding.n_b)
+fn counts(f: &Finding) -> String {
+    format!("n = {} vs {}", f.n_a, f.n_b)
 }
 
 /// The setup part of a group label (`before` of `before · chat`).
@@ -46,11 +46,17 @@ fn group(f: &RankedFinding, i: usize) -> &str {
 
 /// A finding's statement, without its pointer.
 pub fn finding(f: &RankedFinding) -> String {
-    let x = &f.finding;
+    let g = group(f, 0);
+    // A finding stated by values (a repeated cold start) has no interval.
+    let Some(x) = &f.finding else {
+        return match super::cold_finding(&f.kind) {
+            Some(s) => format!("{g}: {s}"),
+            None => g.to_string(),
+        };
+    };
     let d = x.direction;
     let up = d == Direction::Increase;
-    let g = group(f, 0);
-    let n = counts(f);
+    let n = counts(x);
     let ms_stat = stat(Unit::Ms, &x.estimate);
     let signed = signed_stat(Unit::Ms, &x.estimate);
     if !d.is_change() {
@@ -97,12 +103,8 @@ pub fn finding(f: &RankedFinding) -> String {
             };
             format!("{g}: {what} {r} at c={level}, {n}")
         }
-        FindingKind::ColdStart { probes, slower } => {
-            if *probes == 1 {
-                format!("{g}: cold start {signed} over warm median, {n}")
-            } else {
-                format!("{g}: {slower}/{probes} cold starts, median {signed} over warm, {n}")
-            }
+        FindingKind::ColdStart { .. } => {
+            format!("{g}: {}", super::cold_finding(&f.kind).unwrap_or_default())
         }
         FindingKind::PathDifference { path, fastest } => {
             let s = setup(g, path);
@@ -145,14 +147,18 @@ pub fn finding(f: &RankedFinding) -> String {
 
 /// The wait a finding explains, for a note: `explains 1.24 s per request`.
 pub fn wait(f: &RankedFinding) -> String {
-    match f.wait_ms {
-        Some(w) => format!(
+    match (f.wait_ms, f.wait_ci) {
+        (Some(w), Some(ci)) => format!(
             "explains {} [{}, {}] of wait per affected request",
-            ms(w.point),
-            ms(w.ci.lower),
-            ms(w.ci.upper)
+            ms(w),
+            ms(ci.lower),
+            ms(ci.upper)
         ),
-        None => "no wait it explains can be told apart from zero".to_string(),
+        (Some(w), None) => format!(
+            "explains {} of wait per affected request (the median of the values above: each is one request, with no interval)",
+            ms(w)
+        ),
+        (None, _) => "no wait it explains can be told apart from zero".to_string(),
     }
 }
 

@@ -23,6 +23,7 @@ use crate::format::{self, Unit, ms, ratio, signed_stat, stat, too_few};
 
 pub mod check;
 mod clock;
+mod cold;
 mod comparison;
 mod findings;
 mod limits;
@@ -32,6 +33,7 @@ pub mod run;
 pub mod sections;
 pub mod traces;
 pub use clock::{client_clock, session_clock};
+pub use cold::{cold, cold_finding, cold_threshold};
 pub use comparison::{comparison, verdict};
 pub(crate) use comparison::{comparison_band, judged, withheld_comparison};
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
@@ -80,6 +82,33 @@ pub(crate) fn undecided_figure(f: &Finding, unit: Unit, figure: &str) -> String 
             format!("{TOO_SMALL_TO_MATTER} ({figure}, {})", band(f, unit))
         }
         d => format!("{} ({figure})", undecided(d)),
+    }
+}
+
+/// The caption of the TTFT-per-group table: the one pooling rule and the
+/// one withholding rule.
+pub const GROUPS_CAPTION: &str = "one row per phase (concurrency per level c, direct requests per strategy): phases, app and direct never pool; \"– (n < 20)\": a percentile withheld for too few samples (p50 needs 2, p90 10, p95 20, p99 100); a group of one is its value";
+
+/// Below a summary whose percentiles are withheld: the one rule.
+pub const WITHHELD_NOTE: &str =
+    "–: a percentile withheld for too few values (p50 needs 2, p90 10, p95 20, p99 100)";
+
+/// What a group pools of groups that behave differently, when its keys
+/// left them out: `paths pooled`, `paths and code versions pooled`.
+pub fn pools(keys: &[firsttoken_analyze::GroupKey]) -> Option<String> {
+    use firsttoken_analyze::GroupKey;
+    let names: Vec<&str> = keys
+        .iter()
+        .map(|k| match k {
+            GroupKey::Path => "paths",
+            GroupKey::CodeVersion => "code versions",
+            other => other.as_str(),
+        })
+        .collect();
+    match names.as_slice() {
+        [] => None,
+        [one] => Some(format!("{one} pooled")),
+        [init @ .., last] => Some(format!("{} and {last} pooled", init.join(", "))),
     }
 }
 
@@ -425,72 +454,6 @@ pub fn concurrency(w: &ConcurrencyWall) -> String {
             ratio(1.0)
         ),
     }
-}
-
-/// Cold probes against the warm median.
-pub fn cold(c: &ColdStart) -> String {
-    let failed = c.probes.iter().filter(|p| p.error.is_some()).count();
-    if c.warm_median.point().is_none() {
-        let why = match c.warm_median {
-            Stat::TooSmall { n, needed } => too_few(n, needed),
-            Stat::Ok(_) => String::new(),
-        };
-        return format!(
-            "{} cold probe(s), but {why} among the warm requests to compare them with",
-            c.probes.len()
-        );
-    };
-    let judged: Vec<&Finding> = c
-        .probes
-        .iter()
-        .filter_map(|p| p.excess.as_ref())
-        .filter(|f| f.direction != Direction::TooFewSamples)
-        .collect();
-    let above = judged
-        .iter()
-        .filter(|f| f.direction == Direction::Increase)
-        .count();
-    let ratios: Vec<String> = c.probes.iter().filter_map(|p| p.ratio.map(ratio)).collect();
-    let warm = stat(Unit::Ms, &c.warm_median);
-    let inconclusive = judged
-        .iter()
-        .any(|f| f.direction == Direction::Inconclusive);
-    let small = judged
-        .iter()
-        .any(|f| f.direction == Direction::TooSmallToMatter);
-    let mut s = if above == 0 {
-        format!(
-            "{} between the cold probes and the warm median {warm}: {} probe(s) at {} of it",
-            if inconclusive {
-                INCONCLUSIVE
-            } else if small {
-                TOO_SMALL_TO_MATTER
-            } else {
-                NO_DIFFERENCE
-            },
-            judged.len(),
-            ratios.join(", ")
-        )
-    } else {
-        // A probe counts when it passes the warm p95 (the warm maximum
-        // with under 20 warm values): see analyze's cold module.
-        let threshold = match c.warm_p95.point() {
-            Some(p95) => format!("the warm p95 {}", ms(p95)),
-            None => format!("all {} warm requests", c.warm_n),
-        };
-        format!(
-            "cold start: {above} of {} probe(s) beyond {threshold} (at {} of the warm median {warm})",
-            judged.len(),
-            ratios.join(", "),
-        )
-    };
-    if let Some(r) = c.median_ratio.filter(|_| ratios.len() > 1) {
-        s.push_str(&format!(", median {}", ratio(r)));
-    }
-    if failed > 0 {
-        s.push_str(&format!("; {failed} probe(s) failed"));
-    }
-    s
 }
 
 /// Strategies and providers.
