@@ -11,8 +11,8 @@ use firsttoken_read::compare::{Gate, gates, sessions_per_path, slower_somewhere}
 use firsttoken_read::{LoadOptions, Selection, load};
 use firsttoken_record::store::Store;
 use firsttoken_report::words;
+use firsttoken_session::DEFAULT_STORE;
 
-use crate::session::DEFAULT_STORE;
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
 /// `firsttoken check`.

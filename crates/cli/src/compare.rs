@@ -10,10 +10,10 @@ use firsttoken_analyze::{Comparison, GroupKey};
 use firsttoken_read::compare::{groups_by_key, sessions_per_path, slower_somewhere};
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
+use firsttoken_session::DEFAULT_STORE;
 
 use crate::EXIT_FAILED_REQUESTS;
 use crate::render::{Format, render_out};
-use crate::session::DEFAULT_STORE;
 
 /// `firsttoken compare`.
 #[derive(Debug, Args)]

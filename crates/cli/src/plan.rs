@@ -11,15 +11,15 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 use firsttoken_analyze::parse;
-use firsttoken_analyze::power::{Effect, PlanDoc, PlanSettings};
+use firsttoken_analyze::power::{Effect, PlanSettings};
 use firsttoken_analyze::{GroupKey, Metric};
 use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
 use firsttoken_read::pilot::{Ask, Pilots};
 use firsttoken_record::store::Store;
 use firsttoken_report::plan::{json, markdown};
-use firsttoken_session::{Overrides, SessionSpec};
+use firsttoken_session::{DEFAULT_STORE, Overrides, SessionSpec};
 
-use crate::session::{DEFAULT_STORE, run_spec};
+use crate::measure;
 
 /// Output formats of `plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -138,11 +138,11 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let spec = SessionSpec::new(cfg, Overrides::default())
             .with_context(|| format!("{}", a.config.display()))?;
-        claims(
-            &spec,
-            &a.config.display().to_string(),
+        firsttoken_read::pilot::claims_at(
             &a.store,
             &a.sessions,
+            (&spec.config, &a.config.display().to_string()),
+            (&spec.protocol, spec.seed),
             &ask,
         )
         .await?
@@ -167,27 +167,6 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         PlanFormat::Json => outln!("{}", serde_json::to_string_pretty(&json(&doc))?),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--claims` (and `run --plan`): what the validated spec's counts support,
-/// with the pilot rows of the store at `store_url` when it has any.
-async fn claims(
-    spec: &SessionSpec,
-    config_name: &str,
-    store_url: &str,
-    pilot_sessions: &[String],
-    ask: &Ask,
-) -> anyhow::Result<PlanDoc> {
-    // No store yet (a first run) plans without a pilot.
-    let store = Store::open_existing(store_url).await.ok();
-    Ok(firsttoken_read::pilot::claims(
-        store.as_ref(),
-        pilot_sessions,
-        (&spec.config, config_name),
-        (&spec.protocol, spec.seed),
-        ask,
-    )
-    .await?)
 }
 
 /// Run `n` warm requests per app path of the config at `config` as a
@@ -226,7 +205,7 @@ async fn run_pilot(
         n * paths,
         spec.config.app.base_url
     );
-    let outcome = run_spec(&spec, store, true).await?;
+    let outcome = measure::run_spec(&spec, store, true).await?;
     eprintln!(
         "pilot: session {} stored, {} of {} requests failed",
         outcome.meta.id, outcome.failed, outcome.done

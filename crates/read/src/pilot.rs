@@ -54,6 +54,21 @@ pub struct Ask {
     pub settings: PlanSettings,
 }
 
+impl Default for Ask {
+    /// The TTFT median over every phase, with the default power target and
+    /// simulations: what `run --plan` asks.
+    fn default() -> Ask {
+        Ask {
+            metric: Metric::Ttft,
+            quantile: Percentile::P50,
+            phase: None,
+            effect: None,
+            width: None,
+            settings: PlanSettings::default(),
+        }
+    }
+}
+
 /// One pilot group: its name, its values and its pace.
 struct PilotGroup {
     name: String,
@@ -359,6 +374,20 @@ struct PhasePilot {
     path: String,
     pilot: Pilot,
     pace: Pace,
+}
+
+/// [`claims`] with the pilot rows of the store at `store_url` (a SQLite
+/// file or a postgres:// URL) when it has any: a store that does not exist
+/// yet (a first run) or cannot be opened plans without a pilot.
+pub async fn claims_at(
+    store_url: &str,
+    pilot_sessions: &[String],
+    config: (&Config, &str),
+    protocol: (&Protocol, u64),
+    ask: &Ask,
+) -> Result<PlanDoc, ReadError> {
+    let store = Store::open_existing(store_url).await.ok();
+    claims(store.as_ref(), pilot_sessions, config, protocol, ask).await
 }
 
 /// What the counts of a protocol support, per phase and destination

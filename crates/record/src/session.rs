@@ -76,6 +76,11 @@ pub struct Labels {
     pub tags: BTreeMap<String, String>,
 }
 
+/// Client scheduling lag (p99 of actual − intended start, ms) above which a
+/// session's open-loop start times are flagged as unreliable
+/// ([`SessionMeta::client_lag_p99_ms`]).
+pub const LAG_FLAG_MS: f64 = 5.0;
+
 /// The result of deleting a session's test accounts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cleanup {

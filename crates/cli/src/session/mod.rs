@@ -1,10 +1,8 @@
 //! `firsttoken init`, `run`, `sessions`, `export`, `import`, `import-spans`, `cleanup`:
 //! sessions from config to store.
 
-mod progress;
 mod run;
 mod spans;
-mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,8 +13,8 @@ use clap::{Args, ValueEnum};
 
 use firsttoken_record::store::{Store, mask_url};
 
-pub use firsttoken_session::DEFAULT_STORE;
-pub use run::{RunArgs, exit_code, run, run_spec};
+use firsttoken_session::DEFAULT_STORE;
+pub use run::{RunArgs, run};
 pub use spans::{ImportSpansArgs, import_spans};
 
 /// `firsttoken init`.
