@@ -7,16 +7,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use firsttoken_analyze::parse;
 use firsttoken_analyze::power::{Effect, PlanSettings};
 use firsttoken_analyze::{GroupKey, Metric};
-use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
-use firsttoken_read::pilot::{Ask, Pilots};
+use firsttoken_plan::config::Config;
+use firsttoken_read::pilot::{Ask, PilotRun, Pilots};
 use firsttoken_record::store::Store;
 use firsttoken_report::plan::{json, markdown};
+use firsttoken_report::words;
 use firsttoken_session::{DEFAULT_STORE, Overrides, SessionSpec};
 
 use crate::measure;
@@ -169,18 +170,17 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `n` warm requests per app path of the config at `config` as a
-/// session in `store` (the flag's `store_url`); returns its id.
+/// Run the pilot of `n` warm requests per app path of the config at
+/// `config` ([`PilotRun`]) as a session in `store` (the flag's
+/// `store_url`); returns its id.
 async fn run_pilot(
     config: &std::path::Path,
     n: u32,
     store_url: &str,
     store: &Store,
 ) -> anyhow::Result<String> {
-    if n == 0 {
-        bail!("--pilot 0: a pilot needs requests");
-    }
-    let mut cfg = Config::load(config).map_err(|e| {
+    let pilot = PilotRun::new(n)?;
+    let cfg = Config::load(config).map_err(|e| {
         let hint = if config.exists() {
             ""
         } else {
@@ -188,27 +188,23 @@ async fn run_pilot(
         };
         anyhow::anyhow!("{e}{hint}")
     })?;
-    let paths = cfg.app.paths.len().max(1) as u32;
-    cfg.phases = PhasesSection {
-        warm: PhaseCount::from(n.saturating_mul(paths)),
-        ..PhasesSection::default()
-    };
+    let requests = pilot.requests(&cfg);
     let overrides = Overrides {
         store: Some(store_url.to_string()),
-        tags: [("purpose".to_string(), "pilot".to_string())].into(),
+        tags: PilotRun::tags(),
         config_path: Some(config.display().to_string()),
         ..Overrides::default()
     };
-    let spec = SessionSpec::new(cfg, overrides).with_context(|| format!("{}", config.display()))?;
+    let spec = SessionSpec::new(pilot.config(cfg), overrides)
+        .with_context(|| format!("{}", config.display()))?;
     eprintln!(
-        "pilot: {} warm requests ({n} per app path) against {}",
-        n * paths,
-        spec.config.app.base_url
+        "{}",
+        words::plan::pilot_started(requests, n, &spec.config.app.base_url)
     );
     let outcome = measure::run_spec(&spec, store, true).await?;
     eprintln!(
-        "pilot: session {} stored, {} of {} requests failed",
-        outcome.meta.id, outcome.failed, outcome.done
+        "{}",
+        words::plan::pilot_stored(&outcome.meta.id, outcome.failed, outcome.done)
     );
     Ok(outcome.meta.id)
 }

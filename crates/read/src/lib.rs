@@ -92,4 +92,7 @@ pub enum ReadError {
     /// A plan that cannot be made from the pilot.
     #[error(transparent)]
     Plan(#[from] firsttoken_analyze::power::PlanError),
+    /// A pilot of no requests (`plan --pilot 0`).
+    #[error("--pilot 0: a pilot needs requests")]
+    EmptyPilot,
 }
