@@ -5,6 +5,7 @@
 //! compared per path; the pooled summary is labelled as such and decides
 //! nothing when the sessions share a path.
 
+pub use firsttoken_analyze::compare::Gate;
 use firsttoken_analyze::compare::{PathComparison, compare_groups, compare_sessions_per_path};
 use firsttoken_analyze::{Comparison, Frame, GroupKey, Metric, PhaseKind, Settings};
 
@@ -38,19 +39,6 @@ pub fn slower_somewhere(cs: &[PathComparison]) -> bool {
     cs.iter()
         .filter(|c| c.path.is_some() || !per_path)
         .any(|c| c.comparison.worse())
-}
-
-/// What a comparison's line means for a gate (`check --against`): a path
-/// that got slower fails, the pooled summary beside per-path verdicts is
-/// only a note.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// Not slower.
-    Pass,
-    /// Slower.
-    Fail,
-    /// The pooled summary beside per-path verdicts: decides nothing.
-    Note,
 }
 
 /// The gate of each comparison of `cs`, in order (see [`Gate`]).

@@ -16,6 +16,9 @@
 //!   the cross-agent concurrency rule included.
 //! - [`compare`]: before/after verdicts per path, the one rule for "slower"
 //!   and comparisons of groups by a key.
+//! - [`mod@check`]: `firsttoken check` as one call: the session checked
+//!   (the newest unless named), its thresholds and the gate against a
+//!   baseline.
 //! - [`pilot`]: the pilot groups sample-size planning draws from, and
 //!   what a config's counts support.
 //! - [`pool`]: the one pooling policy: rows of different provenance kinds
@@ -33,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod compare;
 mod load;
 pub mod pilot;
