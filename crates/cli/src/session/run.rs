@@ -16,6 +16,7 @@ use firsttoken_plan::protocol::PRESETS;
 use firsttoken_plan::segment::Segment;
 use firsttoken_record::UtcTime;
 use firsttoken_record::store::Store;
+use firsttoken_report::words;
 use firsttoken_session::{Overrides, RunPart, SessionError, SessionSpec};
 
 use crate::EXIT_USAGE;
@@ -204,28 +205,24 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // What this agent sends: its segment (a rerun may send less).
     let share = spec.share();
     if !a.quiet {
-        let floor = share.min_duration();
-        let wait = if floor.as_secs() == 0 {
-            String::new()
-        } else {
-            format!(
-                "; its idle gaps and open-loop schedule alone take {}",
-                humantime::format_duration(Duration::from_secs(floor.as_secs()))
-            )
-        };
         eprintln!(
-            "{}{wait}",
-            firsttoken_report::run::planned(share.requests(), share.warmups(), share.max_warmups())
+            "{}",
+            words::session::announce(
+                share.requests(),
+                share.warmups(),
+                share.max_warmups(),
+                share.min_duration()
+            )
         );
         if let Some(r) = &spec.run {
             eprintln!(
-                "run {}: segment {} of the whole protocol's {} requests{}",
-                r.run_id(),
-                r.segment(),
-                spec.protocol.requests(),
-                r.start_at()
-                    .map(|t| format!(", starting at {t} (store clock)"))
-                    .unwrap_or_default()
+                "{}",
+                words::session::run_part(
+                    r.run_id(),
+                    r.segment(),
+                    spec.protocol.requests(),
+                    r.start_at()
+                )
             );
         }
     }
