@@ -32,6 +32,8 @@
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
 //! - [`power`]: sample-size planning by simulating the report's own rule
 //!   on resampled pilot data.
+//! - [`live`]: what a live view of a running session shows, folded from
+//!   its stored samples per phase and destination.
 //! - [`parse`]: the one reading of typed values (durations, shares, the
 //!   difference to detect, a phase or `all`) for `plan`, `compare` and
 //!   `check`.
@@ -66,6 +68,7 @@ pub mod finding;
 pub mod findings;
 pub mod frame;
 pub mod group;
+pub mod live;
 pub mod parse;
 pub mod power;
 pub mod run_summary;

@@ -11,7 +11,7 @@
 //! Running a session spec is [`measure`]'s, shared by `run`, `plan
 //! --pilot` and `demo`: progress bars are an `Observer`
 //! (`measure/progress.rs`); `--watch` is the live view (`watch/`: the
-//! stored samples folded into a state, drawn with ratatui;
+//! stored samples folded into analyze's live state, drawn with ratatui;
 //! `q` cancels like Ctrl-C, `p` pauses between steps). Ctrl-C and SIGTERM
 //! stop cleanly. No command module calls another: what two commands share
 //! lives in a module of its own (`measure`, `render`, `out`, `watch`).
