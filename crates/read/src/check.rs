@@ -103,3 +103,70 @@ pub async fn check(
         against,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{frame, meta, put, rows, spread, store};
+    use firsttoken_record::session::Provenance::Measured;
+
+    /// A session started `minute` minutes into the day, its warm chat
+    /// TTFTs from `base` ms, seed `seed`.
+    async fn session(s: &Store, id: &str, minute: u32, base: f64, seed: u64) -> SessionMeta {
+        let m = SessionMeta {
+            started_at: format!("2026-12-01T00:{minute:02}:00Z").parse().unwrap(),
+            seed,
+            ..meta(id, "v", Measured)
+        };
+        put(
+            s,
+            &m,
+            &rows(id, Measured, (GATE_PHASE, "chat"), 0, spread(base, 30)),
+        )
+        .await;
+        m
+    }
+
+    #[tokio::test]
+    async fn the_newest_session_is_checked_and_gated_against_the_baseline() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir).await;
+        let old = session(&s, "s1-old", 1, 100.0, 3).await;
+        let new = session(&s, "s2-new", 2, 400.0, 5).await;
+        let limits: Vec<Threshold> = ["ttft.p50=1s", "ttft.p95=200ms"]
+            .iter()
+            .map(|t| t.parse().unwrap())
+            .collect();
+        let checked = check(&s, None, Some("s1"), &limits).await.unwrap();
+        assert_eq!(checked.session.id, new.id, "the newest unless named");
+        let held: Vec<bool> = checked.verdicts.iter().map(|v| v.held).collect();
+        assert_eq!(held, [true, false]);
+        // Judged alone, with its own seed.
+        let alone = frame(
+            std::slice::from_ref(&new),
+            &rows(
+                &new.id,
+                Measured,
+                (GATE_PHASE, "chat"),
+                0,
+                spread(400.0, 30),
+            ),
+        );
+        assert_eq!(
+            checked.verdicts,
+            judge(&alone, &new.id, &limits, &Settings::new(new.seed))
+        );
+        let against = checked.against.as_ref().unwrap().as_ref().unwrap();
+        assert_eq!(against.baseline.id, old.id);
+        assert_eq!(against.lines.len(), 1, "one common path, no pooled line");
+        assert_eq!(against.lines[0].1, Gate::Fail);
+        assert!(against.slower && checked.failed());
+        // The old one, named, against nothing: its thresholds alone.
+        let checked = check(&s, Some("s1"), None, &limits[..1]).await.unwrap();
+        assert_eq!(checked.session.id, old.id);
+        assert!(checked.against.is_none());
+        assert!(!checked.failed());
+        let e = check(&s, Some("s9"), None, &limits).await.unwrap_err();
+        assert_eq!(e.to_string(), "no session \"s9\" in the store");
+    }
+}

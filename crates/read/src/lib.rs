@@ -43,6 +43,8 @@ pub mod pilot;
 pub mod pool;
 pub mod run;
 mod study;
+#[cfg(test)]
+mod testutil;
 
 pub use load::{LoadOptions, Loaded, Selection, SpanData, load, select_sessions};
 pub use study::{analyse, span_groups};

@@ -576,3 +576,7 @@ pub async fn claims(
         Some(claims),
     ))
 }
+
+#[cfg(test)]
+#[path = "pilot_tests.rs"]
+mod tests;
