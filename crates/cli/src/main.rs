@@ -6,8 +6,10 @@
 //! (`firsttoken-session`; the demo builds its configs in memory and puts
 //! every request behind a `shape` relay), `report`, `compare`, `check`,
 //! `plan` and `runs` (`firsttoken-read`, rendered by `firsttoken-report`
-//! through [`render`]), `export`/`import`/`import-spans`/`cleanup`/`sessions`
-//! (`firsttoken-record`), `emulate`, `refapp` and `shape` (their crates).
+//! through [`render`]), `export`/`import`/`sessions` (`firsttoken-record`),
+//! `import-spans` (`firsttoken-collect`), `cleanup` (`firsttoken-session`),
+//! `emulate`, `refapp` and `shape` (their crates); every sentence is
+//! `firsttoken-report`'s.
 //! Running a session spec is [`measure`]'s, shared by `run`, `plan
 //! --pilot` and `demo`: progress bars are an `Observer`
 //! (`measure/progress.rs`); `--watch` is the live view (`watch/`: the
