@@ -84,8 +84,10 @@ pub struct ThresholdError {
 impl FromStr for Threshold {
     type Err = ThresholdError;
 
-    /// `ttft.p95=3s`, `e2e.p50=800ms` (or a bare number of ms),
-    /// `error_rate=1%` (or a fraction).
+    /// `ttft.p95=3s`, `e2e.p50=800ms` (or a bare number of ms: see
+    /// [`crate::parse::duration_ms`]), `error_rate=1%` (or a fraction:
+    /// [`crate::parse::share`]); the percentile as [`Percentile`] reads it,
+    /// one of [`CHECK_PERCENTILES`].
     fn from_str(s: &str) -> Result<Threshold, ThresholdError> {
         let err = |expected| ThresholdError {
             given: s.to_string(),
@@ -96,13 +98,9 @@ impl FromStr for Threshold {
             .ok_or_else(|| err("expected metric=value, e.g. ttft.p95=3s"))?;
         let (metric, value) = (metric.trim(), value.trim());
         if metric == "error_rate" {
-            let limit = match value.strip_suffix('%') {
-                Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-                None => value.parse(),
-            }
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| err("error_rate is a fraction or a percentage, e.g. 1%"))?;
+            let limit = crate::parse::share(value)
+                .filter(|v| *v >= 0.0)
+                .ok_or_else(|| err("error_rate is a fraction or a percentage, e.g. 1%"))?;
             return Ok(Threshold::ErrorRate { limit });
         }
         let (m, p) = metric
@@ -114,19 +112,13 @@ impl FromStr for Threshold {
             .find(|c| c.metric().name() == m)
             .ok_or_else(|| err(shape))?;
         let percentile = p
-            .strip_prefix('p')
-            .and_then(|n| n.parse::<f64>().ok())
-            .filter(|n| CHECK_PERCENTILES.contains(n))
-            .and_then(|n| Percentile::new(n).ok())
+            .parse::<Percentile>()
+            .ok()
+            .filter(|p| CHECK_PERCENTILES.contains(&p.get()))
             .ok_or_else(|| err(shape))?;
-        let limit_ms = match humantime::parse_duration(value) {
-            Ok(d) => d.as_secs_f64() * 1000.0,
-            Err(_) => value
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| err("the limit is a duration like 3s or 800ms"))?,
-        };
+        let limit_ms = crate::parse::duration_ms(value)
+            .filter(|v| *v >= 0.0)
+            .ok_or_else(|| err("the limit is a duration like 3s or 800ms"))?;
         Ok(Threshold::Percentile {
             metric,
             percentile,
@@ -246,8 +238,19 @@ mod tests {
             "error_rate=0.02".parse::<Threshold>().unwrap(),
             Threshold::ErrorRate { limit: 0.02 }
         );
+        // The one reading of durations and percentiles (crate::parse).
+        assert_eq!(
+            "ttft.median=1.5s".parse::<Threshold>().unwrap(),
+            Threshold::Percentile {
+                metric: CheckMetric::Ttft,
+                percentile: Percentile::P50,
+                limit_ms: 1500.0
+            }
+        );
         for bad in [
             "ttft.p97=3s",
+            "ttft.p95=-1s",
+            "error_rate=-1%",
             "latency=3s",
             "ttft.p95",
             "ttft.p95=fast",

@@ -260,6 +260,20 @@ pub struct PathComparison {
     pub comparison: Comparison,
 }
 
+/// What a comparison's line means for a gate (`check --against`): a path
+/// that got slower fails, the pooled summary beside per-path verdicts is
+/// only a note (the reading side decides which: `firsttoken_read::compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// Not slower.
+    Pass,
+    /// Slower.
+    Fail,
+    /// The pooled summary beside per-path verdicts: decides nothing.
+    Note,
+}
+
 /// Compare session `a` against session `b` on `metric`, over the rows of
 /// `phase` (all phases when `None`; mixing phases rarely makes sense).
 /// Pools the sessions' paths: [`compare_sessions_per_path`] does not.

@@ -32,6 +32,11 @@
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
 //! - [`power`]: sample-size planning by simulating the report's own rule
 //!   on resampled pilot data.
+//! - [`live`]: what a live view of a running session shows, folded from
+//!   its stored samples per phase and destination.
+//! - [`parse`]: the one reading of typed values (durations, shares, the
+//!   difference to detect, a phase or `all`) for `plan`, `compare` and
+//!   `check`.
 //!
 //! Warm-up samples and failed samples never enter timing statistics;
 //! failures are counted as error rates. Every random draw comes from
@@ -63,6 +68,8 @@ pub mod finding;
 pub mod findings;
 pub mod frame;
 pub mod group;
+pub mod live;
+pub mod parse;
 pub mod power;
 pub mod run_summary;
 pub mod samples;
@@ -78,8 +85,8 @@ pub use compare::{Comparison, compare};
 pub use finding::{Direction, Finding};
 pub use findings::{FindingKind, MAX_FINDINGS, RankedFinding, rank_findings};
 pub use firsttoken_stats::{
-    Ci, Estimate, Percentile, Samples, Settings, Stat, StatsError, bootstrap, estimate, min_n,
-    percentile, percentile_sorted, rank,
+    Ci, Estimate, Percentile, PercentileParseError, Samples, Settings, Stat, StatsError, bootstrap,
+    estimate, min_n, percentile, percentile_sorted, rank,
 };
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
 pub use group::{Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, headline_keys};

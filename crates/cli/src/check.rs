@@ -5,14 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use firsttoken_analyze::PhaseKind;
-use firsttoken_analyze::check::{Threshold, check as judge};
-use firsttoken_read::compare::{Gate, gates, sessions_per_path, slower_somewhere};
-use firsttoken_read::{LoadOptions, Selection, load};
+use firsttoken_analyze::check::Threshold;
 use firsttoken_record::store::Store;
 use firsttoken_report::words;
+use firsttoken_session::DEFAULT_STORE;
 
-use crate::session::DEFAULT_STORE;
 use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
 
 /// `firsttoken check`.
@@ -52,17 +49,15 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_USAGE));
     }
     let store = Store::open_existing(&a.store).await?;
-    // The newest session unless one is named; the baseline beside it.
-    let newest = match &a.session {
-        Some(id) => id.clone(),
-        None => firsttoken_read::select_sessions(&store, &[]).await?[0]
-            .id
-            .clone(),
-    };
-    let mut ids = vec![newest];
-    ids.extend(a.against.iter().cloned());
-    let loaded = load(&store, &Selection::Sessions(ids), LoadOptions::default()).await?;
-    let meta = &loaded.sessions[0];
+    let checked = firsttoken_read::check::check(
+        &store,
+        a.session.as_deref(),
+        a.against.as_deref(),
+        &thresholds,
+    )
+    .await?;
+    let failed = checked.failed();
+    let meta = &checked.session;
     outln!(
         "{}",
         words::check::head(
@@ -71,32 +66,16 @@ pub async fn check(a: CheckArgs) -> anyhow::Result<ExitCode> {
             &meta.labels.code_version
         )
     );
-    // The session's own seed: the thresholds judge it alone.
-    let settings = firsttoken_analyze::Settings::new(meta.seed);
-    let verdicts = judge(&loaded.frame, &meta.id, &thresholds, &settings);
-    let mut failed = false;
-    for v in &verdicts {
-        failed |= !v.held;
+    for v in &checked.verdicts {
         outln!("{}", words::check::threshold(v));
     }
-    if let Some(base) = loaded.sessions.get(1) {
-        let cs = sessions_per_path(
-            &loaded.frame,
-            &meta.id,
-            &base.id,
-            Some(PhaseKind::Warm),
-            &loaded.settings(),
-        )?;
-        failed |= slower_somewhere(&cs);
-        for (c, gate) in cs.iter().zip(gates(&cs)) {
-            let verdict = match gate {
-                Gate::Pass => "PASS",
-                Gate::Fail => "FAIL",
-                Gate::Note => "NOTE",
-            };
+    // A baseline that cannot be compared is an error after the thresholds'
+    // lines.
+    if let Some(against) = checked.against.transpose()? {
+        for (c, gate) in &against.lines {
             outln!(
                 "{}",
-                words::check::against(verdict, &base.id, &c.comparison)
+                words::check::against(*gate, &against.baseline.id, &c.comparison)
             );
         }
     }

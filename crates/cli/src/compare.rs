@@ -3,17 +3,17 @@
 
 use std::process::ExitCode;
 
-use anyhow::bail;
 use clap::Args;
 
-use firsttoken_analyze::{Comparison, GroupKey, PhaseKind};
+use firsttoken_analyze::parse;
+use firsttoken_analyze::{Comparison, GroupKey};
 use firsttoken_read::compare::{groups_by_key, sessions_per_path, slower_somewhere};
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
+use firsttoken_session::DEFAULT_STORE;
 
 use crate::EXIT_FAILED_REQUESTS;
 use crate::render::{Format, render_out};
-use crate::session::DEFAULT_STORE;
 
 /// `firsttoken compare`.
 #[derive(Debug, Args)]
@@ -40,20 +40,9 @@ pub struct CompareArgs {
     format: Format,
 }
 
-/// `--phase`: a phase with a TTFT (pings have none), or `all`.
-pub fn phase_arg(s: &str) -> anyhow::Result<Option<PhaseKind>> {
-    if s == "all" {
-        return Ok(None);
-    }
-    match s.parse::<PhaseKind>() {
-        Ok(p) if p != PhaseKind::Ping => Ok(Some(p)),
-        _ => bail!("unknown phase {s:?}: use warm, fresh, cold, direct, concurrency, rate or all"),
-    }
-}
-
 /// Compare two sessions (or two groups); exit 0 unless A is significantly slower (1).
 pub async fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
-    let phase = phase_arg(&a.phase)?;
+    let phase = parse::phase_or_all(&a.phase, &parse::TTFT_PHASES)?;
     let store = Store::open_existing(&a.store).await?;
     let (loaded, comparisons, slower): (_, Vec<Comparison>, bool) = match &a.by {
         Some(by) => {

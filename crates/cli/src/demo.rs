@@ -39,8 +39,8 @@ use firsttoken_record::Store;
 use firsttoken_refapp::route::{CHAT_QUESTIONS, DOC_QUESTIONS};
 use firsttoken_session::{Overrides, SessionSpec};
 
+use crate::measure::{exit_code, run_spec};
 use crate::render::{Format, render};
-use crate::session::{exit_code, run_spec};
 
 /// `firsttoken demo`.
 #[derive(Debug, Args)]

@@ -6,12 +6,17 @@
 //! (`firsttoken-session`; the demo builds its configs in memory and puts
 //! every request behind a `shape` relay), `report`, `compare`, `check`,
 //! `plan` and `runs` (`firsttoken-read`, rendered by `firsttoken-report`
-//! through [`render`]), `export`/`import`/`import-spans`/`cleanup`/`sessions`
-//! (`firsttoken-record`), `emulate`, `refapp` and `shape` (their crates).
-//! Progress bars are an `Observer` (`session/progress.rs`); `--watch` is
-//! the live view (`watch/`: the stored samples folded into a state, drawn
-//! with ratatui; `q` cancels like Ctrl-C, `p` pauses between steps).
-//! Ctrl-C and SIGTERM stop cleanly. No command module calls another.
+//! through [`render`]), `export`/`import`/`sessions` (`firsttoken-record`),
+//! `import-spans` (`firsttoken-collect`), `cleanup` (`firsttoken-session`),
+//! `emulate`, `refapp` and `shape` (their crates); every sentence is
+//! `firsttoken-report`'s.
+//! Running a session spec is [`measure`]'s, shared by `run`, `plan
+//! --pilot` and `demo`: progress bars are an `Observer`
+//! (`measure/progress.rs`); `--watch` is the live view (`watch/`: the
+//! stored samples folded into analyze's live state, drawn with ratatui;
+//! `q` cancels like Ctrl-C, `p` pauses between steps). Ctrl-C and SIGTERM
+//! stop cleanly. No command module calls another: what two commands share
+//! lives in a module of its own (`measure`, `render`, `out`, `watch`).
 
 /// `println!` that survives a closed stdout (see [`out`]).
 macro_rules! outln {
@@ -31,6 +36,7 @@ mod check;
 mod compare;
 mod demo;
 mod emulate;
+mod measure;
 mod out;
 mod plan;
 mod probe;

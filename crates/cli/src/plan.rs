@@ -7,18 +7,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use firsttoken_analyze::power::{Effect, PlanDoc, PlanSettings};
-use firsttoken_analyze::{GroupKey, Metric, Percentile, PhaseKind};
-use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
-use firsttoken_read::pilot::{Ask, Pilots};
+use firsttoken_analyze::parse;
+use firsttoken_analyze::power::{Effect, PlanSettings};
+use firsttoken_analyze::{GroupKey, Metric};
+use firsttoken_plan::config::Config;
+use firsttoken_read::pilot::{Ask, PilotRun, Pilots};
 use firsttoken_record::store::Store;
 use firsttoken_report::plan::{json, markdown};
-use firsttoken_session::{Overrides, SessionSpec};
+use firsttoken_report::words;
+use firsttoken_session::{DEFAULT_STORE, Overrides, SessionSpec};
 
-use crate::session::{DEFAULT_STORE, run_spec};
+use crate::measure;
 
 /// Output formats of `plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,68 +101,9 @@ pub struct PlanArgs {
     format: PlanFormat,
 }
 
-/// A share: `10%` or `0.1`.
+/// `--power`, `--width`: a positive share (`10%`, `0.1`).
 fn share(flag: &str, s: &str) -> anyhow::Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .with_context(|| format!("{flag} {s:?}: expected a share such as 10% or 0.1"))?;
-    if !(v.is_finite() && v > 0.0) {
-        bail!("{flag} {s:?}: must be positive");
-    }
-    Ok(v)
-}
-
-/// `100ms`, `1.5s`, `10%`, or a bare number in the metric's unit.
-fn effect(s: &str, metric: Metric) -> anyhow::Result<Effect> {
-    let t = s.trim();
-    if t.ends_with('%') {
-        return Ok(Effect::Relative(share("--detect", t)?));
-    }
-    let (num, scale) = if metric == Metric::TokensPerS {
-        (t.strip_suffix("tok/s").unwrap_or(t), 1.0)
-    } else if let Some(n) = t.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num.trim().parse().with_context(|| {
-        format!("--detect {s:?}: expected a difference such as 100ms, 1.5s or 10%")
-    })?;
-    if !(v.is_finite() && v > 0.0) {
-        bail!("--detect {s:?}: must be positive");
-    }
-    Ok(Effect::Absolute(v * scale))
-}
-
-/// `p50`, `p95`, `median`.
-fn quantile(s: &str) -> anyhow::Result<Percentile> {
-    let t = s.trim().to_ascii_lowercase();
-    let p = if t == "median" {
-        Some(50.0)
-    } else {
-        t.strip_prefix('p').and_then(|n| n.parse::<f64>().ok())
-    };
-    match p {
-        Some(p) if (1.0..100.0).contains(&p) => Ok(Percentile::new(p)?),
-        _ => bail!("--quantile {s:?}: expected p50, p95 or another pNN below p100"),
-    }
-}
-
-fn phase(s: &str) -> anyhow::Result<Option<PhaseKind>> {
-    if s == "all" {
-        return Ok(None);
-    }
-    match s.parse::<PhaseKind>() {
-        Ok(p) => Ok(Some(p)),
-        _ => bail!(
-            "unknown phase {s:?}: use warm, fresh, cold, direct, concurrency, rate, ping or all"
-        ),
-    }
+    parse::positive_share(s).map_err(|e| anyhow::anyhow!("{flag} {s:?}: {e}"))
 }
 
 /// `firsttoken plan`.
@@ -173,9 +116,16 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let ask = Ask {
         metric,
-        quantile: quantile(&a.quantile)?,
-        phase: phase(&a.phase)?,
-        effect: a.detect.as_deref().map(|d| effect(d, metric)).transpose()?,
+        quantile: a
+            .quantile
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--quantile {:?}: {e}", a.quantile))?,
+        phase: parse::phase_or_all(&a.phase, &parse::EVERY_PHASE)?,
+        effect: a
+            .detect
+            .as_deref()
+            .map(|d| Effect::parse(d, metric).map_err(|e| anyhow::anyhow!("--detect {d:?}: {e}")))
+            .transpose()?,
         width,
         settings: PlanSettings::default()
             .with_power(share("--power", &a.power)?)?
@@ -189,11 +139,11 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let spec = SessionSpec::new(cfg, Overrides::default())
             .with_context(|| format!("{}", a.config.display()))?;
-        claims(
-            &spec,
-            &a.config.display().to_string(),
+        firsttoken_read::pilot::claims_at(
             &a.store,
             &a.sessions,
+            (&spec.config, &a.config.display().to_string()),
+            (&spec.protocol, spec.seed),
             &ask,
         )
         .await?
@@ -220,39 +170,17 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--claims` (and `run --plan`): what the validated spec's counts support,
-/// with the pilot rows of the store at `store_url` when it has any.
-async fn claims(
-    spec: &SessionSpec,
-    config_name: &str,
-    store_url: &str,
-    pilot_sessions: &[String],
-    ask: &Ask,
-) -> anyhow::Result<PlanDoc> {
-    // No store yet (a first run) plans without a pilot.
-    let store = Store::open_existing(store_url).await.ok();
-    Ok(firsttoken_read::pilot::claims(
-        store.as_ref(),
-        pilot_sessions,
-        (&spec.config, config_name),
-        (&spec.protocol, spec.seed),
-        ask,
-    )
-    .await?)
-}
-
-/// Run `n` warm requests per app path of the config at `config` as a
-/// session in `store` (the flag's `store_url`); returns its id.
+/// Run the pilot of `n` warm requests per app path of the config at
+/// `config` ([`PilotRun`]) as a session in `store` (the flag's
+/// `store_url`); returns its id.
 async fn run_pilot(
     config: &std::path::Path,
     n: u32,
     store_url: &str,
     store: &Store,
 ) -> anyhow::Result<String> {
-    if n == 0 {
-        bail!("--pilot 0: a pilot needs requests");
-    }
-    let mut cfg = Config::load(config).map_err(|e| {
+    let pilot = PilotRun::new(n)?;
+    let cfg = Config::load(config).map_err(|e| {
         let hint = if config.exists() {
             ""
         } else {
@@ -260,59 +188,23 @@ async fn run_pilot(
         };
         anyhow::anyhow!("{e}{hint}")
     })?;
-    let paths = cfg.app.paths.len().max(1) as u32;
-    cfg.phases = PhasesSection {
-        warm: PhaseCount::from(n.saturating_mul(paths)),
-        ..PhasesSection::default()
-    };
+    let requests = pilot.requests(&cfg);
     let overrides = Overrides {
         store: Some(store_url.to_string()),
-        tags: [("purpose".to_string(), "pilot".to_string())].into(),
+        tags: PilotRun::tags(),
         config_path: Some(config.display().to_string()),
         ..Overrides::default()
     };
-    let spec = SessionSpec::new(cfg, overrides).with_context(|| format!("{}", config.display()))?;
+    let spec = SessionSpec::new(pilot.config(cfg), overrides)
+        .with_context(|| format!("{}", config.display()))?;
     eprintln!(
-        "pilot: {} warm requests ({n} per app path) against {}",
-        n * paths,
-        spec.config.app.base_url
+        "{}",
+        words::plan::pilot_started(requests, n, &spec.config.app.base_url)
     );
-    let outcome = run_spec(&spec, store, true).await?;
+    let outcome = measure::run_spec(&spec, store, true).await?;
     eprintln!(
-        "pilot: session {} stored, {} of {} requests failed",
-        outcome.meta.id, outcome.failed, outcome.done
+        "{}",
+        words::plan::pilot_stored(&outcome.meta.id, outcome.failed, outcome.done)
     );
     Ok(outcome.meta.id)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn differences_shares_and_quantiles_parse() {
-        assert_eq!(
-            effect("100ms", Metric::Ttft).unwrap(),
-            Effect::Absolute(100.0)
-        );
-        assert_eq!(
-            effect("1.5s", Metric::Ttft).unwrap(),
-            Effect::Absolute(1500.0)
-        );
-        assert_eq!(effect("80", Metric::Ttft).unwrap(), Effect::Absolute(80.0));
-        assert_eq!(effect("10%", Metric::Ttft).unwrap(), Effect::Relative(0.1));
-        assert_eq!(
-            effect("5 tok/s", Metric::TokensPerS).unwrap(),
-            Effect::Absolute(5.0)
-        );
-        assert!(effect("-5ms", Metric::Ttft).is_err());
-        assert!(effect("fast", Metric::Ttft).is_err());
-        assert_eq!(share("--power", "80%").unwrap(), 0.8);
-        assert_eq!(share("--power", "0.9").unwrap(), 0.9);
-        assert!(share("--width", "0").is_err());
-        assert_eq!(quantile("p95").unwrap(), Percentile::P95);
-        assert_eq!(quantile("median").unwrap(), Percentile::P50);
-        assert!(quantile("p100").is_err());
-        assert!(quantile("95").is_err());
-    }
 }

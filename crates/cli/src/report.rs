@@ -9,9 +9,9 @@ use clap::Args;
 use firsttoken_analyze::GroupKey;
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
+use firsttoken_session::DEFAULT_STORE;
 
 use crate::render::{Format, render_out};
-use crate::session::DEFAULT_STORE;
 
 /// `firsttoken report`.
 #[derive(Debug, Args)]

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use firsttoken_record::store::{Store, mask_url};
-
-use crate::session::DEFAULT_STORE;
+use firsttoken_session::DEFAULT_STORE;
 
 /// `firsttoken runs`.
 #[derive(Debug, Args)]

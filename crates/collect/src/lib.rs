@@ -9,6 +9,9 @@
 //! when its trace id is one the session sent ([`TraceRegistry`]); the rest
 //! are counted. Kept spans go, one export request's worth at a time, over a
 //! bounded channel to whoever stores them (the session, in batches).
+//! [`import`] does the same after the fact for the OTLP JSON lines of a
+//! Collector's file exporter (`firsttoken import-spans`), straight into the
+//! store.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -28,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod convert;
+pub mod import;
 mod registry;
 pub mod server;
 

@@ -5,6 +5,7 @@
 //! compared per path; the pooled summary is labelled as such and decides
 //! nothing when the sessions share a path.
 
+pub use firsttoken_analyze::compare::Gate;
 use firsttoken_analyze::compare::{PathComparison, compare_groups, compare_sessions_per_path};
 use firsttoken_analyze::{Comparison, Frame, GroupKey, Metric, PhaseKind, Settings};
 
@@ -38,19 +39,6 @@ pub fn slower_somewhere(cs: &[PathComparison]) -> bool {
     cs.iter()
         .filter(|c| c.path.is_some() || !per_path)
         .any(|c| c.comparison.worse())
-}
-
-/// What a comparison's line means for a gate (`check --against`): a path
-/// that got slower fails, the pooled summary beside per-path verdicts is
-/// only a note.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// Not slower.
-    Pass,
-    /// Slower.
-    Fail,
-    /// The pooled summary beside per-path verdicts: decides nothing.
-    Note,
 }
 
 /// The gate of each comparison of `cs`, in order (see [`Gate`]).
@@ -127,4 +115,116 @@ pub fn before_after(loaded: &Loaded, before: &str, after: &str) -> Vec<Compariso
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{frame, meta, rows, spread, warm};
+    use firsttoken_record::session::Provenance::{Emulated, Measured};
+
+    const WARM: PhaseKind = PhaseKind::Warm;
+
+    /// Session `a` against `b` on warm TTFT, per path.
+    fn per_path(frame: &Frame) -> Vec<PathComparison> {
+        sessions_per_path(frame, "a", "b", Some(WARM), &Settings::new(1)).unwrap()
+    }
+
+    #[test]
+    fn a_path_that_got_slower_fails_and_the_pooled_summary_is_a_note() {
+        let sessions = [meta("a", "v2", Measured), meta("b", "v1", Measured)];
+        let all = warm(&[
+            ("a", "chat", 600.0, 30),
+            ("a", "docs", 100.0, 30),
+            ("b", "chat", 300.0, 30),
+            ("b", "docs", 100.0, 30),
+        ]);
+        let cs = per_path(&frame(&sessions, &all));
+        let paths: Vec<Option<&str>> = cs.iter().map(|c| c.path.as_deref()).collect();
+        assert_eq!(paths, [Some("chat"), Some("docs"), None]);
+        assert!(slower_somewhere(&cs));
+        assert_eq!(gates(&cs), [Gate::Fail, Gate::Pass, Gate::Note]);
+        // The other way round nothing got slower.
+        let back = sessions_per_path(
+            &frame(&sessions, &all),
+            "b",
+            "a",
+            Some(WARM),
+            &Settings::new(1),
+        )
+        .unwrap();
+        assert!(!slower_somewhere(&back));
+        assert_eq!(gates(&back), [Gate::Pass, Gate::Pass, Gate::Note]);
+    }
+
+    /// Simpson's paradox: the same paths, each as fast as before, but `a`
+    /// sent most of its requests to the slow one. The pooled summary reads
+    /// slower; per path nothing is, and that decides.
+    #[test]
+    fn the_pooled_summary_decides_nothing_beside_per_path_verdicts() {
+        let sessions = [meta("a", "v2", Measured), meta("b", "v1", Measured)];
+        let all = warm(&[
+            ("a", "slow", 900.0, 60),
+            ("a", "fast", 100.0, 20),
+            ("b", "slow", 900.0, 20),
+            ("b", "fast", 100.0, 60),
+        ]);
+        let cs = per_path(&frame(&sessions, &all));
+        let pooled = cs.last().unwrap();
+        assert_eq!(pooled.path, None);
+        assert!(pooled.comparison.worse(), "pooled, a reads slower");
+        assert!(!slower_somewhere(&cs));
+        assert_eq!(gates(&cs), [Gate::Pass, Gate::Pass, Gate::Note]);
+    }
+
+    /// Sessions that share no path have only the pooled comparison: it
+    /// decides, and is no note.
+    #[test]
+    fn without_a_common_path_the_pooled_summary_decides() {
+        let sessions = [meta("a", "v2", Measured), meta("b", "v1", Measured)];
+        let all = warm(&[("a", "chat", 600.0, 30), ("b", "docs", 300.0, 30)]);
+        let cs = per_path(&frame(&sessions, &all));
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].path, None);
+        assert!(slower_somewhere(&cs));
+        assert_eq!(gates(&cs), [Gate::Fail]);
+    }
+
+    #[test]
+    fn groups_of_a_key_compare_within_a_phase_and_one_kind() {
+        let sessions = [
+            meta("a", "v2", Measured),
+            meta("b", "v1", Measured),
+            meta("c", "v0", Emulated),
+        ];
+        let mut all = warm(&[("a", "chat", 600.0, 30), ("b", "chat", 300.0, 30)]);
+        // Cold requests of v2 as fast as v1's warm ones: outside the phase.
+        all.extend(rows(
+            "a",
+            Measured,
+            (PhaseKind::Cold, "chat"),
+            30,
+            spread(300.0, 30),
+        ));
+        all.extend(rows("c", Emulated, (WARM, "chat"), 0, spread(300.0, 30)));
+        let f = frame(&sessions, &all);
+        let s = Settings::new(1);
+        let key = GroupKey::CodeVersion;
+        let c = groups_by_key(&f, key, "v2", "v1", Some(WARM), &s).unwrap();
+        assert_eq!((c.n_a, c.n_b), (30, 30));
+        assert!(c.worse());
+        // Every phase pools v2's cold requests in: still 60 rows.
+        let all_phases = groups_by_key(&f, key, "v2", "v1", None, &s).unwrap();
+        assert_eq!(all_phases.n_a, 60);
+        let e = groups_by_key(&f, key, "v2", "v0", Some(WARM), &s).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot compare code_version=v2 (measured) with code_version=v0 (emulated): provenance kinds are never compared"
+        );
+        let e = groups_by_key(&f, key, "v1", "v2", Some(PhaseKind::Cold), &s).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no rows with code_version=v1 in the cold phase"
+        );
+    }
 }

@@ -16,6 +16,9 @@
 //!   the cross-agent concurrency rule included.
 //! - [`compare`]: before/after verdicts per path, the one rule for "slower"
 //!   and comparisons of groups by a key.
+//! - [`mod@check`]: `firsttoken check` as one call: the session checked
+//!   (the newest unless named), its thresholds and the gate against a
+//!   baseline.
 //! - [`pilot`]: the pilot groups sample-size planning draws from, and
 //!   what a config's counts support.
 //! - [`pool`]: the one pooling policy: rows of different provenance kinds
@@ -33,12 +36,15 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod compare;
 mod load;
 pub mod pilot;
 pub mod pool;
 pub mod run;
 mod study;
+#[cfg(test)]
+mod testutil;
 
 pub use load::{LoadOptions, Loaded, Selection, SpanData, load, select_sessions};
 pub use study::{analyse, span_groups};
@@ -92,4 +98,7 @@ pub enum ReadError {
     /// A plan that cannot be made from the pilot.
     #[error(transparent)]
     Plan(#[from] firsttoken_analyze::power::PlanError),
+    /// A pilot of no requests (`plan --pilot 0`).
+    #[error("--pilot 0: a pilot needs requests")]
+    EmptyPilot,
 }

@@ -202,3 +202,157 @@ async fn read(
         run: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{meta, put, rows, spread, store};
+    use firsttoken_analyze::PhaseKind::Warm;
+    use firsttoken_record::UtcTime;
+    use firsttoken_record::run::{RunInfo, RunMember};
+    use firsttoken_record::session::Provenance::Measured;
+
+    fn ids(sessions: &[SessionMeta]) -> Vec<&str> {
+        sessions.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    /// `id` started `minute` minutes into the day.
+    fn at_minute(id: &str, minute: u32) -> SessionMeta {
+        let started: UtcTime = format!("2026-12-01T00:{minute:02}:00Z").parse().unwrap();
+        SessionMeta {
+            started_at: started,
+            ..meta(id, "v1", Measured)
+        }
+    }
+
+    #[tokio::test]
+    async fn sessions_are_selected_in_the_order_asked_or_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let e = select_sessions(&store, &[]).await.unwrap_err();
+        assert!(matches!(e, ReadError::NoSessions), "{e}");
+        put(&store, &at_minute("20261201T0001-old", 1), &[]).await;
+        put(&store, &at_minute("20261201T0002-new", 2), &[]).await;
+        let every = select_sessions(&store, &[]).await.unwrap();
+        assert_eq!(ids(&every), ["20261201T0002-new", "20261201T0001-old"]);
+        // By id or unique prefix, in the order given.
+        let asked = ["20261201T0001".to_string(), "20261201T0002-new".to_string()];
+        let picked = select_sessions(&store, &asked).await.unwrap();
+        assert_eq!(ids(&picked), ["20261201T0001-old", "20261201T0002-new"]);
+        let e = select_sessions(&store, &["nope".to_string()])
+            .await
+            .unwrap_err();
+        assert_eq!(e.to_string(), "no session \"nope\" in the store");
+    }
+
+    /// A run's segment 0 ran its four requests, then a rerun repeated the
+    /// last two: the frame holds each planned request once, the rerun's
+    /// copy of the repeated ones (the newest session's), and a session's
+    /// selection by id holds all of its rows.
+    #[tokio::test]
+    async fn a_run_counts_each_planned_request_once_from_the_newest_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let run = RunInfo {
+            run_id: "r".into(),
+            created_at: crate::testutil::at(),
+            segments: 1,
+            planned_requests: 4,
+            config_hash: "h".into(),
+            start_at: None,
+        };
+        store.join_run(&run).await.unwrap();
+        let member = |session: &str, range: std::ops::Range<u64>| RunMember {
+            session_id: session.into(),
+            run_id: "r".into(),
+            segment: 0,
+            segments: 1,
+            segment_requests: 4,
+            ranges: std::iter::once(range).collect(),
+            clock: None,
+            began_at_ms: None,
+            heartbeat_at_ms: None,
+            heartbeat_every_ms: None,
+        };
+        // The first session's requests 2 and 3 were slow (the reason for
+        // the rerun); the rerun's took 100 ms.
+        let first = at_minute("s1-first", 1);
+        put(
+            &store,
+            &first,
+            &rows(
+                "s1-first",
+                Measured,
+                (Warm, "chat"),
+                0,
+                [100.0, 100.0, 900.0, 900.0],
+            ),
+        )
+        .await;
+        store
+            .add_run_member(&member("s1-first", 0..4))
+            .await
+            .unwrap();
+        let rerun = at_minute("s2-rerun", 2);
+        put(
+            &store,
+            &rerun,
+            &rows("s2-rerun", Measured, (Warm, "chat"), 0, spread(100.0, 2)),
+        )
+        .await;
+        store
+            .add_run_member(&member("s2-rerun", 2..4))
+            .await
+            .unwrap();
+
+        let loaded = load(
+            &store,
+            &Selection::Run("r".into()),
+            LoadOptions { rows: true },
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            ids(&loaded.sessions),
+            ["s1-first", "s2-rerun"],
+            "oldest first"
+        );
+        assert_eq!(loaded.frame.len(), 4, "each planned request once");
+        let mut kept: Vec<(String, u64)> = loaded
+            .rows
+            .iter()
+            .map(|r| (r.session_id.clone(), r.sample.seq))
+            .collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            [
+                ("s1-first".to_string(), 0),
+                ("s1-first".to_string(), 1),
+                ("s2-rerun".to_string(), 0),
+                ("s2-rerun".to_string(), 1)
+            ]
+        );
+        assert!(
+            loaded
+                .rows
+                .iter()
+                .all(|r| r.sample.ttft_ms.unwrap() < 200.0)
+        );
+        assert_eq!(loaded.run.as_ref().map(|r| r.counted), Some(4));
+        // The sessions on their own: every row.
+        let both = Selection::Sessions(vec!["s1-first".into(), "s2-rerun".into()]);
+        let loaded = load(&store, &both, LoadOptions::default()).await.unwrap();
+        assert_eq!(loaded.frame.len(), 6);
+        assert!(loaded.rows.is_empty(), "rows only when asked for");
+        assert!(loaded.run.is_none());
+        let e = load(
+            &store,
+            &Selection::Run("nope".into()),
+            LoadOptions::default(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(e, ReadError::NoRun { .. }), "{e}");
+    }
+}

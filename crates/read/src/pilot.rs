@@ -1,11 +1,14 @@
 //! Sample-size planning from stored pilot data (`firsttoken plan`): which
-//! rows form each pilot group, how groups are paired for a comparison, and
-//! what a config's counts support (`--claims`); the simulations themselves
-//! are analyze's [`power`] module.
+//! rows form each pilot group, how groups are paired for a comparison, what
+//! a config's counts support (`--claims`), and the pilot session to run
+//! first (`--pilot`: [`PilotRun`]); the simulations themselves are
+//! analyze's [`power`] module.
 //!
 //! Pilot groups follow the one pooling policy ([`crate::pool`]): rows of
 //! one phase when a phase is asked for, per path (as the report compares),
 //! of one provenance kind.
+
+use std::collections::BTreeMap;
 
 use firsttoken_analyze::group::KeyValue;
 use firsttoken_analyze::power::{
@@ -15,7 +18,7 @@ use firsttoken_analyze::power::{
 use firsttoken_analyze::{
     Frame, GroupKey, Metric, Percentile, PhaseKind, Samples, Settings, group_in_phase, settings_for,
 };
-use firsttoken_plan::config::Config;
+use firsttoken_plan::config::{Config, PhaseCount, PhasesSection};
 use firsttoken_plan::protocol::{Dest, Planned, Protocol, Step};
 use firsttoken_record::session::SessionMeta;
 use firsttoken_record::store::Store;
@@ -52,6 +55,69 @@ pub struct Ask {
     pub width: Option<f64>,
     /// The power target and simulations.
     pub settings: PlanSettings,
+}
+
+impl Default for Ask {
+    /// The TTFT median over every phase, with the default power target and
+    /// simulations: what `run --plan` asks.
+    fn default() -> Ask {
+        Ask {
+            metric: Metric::Ttft,
+            quantile: Percentile::P50,
+            phase: None,
+            effect: None,
+            width: None,
+            settings: PlanSettings::default(),
+        }
+    }
+}
+
+/// The pilot `plan --pilot N` runs before planning: N warm requests on
+/// each app path of the config, stored as a session of its own tagged
+/// [`PILOT_TAG`], then planned from alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PilotRun {
+    per_path: u32,
+}
+
+/// The label a pilot session carries: `purpose=pilot`.
+pub const PILOT_TAG: (&str, &str) = ("purpose", "pilot");
+
+impl PilotRun {
+    /// A pilot of `per_path` warm requests a path; none is refused.
+    pub fn new(per_path: u32) -> Result<PilotRun, ReadError> {
+        if per_path == 0 {
+            return Err(ReadError::EmptyPilot);
+        }
+        Ok(PilotRun { per_path })
+    }
+
+    /// Warm requests a path.
+    pub fn per_path(self) -> u32 {
+        self.per_path
+    }
+
+    /// Warm requests in all on the app paths of `config` (a config naming
+    /// no path has one).
+    pub fn requests(self, config: &Config) -> u32 {
+        let paths = u32::try_from(config.app.paths.len().max(1)).unwrap_or(u32::MAX);
+        self.per_path.saturating_mul(paths)
+    }
+
+    /// `config` as the pilot runs it: its phases replaced by the pilot's
+    /// warm requests (the protocol deals them over the paths).
+    pub fn config(self, mut config: Config) -> Config {
+        config.phases = PhasesSection {
+            warm: PhaseCount::from(self.requests(&config)),
+            ..PhasesSection::default()
+        };
+        config
+    }
+
+    /// The labels of the pilot session ([`PILOT_TAG`]).
+    pub fn tags() -> BTreeMap<String, String> {
+        [(PILOT_TAG.0.to_string(), PILOT_TAG.1.to_string())].into()
+    }
 }
 
 /// One pilot group: its name, its values and its pace.
@@ -361,6 +427,20 @@ struct PhasePilot {
     pace: Pace,
 }
 
+/// [`claims`] with the pilot rows of the store at `store_url` (a SQLite
+/// file or a postgres:// URL) when it has any: a store that does not exist
+/// yet (a first run) or cannot be opened plans without a pilot.
+pub async fn claims_at(
+    store_url: &str,
+    pilot_sessions: &[String],
+    config: (&Config, &str),
+    protocol: (&Protocol, u64),
+    ask: &Ask,
+) -> Result<PlanDoc, ReadError> {
+    let store = Store::open_existing(store_url).await.ok();
+    claims(store.as_ref(), pilot_sessions, config, protocol, ask).await
+}
+
 /// What the counts of a protocol support, per phase and destination
 /// (`--claims`), with the pilot rows and stored costs of the sessions
 /// `pilot_sessions` of `store` (every session: none) when there are any.
@@ -496,3 +576,7 @@ pub async fn claims(
         Some(claims),
     ))
 }
+
+#[cfg(test)]
+#[path = "pilot_tests.rs"]
+mod tests;

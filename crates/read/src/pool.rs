@@ -140,49 +140,12 @@ pub fn value_text(g: &Group, key: GroupKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::{frame, meta};
     use firsttoken_analyze::group;
-    use firsttoken_record::session::{Labels, SampleRow, SessionMeta, SessionStatus};
-    use firsttoken_record::vocab::Destination;
-    use firsttoken_record::{Connection, Sample};
-
-    fn meta(id: &str, version: &str, provenance: Provenance) -> SessionMeta {
-        SessionMeta {
-            id: id.into(),
-            started_at: "2026-12-01T00:00:00Z".parse().unwrap(),
-            ended_at: None,
-            status: SessionStatus::Complete,
-            spec: serde_json::Value::Null,
-            seed: 1,
-            tool_version: "0".into(),
-            host: "h".into(),
-            pid: None,
-            labels: Labels {
-                code_version: version.into(),
-                ..Labels::default()
-            },
-            provenance,
-            cleanup: None,
-            client_lag_p99_ms: None,
-        }
-    }
+    use firsttoken_record::session::SampleRow;
 
     fn row(session: &str, provenance: Provenance, phase: PhaseKind, ttft: f64) -> SampleRow {
-        let mut sample = Sample::empty(0, 0, Connection::Reused);
-        sample.ttft_ms = Some(ttft);
-        SampleRow {
-            session_id: session.into(),
-            phase,
-            dest: Destination::App {
-                path: Some("chat".into()),
-            },
-            concurrency: None,
-            intended_start_ms: None,
-            actual_start_ms: 0.0,
-            started_at: "2026-12-01T00:00:00Z".parse().unwrap(),
-            provenance,
-            prompt: None,
-            sample,
-        }
+        crate::testutil::row(session, provenance, (phase, "chat"), 0, ttft)
     }
 
     #[test]
@@ -196,7 +159,7 @@ mod tests {
         rows.push(row("b", Provenance::Emulated, PhaseKind::Warm, 90.0));
         rows.push(row("b", Provenance::Emulated, PhaseKind::Cold, 90.0));
         rows.push(row("c", Provenance::Measured, PhaseKind::Warm, 120.0));
-        let frame = Frame::from_rows(&rows, &sessions).unwrap();
+        let frame = frame(&sessions, &rows);
         let g = the_group(&frame, GroupKey::CodeVersion, "v1", Some(PhaseKind::Warm)).unwrap();
         assert_eq!(
             (g.rows.clone(), g.provenance),

@@ -77,23 +77,12 @@ pub fn span_groups(sessions: &[SessionMeta]) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use firsttoken_record::session::{Labels, Provenance, SessionStatus};
+    use firsttoken_record::session::Provenance;
 
     fn session(spec: serde_json::Value) -> SessionMeta {
         SessionMeta {
-            id: "s".into(),
-            started_at: "2026-12-01T00:00:00Z".parse().unwrap(),
-            ended_at: None,
-            status: SessionStatus::Complete,
             spec,
-            seed: 1,
-            tool_version: "0".into(),
-            host: "h".into(),
-            pid: None,
-            labels: Labels::default(),
-            provenance: Provenance::Measured,
-            cleanup: None,
-            client_lag_p99_ms: None,
+            ..crate::testutil::meta("s", "", Provenance::Measured)
         }
     }
 

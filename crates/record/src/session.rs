@@ -76,6 +76,11 @@ pub struct Labels {
     pub tags: BTreeMap<String, String>,
 }
 
+/// Client scheduling lag (p99 of actual − intended start, ms) above which a
+/// session's open-loop start times are flagged as unreliable
+/// ([`SessionMeta::client_lag_p99_ms`]).
+pub const LAG_FLAG_MS: f64 = 5.0;
+
 /// The result of deleting a session's test accounts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cleanup {
@@ -132,6 +137,30 @@ pub struct SessionMeta {
     pub client_lag_p99_ms: Option<f64>,
 }
 
+impl SessionMeta {
+    /// Session `id` started at `started_at`, its samples of `provenance`,
+    /// with nothing else known yet: running, no spec, seed 0, this
+    /// version, no host or pid, default labels, no cleanup or lag. The
+    /// rest is set by struct update (`SessionMeta { seed, ..new }`).
+    pub fn new(id: impl Into<String>, started_at: UtcTime, provenance: Provenance) -> SessionMeta {
+        SessionMeta {
+            id: id.into(),
+            started_at,
+            ended_at: None,
+            status: SessionStatus::Running,
+            spec: serde_json::Value::Null,
+            seed: 0,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: String::new(),
+            pid: None,
+            labels: Labels::default(),
+            provenance,
+            cleanup: None,
+            client_lag_p99_ms: None,
+        }
+    }
+}
+
 /// One stored request: the probe's [`Sample`] plus where it sat in the session.
 ///
 /// Serialized (export lines) with the stored columns' names and text forms:
@@ -160,6 +189,33 @@ pub struct SampleRow {
     pub prompt: Option<PromptRef>,
     /// The measurement.
     pub sample: Sample,
+}
+
+impl SampleRow {
+    /// `sample` of session `session_id`, a request of `phase` to `dest`
+    /// started at `started_at`: measured, started at once (offset 0, no
+    /// intended start), no concurrency level, no prompt. The rest is set by
+    /// struct update.
+    pub fn new(
+        session_id: impl Into<String>,
+        phase: PhaseKind,
+        dest: Destination,
+        started_at: UtcTime,
+        sample: Sample,
+    ) -> SampleRow {
+        SampleRow {
+            session_id: session_id.into(),
+            phase,
+            dest,
+            concurrency: None,
+            intended_start_ms: None,
+            actual_start_ms: 0.0,
+            started_at,
+            provenance: Provenance::Measured,
+            prompt: None,
+            sample,
+        }
+    }
 }
 
 /// The identity of a prompt: its place in its list and a short hash of its

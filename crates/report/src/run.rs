@@ -33,8 +33,9 @@ pub fn planned(measured: usize, warmups: usize, max_warmups: usize) -> String {
 }
 
 /// Client scheduling lag (p99, ms) above which open-loop start times are
-/// flagged as unreliable.
-pub const LAG_FLAG_MS: f64 = 5.0;
+/// flagged as unreliable (the stored vocabulary's, by which the session
+/// library flags a run's lag).
+pub use firsttoken_record::session::LAG_FLAG_MS;
 
 /// How to show warnings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

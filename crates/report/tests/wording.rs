@@ -450,7 +450,9 @@ fn an_interval_clear_of_zero_inside_the_band_reads_too_small_to_matter() {
     }
     assert_eq!(words::verdict(&c), "too small to matter");
     // The gate's line is the same sentence.
-    assert!(words::check::against("PASS", "old", &c).contains(&sentence));
+    let line = words::check::against(firsttoken_analyze::compare::Gate::Pass, "old", &c);
+    assert!(line.starts_with("  PASS against old: "), "{line}");
+    assert!(line.contains(&sentence));
     // An interval reaching zero inside the band is still "no detectable
     // difference".
     let same = compare(

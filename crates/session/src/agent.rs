@@ -22,7 +22,7 @@
 //! [`firsttoken_record::run::SILENT_BEATS`] missed beats its run reads partial, and
 //! the next agent to join the run marks the session so.
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -42,18 +42,99 @@ pub const CLOCK_ROUNDS: u32 = 16;
 /// How often an agent says it is alive, unless told otherwise.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
 
-/// This session's part in a run (`run --run-id`, `--segment`, `--start-at`).
+/// The heartbeat intervals an agent may be given: from 100 ms (more
+/// often only loads the store) to 10 minutes (past it a dead agent goes
+/// unseen for most of an hour).
+pub const HEARTBEATS: RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(600);
+
+/// The longest run id.
+pub const MAX_RUN_ID: usize = 64;
+
+/// This session's part in a run (`run --run-id`, `--segment`, `--start-at`),
+/// validated by [`RunPart::new`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPart {
     /// The run id every agent is given.
-    pub run_id: String,
+    pub(crate) run_id: String,
     /// This agent's segment.
-    pub segment: Segment,
+    pub(crate) segment: Segment,
     /// The common start, on the store's clock (else the run's stored one,
     /// else at once).
-    pub start_at: Option<UtcTime>,
+    pub(crate) start_at: Option<UtcTime>,
     /// How often this agent writes that it is alive ([`DEFAULT_HEARTBEAT`]).
-    pub heartbeat: Duration,
+    pub(crate) heartbeat: Duration,
+}
+
+impl RunPart {
+    /// This agent's part of a run of the protocol `whole`: run `run_id`
+    /// (none given: derived from `whole` and `start_at` by
+    /// [`derived_run_id`], so agents given the same start find one
+    /// another), segment `segment` (none: the whole protocol), starting at
+    /// `start_at`, beating every `heartbeat`. Refused: no id and no start
+    /// to derive one from; an id that is empty, longer than
+    /// [`MAX_RUN_ID`] or holds other than letters, digits, `.`, `_` and
+    /// `-`; a heartbeat outside [`HEARTBEATS`].
+    pub fn new(
+        run_id: Option<String>,
+        segment: Option<Segment>,
+        start_at: Option<UtcTime>,
+        heartbeat: Duration,
+        whole: &Protocol,
+    ) -> Result<RunPart, SessionError> {
+        let run_id = match (run_id, start_at) {
+            (Some(id), _) => id,
+            (None, Some(at)) => derived_run_id(whole, at),
+            (None, None) => {
+                return Err(SessionError::Invalid(
+                    "--segment needs --run-id (or --start-at, from which the run id is derived) so the agents find one another".into(),
+                ));
+            }
+        };
+        let valid = !run_id.is_empty()
+            && run_id.len() <= MAX_RUN_ID
+            && run_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !valid {
+            return Err(SessionError::Invalid(format!(
+                "--run-id {run_id:?}: use letters, digits, '.', '_' and '-', at most {MAX_RUN_ID} characters"
+            )));
+        }
+        if !HEARTBEATS.contains(&heartbeat) {
+            return Err(SessionError::Invalid(format!(
+                "a heartbeat every {heartbeat:?}: use {:?} to {:?}",
+                HEARTBEATS.start(),
+                HEARTBEATS.end()
+            )));
+        }
+        Ok(RunPart {
+            run_id,
+            segment: segment.unwrap_or(Segment::WHOLE),
+            start_at,
+            heartbeat,
+        })
+    }
+
+    /// The run id every agent is given.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// This agent's segment.
+    pub fn segment(&self) -> Segment {
+        self.segment
+    }
+
+    /// The common start, on the store's clock, if given.
+    pub fn start_at(&self) -> Option<UtcTime> {
+        self.start_at
+    }
+
+    /// How often this agent writes that it is alive.
+    pub fn heartbeat(&self) -> Duration {
+        self.heartbeat
+    }
 }
 
 /// What joining a run decided, before the session row exists.
@@ -345,6 +426,48 @@ mod tests {
             before.elapsed().unwrap() < Duration::from_millis(100),
             "later releases do not wait"
         );
+    }
+
+    #[test]
+    fn a_run_part_is_validated() {
+        let whole = Protocol { steps: vec![] };
+        let beat = DEFAULT_HEARTBEAT;
+        let part =
+            |id: Option<&str>, at| RunPart::new(id.map(String::from), None, at, beat, &whole);
+        let named = part(Some("eu-1.run_2"), None).unwrap();
+        assert_eq!(named.run_id(), "eu-1.run_2");
+        assert_eq!(named.segment(), Segment::WHOLE);
+        assert_eq!(named.heartbeat(), beat);
+        // No id: derived from the protocol and the start, the same on
+        // every agent.
+        let at: UtcTime = "2026-12-01T16:00:00Z".parse().unwrap();
+        let derived = part(None, Some(at)).unwrap();
+        assert_eq!(derived.run_id(), derived_run_id(&whole, at));
+        assert_eq!(derived.start_at(), Some(at));
+        let e = part(None, None).unwrap_err().to_string();
+        assert!(e.starts_with("--segment needs --run-id"), "{e}");
+        for bad in ["", "has space", "a/b", &"x".repeat(MAX_RUN_ID + 1)] {
+            let e = part(Some(bad), None).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--run-id {bad:?}: use letters, digits, '.', '_' and '-', at most 64 characters"
+                )
+            );
+        }
+        assert!(part(Some(&"x".repeat(MAX_RUN_ID)), None).is_ok());
+        let seg = "1/4".parse::<Segment>().unwrap();
+        let one = RunPart::new(Some("r".into()), Some(seg), None, beat, &whole).unwrap();
+        assert_eq!(one.segment(), seg);
+        for (beat, ok) in [
+            (Duration::from_millis(99), false),
+            (Duration::from_millis(100), true),
+            (Duration::from_secs(600), true),
+            (Duration::from_millis(600_001), false),
+        ] {
+            let r = RunPart::new(Some("r".into()), None, None, beat, &whole);
+            assert_eq!(r.is_ok(), ok, "{beat:?}");
+        }
     }
 
     #[test]

@@ -41,7 +41,7 @@ mod spec;
 mod traces;
 
 pub use accounts::clean_up;
-pub use agent::{CLOCK_ROUNDS, DEFAULT_HEARTBEAT, RunPart, derived_run_id};
+pub use agent::{CLOCK_ROUNDS, DEFAULT_HEARTBEAT, HEARTBEATS, MAX_RUN_ID, RunPart, derived_run_id};
 pub use budget::{Budget, price};
 pub use error::SessionError;
 pub use observe::{Observer, Quiet};

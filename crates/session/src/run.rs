@@ -10,7 +10,7 @@ use firsttoken_drive::Slot;
 use firsttoken_drive::{Stop, run_session as execute};
 use firsttoken_plan::{RequestTemplate, Target};
 use firsttoken_record::session::{
-    Cleanup, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
+    Cleanup, LAG_FLAG_MS, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
 };
 use firsttoken_record::store::host_name;
 use firsttoken_record::{Store, UtcTime};
@@ -44,6 +44,12 @@ impl Outcome {
         self.failed == 0
             && self.meta.status == SessionStatus::Complete
             && self.meta.cleanup.as_ref().is_none_or(Cleanup::is_clean)
+    }
+
+    /// The client's scheduling lag (p99, ms) when it is above
+    /// [`LAG_FLAG_MS`]: the open-loop start times are then unreliable.
+    pub fn flagged_lag_ms(&self) -> Option<f64> {
+        self.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS)
     }
 }
 

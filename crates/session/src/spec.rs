@@ -180,6 +180,16 @@ impl SessionSpec {
             .unwrap_or(DEFAULT_STORE)
     }
 
+    /// What this agent sends: the protocol, or its segment of it when the
+    /// session is part of a run (a rerun of a segment may send less: see
+    /// [`crate::RunPart`]).
+    pub fn share(&self) -> Protocol {
+        match &self.run {
+            Some(r) => r.segment.apply(&self.protocol),
+            None => self.protocol.clone(),
+        }
+    }
+
     /// The path names and strategy names, in index order.
     pub(crate) fn names(&self) -> (Vec<String>, Vec<String>) {
         let paths = self

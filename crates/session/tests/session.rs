@@ -360,3 +360,25 @@ fresh = {{ count = 3, paths = ["docs"] }}
     let json = serde_json::to_string(&rows).unwrap();
     assert!(!json.contains("doc one") && !json.contains("chat one"));
 }
+
+/// What an agent of a run sends is its segment of the protocol; a session
+/// on its own sends the whole.
+#[tokio::test]
+async fn an_agent_sends_its_segment() {
+    let cfg = config("http://127.0.0.1:9", "direct = 6", "");
+    let mut spec = SessionSpec::new(cfg, Overrides::default()).unwrap();
+    assert_eq!(spec.share().requests(), 6);
+    let segment = "1/3".parse().unwrap();
+    spec.run = Some(
+        firsttoken_session::RunPart::new(
+            Some("r".into()),
+            Some(segment),
+            None,
+            firsttoken_session::DEFAULT_HEARTBEAT,
+            &spec.protocol,
+        )
+        .unwrap(),
+    );
+    assert_eq!(spec.share().requests(), 2);
+    assert_eq!(spec.share(), segment.apply(&spec.protocol));
+}

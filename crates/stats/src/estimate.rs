@@ -7,6 +7,8 @@
 //! percentile needs `n ≥ ⌈100 / (100 − p)⌉` ([`min_n`]), so that at least one
 //! observation lies at or above it (p50 → 2, p90 → 10, p95 → 20, p99 → 100).
 
+use std::str::FromStr;
+
 use serde::Serialize;
 
 use crate::StatsError;
@@ -118,6 +120,36 @@ impl Percentile {
     }
 }
 
+/// Text that names no percentile (see [`Percentile`]'s [`FromStr`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected p50, p95 or another pNN below p100")]
+pub struct PercentileParseError {
+    /// The text given.
+    pub given: String,
+}
+
+impl FromStr for Percentile {
+    type Err = PercentileParseError;
+
+    /// `p95`, `P99.9`, `median` (surrounding spaces ignored): a rank from 1
+    /// to below 100, the ranks people ask about; `p0.5` or `p100` are
+    /// refused, as is a bare `95`.
+    fn from_str(s: &str) -> Result<Percentile, PercentileParseError> {
+        let t = s.trim().to_ascii_lowercase();
+        let p = if t == "median" {
+            Some(50.0)
+        } else {
+            t.strip_prefix('p').and_then(|n| n.parse::<f64>().ok())
+        };
+        match p {
+            Some(p) if (1.0..100.0).contains(&p) => Ok(Percentile(p)),
+            _ => Err(PercentileParseError {
+                given: s.to_string(),
+            }),
+        }
+    }
+}
+
 /// The least n for which the `p`-th percentile is reported:
 /// `⌈100 / (100 − p)⌉` (p50 → 2, p90 → 10, p95 → 20, p99 → 100);
 /// `usize::MAX` for `p ≥ 100`.
@@ -146,6 +178,20 @@ mod tests {
         assert!(Percentile::new(100.0).is_err());
         assert!(Percentile::new(-1.0).is_err());
         assert_eq!(Percentile::new(95.0).unwrap(), Percentile::P95);
+    }
+
+    #[test]
+    fn percentiles_parse_from_pnn_and_median() {
+        assert_eq!("p95".parse::<Percentile>().unwrap(), Percentile::P95);
+        assert_eq!(" P99 ".parse::<Percentile>().unwrap(), Percentile::P99);
+        assert_eq!("median".parse::<Percentile>().unwrap(), Percentile::P50);
+        assert_eq!("p99.9".parse::<Percentile>().unwrap().get(), 99.9);
+        assert_eq!("p1".parse::<Percentile>().unwrap().get(), 1.0);
+        for bad in ["p100", "p0.5", "95", "p", "pNaN", "mean", ""] {
+            let e = bad.parse::<Percentile>().unwrap_err();
+            assert_eq!(e.given, bad);
+            assert_eq!(e.to_string(), "expected p50, p95 or another pNN below p100");
+        }
     }
 
     #[test]

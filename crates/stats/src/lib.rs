@@ -35,7 +35,7 @@ pub mod rank;
 pub mod samples;
 mod special;
 
-pub use estimate::{Ci, Estimate, Percentile, Stat, min_n};
+pub use estimate::{Ci, Estimate, Percentile, PercentileParseError, Stat, min_n};
 pub use percentile::{percentile, percentile_sorted, sorted_finite};
 pub use samples::Samples;
 

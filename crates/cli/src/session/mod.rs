@@ -1,10 +1,8 @@
 //! `firsttoken init`, `run`, `sessions`, `export`, `import`, `import-spans`, `cleanup`:
 //! sessions from config to store.
 
-mod progress;
 mod run;
 mod spans;
-mod summary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,9 +12,10 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 use firsttoken_record::store::{Store, mask_url};
+use firsttoken_report::words;
 
-pub use firsttoken_session::DEFAULT_STORE;
-pub use run::{RunArgs, exit_code, run, run_spec};
+use firsttoken_session::DEFAULT_STORE;
+pub use run::{RunArgs, run};
 pub use spans::{ImportSpansArgs, import_spans};
 
 /// `firsttoken init`.
@@ -212,7 +211,10 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let checked = tokio::task::spawn_blocking(move || {
         Import::check(f, &mut |bytes| {
             if tty {
-                eprint!("\rchecking {}: {}%", file.display(), bytes * 100 / size);
+                eprint!(
+                    "\r{}",
+                    words::session::import_checking(file.display(), bytes * 100 / size)
+                );
             }
         })
     })
@@ -226,14 +228,17 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     import
         .store(&store, &mut |e| match e {
             ImportEvent::Skipped { session, held_as } => outln!(
-                "skipped session {}: the store already holds it as {held_as}",
-                session.meta.id
+                "{}",
+                words::session::import_skipped(&session.meta.id, held_as)
             ),
             ImportEvent::Progress { session, stored } => {
                 let pct = stored * 100 / session.samples.max(1);
                 if tty && pct != shown {
                     shown = pct;
-                    eprint!("\rimporting session {}: {pct}%", session.meta.id);
+                    eprint!(
+                        "\r{}",
+                        words::session::import_storing(&session.meta.id, pct)
+                    );
                 }
             }
             ImportEvent::Stored {
@@ -246,10 +251,13 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
                 }
                 shown = 0;
                 outln!(
-                    "imported session {} as {} ({} samples, {spans} spans)",
-                    session.meta.id,
-                    stored_as.id,
-                    session.samples
+                    "{}",
+                    words::session::imported(
+                        &session.meta.id,
+                        &stored_as.id,
+                        session.samples,
+                        spans
+                    )
                 );
             }
         })
@@ -280,10 +288,7 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
         .await?
         .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
     let Some(previous) = meta.cleanup.clone() else {
-        outln!(
-            "session {} created no test accounts: nothing to clean up",
-            meta.id
-        );
+        outln!("{}", words::session::nothing_to_clean(&meta.id));
         return Ok(ExitCode::SUCCESS);
     };
     let section = cfg
@@ -301,22 +306,12 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
     )
     .await;
     store.set_cleanup(&meta.id, &result).await?;
-    match (&result.error, result.residual) {
-        (None, Some(0)) => {
-            outln!(
-                "cleanup of {}: {} rows deleted, 0 residual",
-                meta.id,
-                result.deleted
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        (Some(e), _) => {
-            eprintln!("cleanup of {} failed: {e}", meta.id);
-            Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
-        }
-        (None, r) => {
-            eprintln!("cleanup of {}: residual {r:?} rows", meta.id);
-            Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
-        }
+    let said = words::session::cleanup_retried(&meta.id, &result);
+    if result.is_clean() {
+        outln!("{said}");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{said}");
+        Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
     }
 }

@@ -1,5 +1,6 @@
 //! `firsttoken run`: flags → a validated [`SessionSpec`] → the session
-//! library, with a progress bar and the summary at the end.
+//! library, run by [`crate::measure`] (a progress bar or the live view, the
+//! summary at the end).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -15,13 +16,11 @@ use firsttoken_plan::protocol::PRESETS;
 use firsttoken_plan::segment::Segment;
 use firsttoken_record::UtcTime;
 use firsttoken_record::store::Store;
-use firsttoken_report::run::LAG_FLAG_MS;
-use firsttoken_session::{Outcome, Overrides, Pause, RunPart, SessionError, SessionSpec};
+use firsttoken_report::words;
+use firsttoken_session::{Overrides, RunPart, SessionError, SessionSpec};
 
-use super::progress::Progress;
-use crate::watch::Watch;
-
-use crate::{EXIT_FAILED_REQUESTS, EXIT_USAGE};
+use crate::EXIT_USAGE;
+use crate::measure;
 
 /// `firsttoken run`.
 #[derive(Debug, Args)]
@@ -117,43 +116,34 @@ pub struct RunArgs {
 const HEARTBEAT_DEFAULT: &str = "5s";
 const _: () = assert!(firsttoken_session::DEFAULT_HEARTBEAT.as_secs() == 5);
 
-/// `--heartbeat`: a humantime duration from 100 ms to 10 minutes.
+/// `--heartbeat`: a humantime duration within the session library's
+/// [`firsttoken_session::HEARTBEATS`].
 fn heartbeat(v: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(v).map_err(|e| format!("{v:?}: {e} (e.g. 5s, 500ms)"))?;
-    if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
-        return Err(format!("{v:?}: use 100ms to 10m"));
+    let range = firsttoken_session::HEARTBEATS;
+    if !range.contains(&d) {
+        return Err(format!(
+            "{v:?}: use {} to {}",
+            humantime::format_duration(*range.start()),
+            humantime::format_duration(*range.end())
+        ));
     }
     Ok(d)
 }
 
 /// The run part of the flags, when the session takes part in a run.
-fn run_part(a: &RunArgs, spec: &SessionSpec) -> anyhow::Result<Option<RunPart>> {
+fn run_part(a: &RunArgs, spec: &SessionSpec) -> Result<Option<RunPart>, SessionError> {
     if a.run_id.is_none() && a.segment.is_none() && a.start_at.is_none() {
         return Ok(None);
     }
-    let run_id = match (&a.run_id, a.start_at) {
-        (Some(id), _) => id.clone(),
-        (None, Some(at)) => firsttoken_session::derived_run_id(&spec.protocol, at),
-        (None, None) => anyhow::bail!(
-            "--segment needs --run-id (or --start-at, from which the run id is derived) so the agents find one another"
-        ),
-    };
-    let valid = !run_id.is_empty()
-        && run_id.len() <= 64
-        && run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !valid {
-        anyhow::bail!(
-            "--run-id {run_id:?}: use letters, digits, '.', '_' and '-', at most 64 characters"
-        );
-    }
-    Ok(Some(RunPart {
-        run_id,
-        segment: a.segment.unwrap_or(Segment::WHOLE),
-        start_at: a.start_at,
-        heartbeat: a.heartbeat,
-    }))
+    RunPart::new(
+        a.run_id.clone(),
+        a.segment,
+        a.start_at,
+        a.heartbeat,
+        &spec.protocol,
+    )
+    .map(Some)
 }
 
 /// The flags as overrides of the config.
@@ -213,143 +203,46 @@ pub async fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // What this agent sends: its segment (a rerun may send less).
-    let share = spec
-        .run
-        .as_ref()
-        .map_or(spec.protocol.clone(), |r| r.segment.apply(&spec.protocol));
+    let share = spec.share();
     if !a.quiet {
-        let floor = share.min_duration();
-        let wait = if floor.as_secs() == 0 {
-            String::new()
-        } else {
-            format!(
-                "; its idle gaps and open-loop schedule alone take {}",
-                humantime::format_duration(Duration::from_secs(floor.as_secs()))
-            )
-        };
         eprintln!(
-            "{}{wait}",
-            firsttoken_report::run::planned(share.requests(), share.warmups(), share.max_warmups())
+            "{}",
+            words::session::announce(
+                share.requests(),
+                share.warmups(),
+                share.max_warmups(),
+                share.min_duration()
+            )
         );
         if let Some(r) = &spec.run {
             eprintln!(
-                "run {}: segment {} of the whole protocol's {} requests{}",
-                r.run_id,
-                r.segment,
-                spec.protocol.requests(),
-                r.start_at
-                    .map(|t| format!(", starting at {t} (store clock)"))
-                    .unwrap_or_default()
+                "{}",
+                words::session::run_part(
+                    r.run_id(),
+                    r.segment(),
+                    spec.protocol.requests(),
+                    r.start_at()
+                )
             );
         }
     }
     if a.plan {
-        let ask = firsttoken_read::pilot::Ask {
-            metric: firsttoken_analyze::Metric::Ttft,
-            quantile: firsttoken_analyze::Percentile::P50,
-            phase: None,
-            effect: None,
-            width: None,
-            settings: firsttoken_analyze::power::PlanSettings::default(),
-        };
         let name = a.config.display().to_string();
-        // No store yet (a first run) plans without a pilot.
-        let store = Store::open_existing(spec.store()).await.ok();
-        let doc = firsttoken_read::pilot::claims(
-            store.as_ref(),
+        let doc = firsttoken_read::pilot::claims_at(
+            spec.store(),
             &[],
             (&spec.config, &name),
             (&spec.protocol, spec.seed),
-            &ask,
+            &firsttoken_read::pilot::Ask::default(),
         )
         .await?;
         outln!("{}", firsttoken_report::plan::markdown(&doc));
     }
     let store = Store::open(spec.store()).await?;
     let outcome = if a.watch && std::io::stdout().is_terminal() {
-        watched(spec, &store).await?
+        measure::run_watched(spec, &store).await?
     } else {
-        run_spec(&spec, &store, a.quiet).await?
+        measure::run_spec(&spec, &store, a.quiet).await?
     };
-    Ok(exit_code(&outcome))
-}
-
-/// Run a validated spec with progress, print the summary, and return the outcome.
-pub async fn run_spec(
-    spec: &SessionSpec,
-    store: &Store,
-    quiet: bool,
-) -> Result<Outcome, SessionError> {
-    let share = spec
-        .run
-        .as_ref()
-        .map_or(spec.protocol.clone(), |r| r.segment.apply(&spec.protocol));
-    let mut progress = Progress::new(quiet, &share);
-    let outcome =
-        firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
-            .await?;
-    if !quiet {
-        let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
-        outln!(
-            "{}",
-            super::summary::render(
-                &outcome.meta,
-                &outcome.rows,
-                outcome.done,
-                lag,
-                spec.store()
-            )
-        );
-    }
-    if let Some(t) = &outcome.traces {
-        for (warning, line) in super::summary::traces(t) {
-            if warning {
-                eprintln!("warning: {line}");
-            } else if !quiet {
-                outln!("{line}");
-            }
-        }
-    }
-    Ok(outcome)
-}
-
-/// Run a validated spec under the live view, then print the summary.
-async fn watched(mut spec: SessionSpec, store: &Store) -> anyhow::Result<Outcome> {
-    let pause = Pause::new();
-    spec.pause = Some(pause.clone());
-    let cancel = crate::shutdown_token();
-    let mut watch = Watch::start(
-        &spec.protocol,
-        spec.config.session.budget_usd,
-        pause,
-        true,
-        cancel.clone(),
-    )
-    .context("cannot start the live view (run without --watch)")?;
-    let outcome = firsttoken_session::run_session(&spec, store, &mut watch, cancel).await;
-    watch
-        .finish()
-        .context("the live view failed; the session's samples are stored")?;
-    let outcome = outcome?;
-    let lag = outcome.meta.client_lag_p99_ms.filter(|l| *l > LAG_FLAG_MS);
-    outln!(
-        "{}",
-        super::summary::render(
-            &outcome.meta,
-            &outcome.rows,
-            outcome.done,
-            lag,
-            spec.store()
-        )
-    );
-    Ok(outcome)
-}
-
-/// 0 when everything was clean, else 1.
-pub fn exit_code(outcome: &Outcome) -> ExitCode {
-    if outcome.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED_REQUESTS)
-    }
+    Ok(measure::exit_code(&outcome))
 }

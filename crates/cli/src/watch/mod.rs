@@ -3,8 +3,8 @@
 //!
 //! [`Watch`] is the session's [`Observer`]: the recorder hands it every
 //! stored sample (the same stream the store gets; the probe hands it each
-//! sample as it prints it otherwise), it folds them into a
-//! [`state::LiveState`], and a thread of its own draws that state four
+//! sample as it prints it otherwise), it folds them into analyze's
+//! [`LiveState`], and a thread of its own draws that state four
 //! times a second with ratatui and reads the keys: `q` (or Esc, Ctrl-C)
 //! stops the session as Ctrl-C does (samples kept, cleanup runs), `p`
 //! holds a session between steps ([`Pause`]; a probe is one step, so there
@@ -12,23 +12,23 @@
 //! the measuring tasks: it copies the state under a short lock and draws
 //! from the copy.
 
-pub mod state;
 pub mod view;
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use firsttoken_analyze::Settings;
+use firsttoken_analyze::live::{LiveKey, LiveState};
 use firsttoken_plan::protocol::Protocol;
 use firsttoken_record::session::{SampleRow, SessionMeta};
+use firsttoken_record::{Destination, PhaseKind};
 use firsttoken_session::{Observer, Pause};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio_util::sync::CancellationToken;
 
-use state::LiveState;
 use view::Status;
 
 /// How often the view is redrawn (and the keys read).
@@ -37,6 +37,8 @@ const FRAME: Duration = Duration::from_millis(250);
 /// The live view of one session.
 pub struct Watch {
     state: Arc<Mutex<LiveState>>,
+    /// The phase of a probe's samples (its protocol's one step).
+    probe_phase: PhaseKind,
     done: Arc<AtomicBool>,
     ui: Option<JoinHandle<io::Result<()>>>,
 }
@@ -52,7 +54,9 @@ impl Watch {
         can_pause: bool,
         cancel: CancellationToken,
     ) -> io::Result<Watch> {
-        let state = Arc::new(Mutex::new(LiveState::new(protocol, budget_usd)));
+        let state = live_state(protocol, budget_usd);
+        let probe_phase = state.planned.first().map_or(PhaseKind::Warm, |(k, _)| *k);
+        let state = Arc::new(Mutex::new(state));
         let done = Arc::new(AtomicBool::new(false));
         let terminal = ratatui::try_init()?;
         let ui = {
@@ -67,6 +71,7 @@ impl Watch {
         };
         Ok(Watch {
             state,
+            probe_phase,
             done,
             ui: Some(ui),
         })
@@ -83,9 +88,16 @@ impl Watch {
         }
     }
 
-    /// A probe's sample of group `name`.
+    /// A probe's sample, of its protocol's phase at the app path shown as
+    /// `name`.
     pub fn sample(&self, name: &str, sample: &firsttoken_record::Sample) {
-        self.with(|s| s.sample(name.to_string(), sample, None, 0.0));
+        let key = LiveKey {
+            phase: self.probe_phase,
+            dest: Destination::App {
+                path: Some(name.to_string()),
+            },
+        };
+        self.with(|s| s.sample(key, sample, None, 0.0));
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut LiveState) -> R) -> R {
@@ -103,6 +115,7 @@ impl Observer for Watch {
     fn started(&mut self, meta: &SessionMeta, announced: u64) {
         self.with(|s| {
             s.session = Some(meta.id.clone());
+            s.seed = meta.seed;
             s.announced = announced;
         });
     }
@@ -116,6 +129,16 @@ impl Observer for Watch {
     }
 }
 
+/// An empty live state of a session running `protocol` under `budget_usd`.
+fn live_state(protocol: &Protocol, budget_usd: Option<f64>) -> LiveState {
+    let planned = protocol
+        .counts()
+        .into_iter()
+        .map(|(k, n)| (k, n as u64))
+        .collect();
+    LiveState::new(protocol.planned() as u64, planned, budget_usd)
+}
+
 fn ui_loop(
     mut terminal: ratatui::DefaultTerminal,
     state: &Mutex<LiveState>,
@@ -124,17 +147,20 @@ fn ui_loop(
     can_pause: bool,
     cancel: &CancellationToken,
 ) -> io::Result<()> {
-    let settings = Settings::new(0);
+    let since = Instant::now();
     let mut stopping = false;
     while !done.load(Ordering::SeqCst) {
         // Copy under the lock, draw from the copy: the recorder never
         // waits for a frame.
         let snapshot = state.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // The session's seed: its intervals are the report's.
+        let settings = Settings::new(snapshot.seed);
         let status = Status {
             paused: pause.is_paused(),
             started: pause.started(),
             stopping,
             can_pause,
+            elapsed: since.elapsed(),
         };
         terminal.draw(|f| view::draw(f, &snapshot, status, &settings))?;
         if !event::poll(FRAME)? {

@@ -1,6 +1,10 @@
-//! The live view's layout: one frame drawn from a [`LiveState`]. Numbers
-//! go through the report's formatter, so they read as in every report.
+//! The live view's layout: one frame drawn from analyze's [`LiveState`].
+//! Numbers go through the report's formatter, so they read as in every
+//! report.
 
+use std::time::Duration;
+
+use firsttoken_analyze::live::{LAST_ERRORS, LiveState, histogram};
 use firsttoken_analyze::{Percentile, Settings, Stat};
 use firsttoken_report::format::{self, Unit};
 use ratatui::Frame;
@@ -8,8 +12,6 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table, Wrap};
-
-use super::state::{LiveState, histogram, ttft_stat};
 
 /// What the view knows besides the samples: the pause switch's state and
 /// how many requests were let start.
@@ -23,6 +25,8 @@ pub struct Status {
     pub stopping: bool,
     /// `p` is offered (a session; a probe is one step).
     pub can_pause: bool,
+    /// Time since the view started.
+    pub elapsed: Duration,
 }
 
 /// Draw the whole view.
@@ -32,7 +36,7 @@ pub fn draw(f: &mut Frame, s: &LiveState, status: Status, settings: &Settings) {
         Constraint::Length(2),
         Constraint::Min(5),
         Constraint::Length(5),
-        Constraint::Length(4 + super::state::LAST_ERRORS as u16),
+        Constraint::Length(4 + LAST_ERRORS as u16),
         Constraint::Length(1),
     ])
     .areas(f.area());
@@ -74,7 +78,7 @@ fn header(s: &LiveState, status: Status) -> Vec<Line<'static>> {
     let in_flight = status.started.saturating_sub(s.stored);
     let mut first = format!(
         "session {id} · {} · {}/{} requests stored (warm-ups included) · {in_flight} started, not yet stored",
-        humantime::format_duration(std::time::Duration::from_secs(s.elapsed().as_secs())),
+        humantime::format_duration(Duration::from_secs(status.elapsed.as_secs())),
         s.stored,
         s.announced
     );
@@ -92,21 +96,17 @@ fn header(s: &LiveState, status: Status) -> Vec<Line<'static>> {
         ),
         None => format!("spent {} (no budget)", format::usd(s.spent_usd)),
     };
-    let lag = if s.start_lag_ms.is_empty() {
-        "open-loop start lag: no arrivals yet".to_string()
-    } else {
-        let mut v = s.start_lag_ms.clone();
-        v.sort_by(f64::total_cmp);
-        format!(
+    let lag = match s.start_lag() {
+        None => "open-loop start lag: no arrivals yet".to_string(),
+        Some(lag) => format!(
             "open-loop start lag p50 {} · p99 {} (n = {})",
-            format::opt(Unit::Ms, firsttoken_record::percentile_sorted(&v, 50.0)),
-            if v.len() >= 100 {
-                format::opt(Unit::Ms, firsttoken_record::percentile_sorted(&v, 99.0))
-            } else {
-                format::too_few(v.len(), 100)
+            format::ms(lag.p50_ms),
+            match lag.p99_ms {
+                Some(p99) => format::ms(p99),
+                None => format::too_few(lag.n, Percentile::P99.min_n()),
             },
-            v.len()
-        )
+            lag.n
+        ),
     };
     vec![Line::from(first), Line::from(format!("{spend} · {lag}"))]
 }
@@ -129,9 +129,9 @@ fn groups(f: &mut Frame, area: Rect, s: &LiveState, settings: &Settings) {
     let rows: Vec<Row> = s
         .groups
         .iter()
-        .map(|(name, g)| {
+        .map(|(key, g)| {
             Row::new(vec![
-                name.clone(),
+                key.to_string(),
                 g.done.to_string(),
                 if g.done == 0 {
                     format::DASH.to_string()
@@ -142,8 +142,8 @@ fn groups(f: &mut Frame, area: Rect, s: &LiveState, settings: &Settings) {
                         format::percent(Some(g.failed as f64 / g.done as f64))
                     )
                 },
-                cell(&ttft_stat(g, Percentile::P50, settings)),
-                cell(&ttft_stat(g, Percentile::P95, settings)),
+                cell(&g.ttft(Percentile::P50, settings)),
+                cell(&g.ttft(Percentile::P95, settings)),
             ])
         })
         .collect();
@@ -182,12 +182,7 @@ fn cell(stat: &Stat) -> String {
 fn ttft_histogram(f: &mut Frame, area: Rect, s: &LiveState) {
     // The group with the most TTFT values: one group, never a pool of
     // groups that may behave differently.
-    let Some((name, g)) = s
-        .groups
-        .iter()
-        .filter(|(_, g)| !g.ttft_ms.is_empty())
-        .max_by_key(|(_, g)| g.ttft_ms.len())
-    else {
+    let Some((key, g)) = s.fullest() else {
         f.render_widget(
             Paragraph::new("TTFT histogram: no first token yet")
                 .block(Block::default().borders(Borders::TOP)),
@@ -206,7 +201,7 @@ fn ttft_histogram(f: &mut Frame, area: Rect, s: &LiveState) {
     let width = area.width.saturating_sub(2).max(1) as usize;
     let counts = histogram(&values, (values.len() / 2).clamp(5, width.max(5)));
     let title = format!(
-        " TTFT histogram · {name} · {} to {} · n = {} ",
+        " TTFT histogram · {key} · {} to {} · n = {} ",
         format::ms(lo),
         format::ms(hi),
         values.len()
@@ -228,7 +223,9 @@ fn error_lines(s: &LiveState) -> Vec<Line<'static>> {
     for e in &s.last_errors {
         out.push(Line::from(format!(
             "{} · {}: {}",
-            e.group, e.kind, e.message
+            e.group,
+            e.kind.as_str(),
+            e.message
         )));
     }
     out
@@ -238,7 +235,7 @@ fn error_lines(s: &LiveState) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use firsttoken_plan::protocol::{Dest, Planned, Protocol, Step};
-    use firsttoken_record::session::{Provenance, SampleRow};
+    use firsttoken_record::session::SampleRow;
     use firsttoken_record::{
         Connection, Destination, ErrorKind, PhaseKind, Sample, SampleError, UtcTime,
     };
@@ -254,20 +251,11 @@ mod tests {
                 message: "no first byte within 30 s".into(),
             });
         }
-        SampleRow {
-            session_id: "20261201T120000Z-abcd".into(),
-            phase,
-            dest: Destination::App {
-                path: Some(path.into()),
-            },
-            concurrency: None,
-            intended_start_ms: None,
-            actual_start_ms: 0.0,
-            started_at: UtcTime::from(std::time::SystemTime::UNIX_EPOCH),
-            provenance: Provenance::Measured,
-            prompt: None,
-            sample: s,
-        }
+        let dest = Destination::App {
+            path: Some(path.into()),
+        };
+        let at = UtcTime::from(std::time::SystemTime::UNIX_EPOCH);
+        SampleRow::new("20261201T120000Z-abcd", phase, dest, at, s)
     }
 
     fn screen(status: Status) -> String {
@@ -281,7 +269,7 @@ mod tests {
         let mut steps = vec![Step::One(p(PhaseKind::Warm)); 40];
         steps.extend(vec![Step::One(p(PhaseKind::Fresh)); 10]);
         let protocol = Protocol { steps };
-        let mut s = LiveState::new(&protocol, Some(0.5));
+        let mut s = super::super::live_state(&protocol, Some(0.5));
         s.session = Some("20261201T120000Z-abcd".into());
         for i in 0..30u32 {
             let path = if i % 2 == 0 { "chat" } else { "docs" };
@@ -321,6 +309,7 @@ mod tests {
             started: 33,
             stopping: false,
             can_pause: true,
+            elapsed: Duration::ZERO,
         });
         insta::assert_snapshot!(out);
         assert!(out.contains("warm · chat"), "{out}");
@@ -341,6 +330,7 @@ mod tests {
             started: 31,
             stopping: false,
             can_pause: true,
+            elapsed: Duration::ZERO,
         });
         assert!(out.contains("PAUSED between steps"), "{out}");
         assert!(out.contains("p resume"), "{out}");

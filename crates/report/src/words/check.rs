@@ -2,6 +2,7 @@
 //! against a baseline.
 
 use firsttoken_analyze::check::{Found, Threshold, Verdict};
+use firsttoken_analyze::compare::Gate;
 
 use crate::format::{self as fmt, Unit};
 
@@ -50,10 +51,19 @@ pub fn threshold(v: &Verdict) -> String {
     )
 }
 
+/// A gate's word: `PASS`, `FAIL` or `NOTE`.
+pub fn gate(g: Gate) -> &'static str {
+    match g {
+        Gate::Pass => "PASS",
+        Gate::Fail => "FAIL",
+        Gate::Note => "NOTE",
+    }
+}
+
 /// A line of the gate against a baseline: `  FAIL against ID: …` with the
-/// comparison's sentence; `verdict` is PASS, FAIL or NOTE.
-pub fn against(verdict: &str, baseline: &str, c: &firsttoken_analyze::Comparison) -> String {
-    format!("  {verdict} against {baseline}: {}", super::comparison(c))
+/// comparison's sentence.
+pub fn against(g: Gate, baseline: &str, c: &firsttoken_analyze::Comparison) -> String {
+    format!("  {} against {baseline}: {}", gate(g), super::comparison(c))
 }
 
 #[cfg(test)]

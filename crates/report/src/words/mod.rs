@@ -31,6 +31,7 @@ pub mod plan;
 mod routes;
 pub mod run;
 pub mod sections;
+pub mod session;
 pub mod traces;
 pub use clock::{client_clock, session_clock};
 pub use cold::{cold, cold_finding, cold_threshold};

@@ -287,6 +287,18 @@ pub fn method(doc: &PlanDoc) -> String {
     s
 }
 
+/// What `plan --pilot` says before its pilot: `pilot: 12 warm requests (6
+/// per app path) against https://app.example`.
+pub fn pilot_started(requests: u32, per_path: u32, base_url: &str) -> String {
+    format!("pilot: {requests} warm requests ({per_path} per app path) against {base_url}")
+}
+
+/// What `plan --pilot` says after its pilot: `pilot: session ID stored, 0
+/// of 12 requests failed`.
+pub fn pilot_stored(session: &str, failed: u64, done: u64) -> String {
+    format!("pilot: session {session} stored, {failed} of {done} requests failed")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
