@@ -194,15 +194,15 @@ pub fn compare_sessions_per_path(
     frame: &Frame,
     a: &str,
     b: &str,
-    phase: Option<PhaseKind>,
+    slice: Slice,
     metric: Metric,
     settings: &Settings,
 ) -> Result<Vec<PathComparison>, AnalyzeError> {
-    let pooled = compare_sessions(frame, a, b, phase, metric, settings)?;
+    let pooled = compare_sessions(frame, a, b, slice, metric, settings)?;
     let paths_of = |id: &str| -> Vec<u32> {
         let mut v: Vec<u32> = (0..frame.len() as u32)
             .map(|i| frame.obs(i))
-            .filter(|o| frame.session_id(o) == id && phase.is_none_or(|p| o.phase == p))
+            .filter(|o| frame.session_id(o) == id && slice.keeps(o))
             .map(|o| o.path)
             .collect();
         v.sort_unstable();
@@ -213,12 +213,13 @@ pub fn compare_sessions_per_path(
     let mut common: Vec<u32> = pa.into_iter().filter(|p| pb.contains(p)).collect();
     common.sort_by(|x, y| frame.str(*x).cmp(&frame.str(*y)));
     let mut out = Vec::new();
+    let at = slice.label();
     for &p in &common {
         let rows = |id: &str| -> Vec<u32> {
             (0..frame.len() as u32)
                 .filter(|&i| {
                     let o = frame.obs(i);
-                    frame.session_id(o) == id && o.path == p && phase.is_none_or(|ph| o.phase == ph)
+                    frame.session_id(o) == id && o.path == p && slice.keeps(o)
                 })
                 .collect()
         };
@@ -226,11 +227,15 @@ pub fn compare_sessions_per_path(
         let sa = crate::samples::of_rows(frame, &rows(a), metric);
         let sb = crate::samples::of_rows(frame, &rows(b), metric);
         out.push(PathComparison {
+            slice,
             path: frame.str(p).map(str::to_string),
             comparison: compare(
                 &sa,
                 &sb,
-                (&format!("{a} · path {name}"), &format!("{b} · path {name}")),
+                (
+                    &format!("{a} · path {name} · {at}"),
+                    &format!("{b} · path {name} · {at}"),
+                ),
                 metric,
                 settings,
             ),
@@ -239,10 +244,11 @@ pub fn compare_sessions_per_path(
     if common.len() != 1 {
         let mut c = pooled;
         if common.len() > 1 {
-            c.a = format!("{a} · all paths pooled");
-            c.b = format!("{b} · all paths pooled");
+            c.a = format!("{a} · all paths pooled · {at}");
+            c.b = format!("{b} · all paths pooled · {at}");
         }
         out.push(PathComparison {
+            slice,
             path: None,
             comparison: c,
         });
@@ -250,9 +256,75 @@ pub fn compare_sessions_per_path(
     Ok(out)
 }
 
+/// The rows of each session a comparison takes: one phase and, in the
+/// concurrency phase, one level. Phases and levels behave differently, so
+/// a comparison never pools them ([`crate::group`]'s rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Slice {
+    /// The phase.
+    pub phase: PhaseKind,
+    /// The concurrency level, in the concurrency phase.
+    pub concurrency: Option<u32>,
+}
+
+impl Slice {
+    /// A phase's rows (every level of it).
+    pub fn phase(phase: PhaseKind) -> Slice {
+        Slice {
+            phase,
+            concurrency: None,
+        }
+    }
+
+    /// `warm`, `c=3`.
+    pub fn label(&self) -> String {
+        match self.concurrency {
+            Some(k) => format!("c={k}"),
+            None => self.phase.as_str().to_string(),
+        }
+    }
+
+    pub(crate) fn keeps(&self, o: &crate::frame::Obs) -> bool {
+        o.phase == self.phase && self.concurrency.is_none_or(|k| o.concurrency == k)
+    }
+}
+
+/// The app slices `frame` has counted rows in, in headline order (as
+/// [`common_slices`], for one set of rows).
+pub fn slices(frame: &Frame) -> Vec<Slice> {
+    slices_where(frame, |_| true)
+}
+
+fn slices_where(frame: &Frame, keep: impl Fn(&crate::frame::Obs) -> bool) -> Vec<Slice> {
+    let mut v: Vec<Slice> = (0..frame.len() as u32)
+        .map(|i| frame.obs(i))
+        .filter(|o| keep(o) && o.phase.is_app() && o.counted())
+        .map(|o| Slice {
+            phase: o.phase,
+            concurrency: (o.phase == PhaseKind::Concurrency && o.concurrency > 0)
+                .then_some(o.concurrency),
+        })
+        .collect();
+    v.sort_by_key(|s| (crate::group::phase_rank(s.phase), s.concurrency));
+    v.dedup();
+    v
+}
+
+/// The app slices both sessions `a` and `b` have rows in, in headline order
+/// (warm, fresh, each concurrency level, rate, cold): every phase a
+/// comparison can take without pooling. Direct requests (the provider's,
+/// not the app's) and pings are left out.
+pub fn common_slices(frame: &Frame, a: &str, b: &str) -> Vec<Slice> {
+    let of = |id: &str| slices_where(frame, |o| frame.session_id(o) == id);
+    let theirs = of(b);
+    of(a).into_iter().filter(|s| theirs.contains(s)).collect()
+}
+
 /// One comparison of [`compare_sessions_per_path`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PathComparison {
+    /// The phase (and level) compared.
+    pub slice: Slice,
     /// The path compared; `None` for the pooled summary (or when the
     /// sessions share no path).
     pub path: Option<String>,
@@ -275,13 +347,13 @@ pub enum Gate {
 }
 
 /// Compare session `a` against session `b` on `metric`, over the rows of
-/// `phase` (all phases when `None`; mixing phases rarely makes sense).
+/// `slice` (one phase, or one concurrency level).
 /// Pools the sessions' paths: [`compare_sessions_per_path`] does not.
 pub fn compare_sessions(
     frame: &Frame,
     a: &str,
     b: &str,
-    phase: Option<PhaseKind>,
+    slice: Slice,
     metric: Metric,
     settings: &Settings,
 ) -> Result<Comparison, AnalyzeError> {
@@ -299,7 +371,7 @@ pub fn compare_sessions(
         let rows = (0..frame.len() as u32)
             .filter(|&i| {
                 let o = frame.obs(i);
-                o.session == six && phase.is_none_or(|p| o.phase == p)
+                o.session == six && slice.keeps(o)
             })
             .inspect(|&i| prov = Some(frame.obs(i).provenance))
             .collect();
@@ -375,25 +447,38 @@ mod tests {
         ];
         let f = Frame::from_rows(&rows, &sessions).unwrap();
         let s = Settings::new(3);
-        let pooled =
-            compare_sessions(&f, "v2", "v1", Some(PhaseKind::Warm), Metric::Ttft, &s).unwrap();
+        let pooled = compare_sessions(
+            &f,
+            "v2",
+            "v1",
+            Slice::phase(PhaseKind::Warm),
+            Metric::Ttft,
+            &s,
+        )
+        .unwrap();
         assert!(
             !pooled.worse(),
             "pooled, the chat change vanishes: {pooled:?}"
         );
-        let per =
-            compare_sessions_per_path(&f, "v2", "v1", Some(PhaseKind::Warm), Metric::Ttft, &s)
-                .unwrap();
+        let per = compare_sessions_per_path(
+            &f,
+            "v2",
+            "v1",
+            Slice::phase(PhaseKind::Warm),
+            Metric::Ttft,
+            &s,
+        )
+        .unwrap();
         assert_eq!(per.len(), 3);
         assert_eq!(per[0].path.as_deref(), Some("chat"));
         assert!(per[0].comparison.worse(), "{:?}", per[0]);
-        assert_eq!(per[0].comparison.a, "v2 · path chat");
+        assert_eq!(per[0].comparison.a, "v2 · path chat · warm");
         assert_eq!(
             per[1].comparison.direction,
             Direction::NoDetectableDifference
         );
         assert_eq!(per[2].path, None);
-        assert_eq!(per[2].comparison.a, "v2 · all paths pooled");
+        assert_eq!(per[2].comparison.a, "v2 · all paths pooled · warm");
     }
 
     #[test]
@@ -432,14 +517,39 @@ mod tests {
         let frame = Frame::from_rows(&rows, &sessions).unwrap();
         let s = Settings::new(1);
         assert!(matches!(
-            compare_sessions(&frame, "m", "e", Some(PhaseKind::Warm), Metric::Ttft, &s),
+            compare_sessions(
+                &frame,
+                "m",
+                "e",
+                Slice::phase(PhaseKind::Warm),
+                Metric::Ttft,
+                &s
+            ),
             Err(AnalyzeError::MixedProvenance { .. })
         ));
         let groups = crate::group::group(&frame, &[crate::group::GroupKey::Path]);
         assert_eq!(groups.len(), 2, "provenance splits the groups");
         assert!(compare_groups(&frame, &groups[0], &groups[1], Metric::Ttft, &s).is_err());
-        assert!(compare_sessions(&frame, "m", "x", None, Metric::Ttft, &s).is_err());
-        let c = compare_sessions(&frame, "m", "m", None, Metric::Ttft, &s).unwrap();
+        assert!(
+            compare_sessions(
+                &frame,
+                "m",
+                "x",
+                Slice::phase(PhaseKind::Warm),
+                Metric::Ttft,
+                &s
+            )
+            .is_err()
+        );
+        let c = compare_sessions(
+            &frame,
+            "m",
+            "m",
+            Slice::phase(PhaseKind::Warm),
+            Metric::Ttft,
+            &s,
+        )
+        .unwrap();
         assert!(c.direction.is_undecided(), "{c:?}");
     }
 }

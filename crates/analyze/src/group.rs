@@ -154,7 +154,7 @@ pub const HEADLINE_ORDER: [PhaseKind; 7] = [
     PhaseKind::Ping,
 ];
 
-fn phase_rank(p: PhaseKind) -> u64 {
+pub(crate) fn phase_rank(p: PhaseKind) -> u64 {
     HEADLINE_ORDER.iter().position(|&q| q == p).unwrap_or(0) as u64
 }
 
@@ -309,6 +309,16 @@ pub fn group(frame: &Frame, keys: &[GroupKey]) -> Vec<Group> {
 /// `keys` (provenance added if missing).
 pub fn group_in_phase(frame: &Frame, keys: &[GroupKey], phase: Option<PhaseKind>) -> Vec<Group> {
     group_where(frame, keys, |o| phase.is_none_or(|p| o.phase == p))
+}
+
+/// Group the rows of one slice of a frame (a phase, or one level of the
+/// concurrency phase) by `keys` (provenance added if missing).
+pub fn group_in_slice(
+    frame: &Frame,
+    keys: &[GroupKey],
+    slice: crate::compare::Slice,
+) -> Vec<Group> {
+    group_where(frame, keys, |o| slice.keeps(o))
 }
 
 /// Group the rows of a frame that satisfy `keep`.

@@ -89,7 +89,10 @@ pub use firsttoken_stats::{
     estimate, min_n, percentile, percentile_sorted, rank,
 };
 pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
-pub use group::{Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, headline_keys};
+pub use group::{
+    Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, group_in_slice,
+    headline_keys,
+};
 pub use run_summary::{PhaseSummary, RunSummary, SessionRow, Summary, session_rows};
 pub use samples::{Counts, MetricSummary};
 pub use traces::{SpanInput, Traces, attach_traces};

@@ -5,9 +5,11 @@
 //! calls with three extra round trips on the chat path, the keyword router,
 //! a cold start, a first-token provider order) and `after` with pooled async
 //! access and the corpus router — runs
-//! the `article` protocol (scaled down unless `--full`) against each, stores
-//! everything as `emulated`, prints the report with the before/after
-//! comparison and writes a self-contained HTML report.
+//! the `article` protocol (scaled down unless `--full`) against both at
+//! once (each app with its own emulator), stores everything as `emulated`,
+//! prints one screen — the findings with the before/after verdicts, a
+//! table per app and the command that prints the full report — and writes
+//! the full report as a self-contained HTML page.
 //!
 //! Each app exports its own OpenTelemetry spans to its session's receiver,
 //! so the report splits the overhead and explains the concurrency wall by
@@ -39,14 +41,15 @@ use firsttoken_record::Store;
 use firsttoken_refapp::route::{CHAT_QUESTIONS, DOC_QUESTIONS};
 use firsttoken_session::{Overrides, SessionSpec};
 
-use crate::measure::{exit_code, run_spec};
-use crate::render::{Format, render};
+use crate::measure::{exit_code, run_specs_together, summary_text};
+use crate::render::{Format, findings_only, render};
 
 /// `firsttoken demo`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Everything runs on 127.0.0.1 with an emulated upstream; results are labelled `emulated`.
-The scaled protocol takes about three minutes on 2 cores; --full runs all 323 requests per app (much longer)."
+Both apps are measured at once: the scaled protocol takes about two minutes on 2 cores; --full runs all 323 requests per app (much longer).
+It prints the findings, a table per app, and the command that prints the full report."
 )]
 pub struct DemoArgs {
     /// Run the article's full protocol (323 requests per app, 30 s idle gaps before cold probes).
@@ -131,13 +134,15 @@ fn phases(size: Size) -> PhasesSection {
     } else {
         PhasesSection {
             ping: 5,
-            // Four idle-gap probes (two a path): the fewest whose before →
-            // after comparison the rank test can decide (4 against 4 gives
-            // at best p = 0.029).
+            // Four idle-gap probes on the chat path: a cold start is shown
+            // only when it repeats (two or more probes beyond the warm
+            // requests of the same path), and 4 against 4 is the fewest
+            // whose before → after comparison the rank test can decide (at
+            // best p = 0.029).
             cold: Some(ColdSection {
                 count: 4,
                 idle_gap: Duration::from_secs(3),
-                paths: None,
+                paths: Some(vec!["chat".into()]),
             }),
             // Twelve per path: enough for the chat path's three extra
             // database round trips to stand out of the provider's spread.
@@ -412,12 +417,25 @@ async fn refapp(
     Ok((base, task))
 }
 
-/// Run the demo.
-pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
-    let work = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let shutdown = CancellationToken::new();
-    // The upstream: the built-in provider profile (quickstart, steady, bulk)
-    // with short answers so the whole demo stays near two minutes.
+/// One app under test and everything in front of it: its own emulator
+/// (the provider), the user's network to the provider and to the app,
+/// the app, and its session spec.
+struct AppUnderTest {
+    label: &'static str,
+    spec: SessionSpec,
+    /// Kept until the session ends: the relays and tasks stop when dropped
+    /// or when the demo's shutdown is cancelled.
+    _relays: Vec<firsttoken_shape::Relay>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// The emulator of one app: the built-in provider profile (quickstart,
+/// steady, bulk) with short answers, on its own port, so the two apps'
+/// direct requests never meet in one provider.
+async fn emulator(
+    a: &DemoArgs,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
     let mut profile = Profile::builtin();
     profile.pin_tokens(if a.full { 64 } else { 12 });
     if !a.full {
@@ -429,63 +447,53 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
         truth: TruthLog::disabled(),
         ..Settings::default()
     };
-    let (emu_listener, emu_base) = listen().await?;
-    let emu_stop = shutdown.clone();
-    let emu = tokio::spawn(async move {
-        let _ = firsttoken_emulator::serve(
-            emu_listener,
-            firsttoken_emulator::app(settings),
-            None,
-            emu_stop,
-        )
-        .await;
+    let (listener, base) = listen().await?;
+    let stop = shutdown.clone();
+    let task = tokio::spawn(async move {
+        let _ =
+            firsttoken_emulator::serve(listener, firsttoken_emulator::app(settings), None, stop)
+                .await;
     });
-    eprintln!("emulator on {emu_base} (profile: quickstart / steady / bulk)");
-    let (_direct_relay, direct_base) =
-        shaped(emu_base.trim_start_matches("http://"), "http", a.seed).await?;
-    eprintln!(
-        "the user's network: {} (RTT +{} ms) on every request of the sessions",
-        NETWORK.name(),
-        NETWORK.link().added_rtt().as_millis()
-    );
-    let store = Store::open(&a.store).await?;
-    let mut sessions = Vec::new();
-    let mut code = ExitCode::SUCCESS;
-    for (label, bad) in [("before", true), ("after", false)] {
+    Ok((base, task))
+}
+
+impl AppUnderTest {
+    /// Start `label`'s emulator, app and relays; `bad` is "before".
+    async fn start(
+        a: &DemoArgs,
+        label: &'static str,
+        bad: bool,
+        work: &std::path::Path,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<AppUnderTest> {
+        let (emu_base, emu) = emulator(a, shutdown).await?;
+        let (direct_relay, direct_base) =
+            shaped(emu_base.trim_start_matches("http://"), "http", a.seed).await?;
         let db = work
-            .path()
             .join(format!("refapp-{label}.db"))
             .display()
             .to_string();
-        let ca = work.path().join(format!("ca-{label}.pem"));
+        let ca = work.join(format!("ca-{label}.pem"));
         // Where this session's receiver takes the app's spans: a loopback
         // port free a moment ago (the receiver binds it when the session
         // starts; the app's exporter retries until then).
         let traces = free_loopback_port()?;
-        let (origin, task) = refapp(
+        let (origin, app_task) = refapp(
             &emu_base,
             &db,
             label,
             bad,
             ca.clone(),
             &format!("http://{traces}"),
-            &shutdown,
+            shutdown,
         )
         .await?;
-        let (relay, app) = shaped(
+        let (app_relay, app) = shaped(
             origin.trim_start_matches("https://"),
             "https",
             a.seed.wrapping_add(1),
         )
         .await?;
-        eprintln!(
-            "\n== {label}: reference app on {origin}, reached through the relay on {app}{}",
-            if bad {
-                " with blocking db calls (3 extra round trips on chat), the keyword router, a cold start"
-            } else {
-                " with pooled async db access and the corpus router"
-            }
-        );
         let spec = SessionSpec::new(
             config(
                 &app,
@@ -500,34 +508,85 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
                 tags: [("demo".to_string(), "true".to_string())].into(),
                 seed: Some(a.seed),
                 emulated: true,
+                store: Some(a.store.clone()),
                 ..Overrides::default()
             },
         )?;
-        let outcome = run_spec(&spec, &store, a.quiet).await?;
+        Ok(AppUnderTest {
+            label,
+            spec,
+            _relays: vec![direct_relay, app_relay],
+            tasks: vec![emu, app_task],
+        })
+    }
+}
+
+/// Run the demo: both apps measured at once (each with its own provider
+/// and network), then one screen — the findings, a table per app, and
+/// where the full report and the page are.
+pub async fn run(a: DemoArgs) -> anyhow::Result<ExitCode> {
+    let work = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let shutdown = CancellationToken::new();
+    let mut apps = Vec::new();
+    for (label, bad) in [("before", true), ("after", false)] {
+        apps.push(AppUnderTest::start(&a, label, bad, work.path(), &shutdown).await?);
+    }
+    if !a.quiet {
+        eprintln!(
+            "{}",
+            firsttoken_report::words::demo::started(
+                NETWORK.name(),
+                NETWORK.link().added_rtt().as_millis(),
+                a.full
+            )
+        );
+    }
+    let store = Store::open(&a.store).await?;
+    let specs: Vec<(String, SessionSpec)> = apps
+        .iter()
+        .map(|app| (app.label.to_string(), app.spec.clone()))
+        .collect();
+    let outcomes = run_specs_together(&specs, &store, a.quiet).await;
+    let mut code = ExitCode::SUCCESS;
+    let mut finished = Vec::new();
+    for ((_, spec), outcome) in specs.iter().zip(outcomes) {
+        let outcome = outcome?;
         if !outcome.is_clean() {
             code = exit_code(&outcome);
         }
-        sessions.push(outcome.meta.id.clone());
-        drop(relay);
-        drop(task);
+        finished.push((spec, outcome));
     }
     shutdown.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(6), emu).await;
-    let report = report(&a.store, &sessions, &a.html).await?;
-    outln!("{report}");
-    eprintln!(
-        "HTML report: {}   store: {}",
-        a.html.display(),
-        firsttoken_record::store::mask_url(&a.store)
-    );
+    for app in apps {
+        for t in app.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(6), t).await;
+        }
+    }
+    let ids: Vec<String> = finished.iter().map(|(_, o)| o.meta.id.clone()).collect();
+    let findings = report(&a.store, &ids, &a.html).await?;
+    outln!("{findings}");
+    for (spec, outcome) in &finished {
+        outln!("{}\n", summary_text(spec, outcome));
+    }
+    if let [before, after] = ids.as_slice() {
+        outln!(
+            "{}",
+            firsttoken_report::words::demo::pointers(
+                &firsttoken_record::store::mask_url(&a.store),
+                after,
+                before,
+                &a.html.display().to_string()
+            )
+        );
+    }
     Ok(code)
 }
 
 /// The demo's closing report: both sessions grouped by code version and
-/// path, with `after` judged against `before` per phase and path
-/// ([`firsttoken_read::compare::before_after`]); terminal text returned
-/// and the HTML page written, both from the same input, so the page
-/// carries the verdicts too.
+/// path, with `after` judged against `before` in every app slice and path
+/// ([`firsttoken_read::compare::before_after`], as `compare --phase all`
+/// does); the findings section returned as terminal text, and the whole
+/// report written as the HTML page, both from the same input.
 async fn report(store_url: &str, ids: &[String], html: &std::path::Path) -> anyhow::Result<String> {
     use firsttoken_analyze::GroupKey;
     use firsttoken_read::{LoadOptions, Selection, analyse, compare::before_after, load};
@@ -540,11 +599,14 @@ async fn report(store_url: &str, ids: &[String], html: &std::path::Path) -> anyh
     )
     .await?;
     let analysis = analyse(&loaded, &[GroupKey::CodeVersion, GroupKey::Path]);
-    let comparisons = match loaded.sessions.as_slice() {
-        [before, after] => before_after(&loaded, &before.id, &after.id),
+    let comparisons: Vec<_> = match ids {
+        [before, after] => before_after(&loaded, before, after)
+            .into_iter()
+            .map(|c| c.comparison)
+            .collect(),
         _ => Vec::new(),
     };
     let page = render(Format::Html, &loaded, &analysis, &comparisons)?;
     std::fs::write(html, page).with_context(|| format!("cannot write {}", html.display()))?;
-    render(Format::Terminal, &loaded, &analysis, &comparisons)
+    Ok(findings_only(&loaded, &analysis, &comparisons))
 }

@@ -91,3 +91,9 @@ pub fn render_out(
         }
     }
 }
+
+/// Only the findings of `loaded`'s report, as terminal text (the demo's
+/// first screen).
+pub fn findings_only(loaded: &Loaded, analysis: &Analysis, comparisons: &[Comparison]) -> String {
+    firsttoken_report::terminal::findings(&input(loaded, analysis, comparisons), 100)
+}

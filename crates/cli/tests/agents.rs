@@ -225,30 +225,50 @@ fn four_agents_once(store: &str, plain: &str, run: &str) -> (f64, Vec<f64>) {
             .filter_map(|r| r.5)
             .collect()
     };
+    // Grouped by provenance alone, every phase (and level) is still a row
+    // of its own (phases never pool, issue 24): each row's percentiles are
+    // the union of the agents' rows of that phase.
+    let phase_of = |g: &serde_json::Value| g["label"]["phase"].as_str().unwrap().to_string();
     let pooled = run_report_json(store, run, "provenance");
     let groups = pooled["analysis"]["groups"].as_array().unwrap();
-    assert_eq!(groups.len(), 1, "{groups:?}");
-    let all = ttft(&|_| true);
-    let p50 = point(&groups[0]["pooled"]["p50"]).expect("a pooled p50");
-    let p90 = point(&groups[0]["pooled"]["p90"]).expect("a pooled p90");
-    assert!(
-        (p50 - percentile(&all, 50.0)).abs() < 1e-9,
-        "{p50} vs the union's"
-    );
-    assert!(
-        (p90 - percentile(&all, 90.0)).abs() < 1e-9,
-        "{p90} vs the union's"
-    );
+    let mut phases: Vec<String> = measured
+        .iter()
+        .filter(|r| r.4 && r.2 != "ping")
+        .map(|r| r.2.clone())
+        .collect();
+    phases.sort();
+    phases.dedup();
+    assert_eq!(groups.len(), phases.len(), "one row per phase: {groups:?}");
+    for g in groups {
+        let phase = phase_of(g);
+        let all = ttft(&|r| r.2 == phase);
+        let p50 = point(&g["pooled"]["p50"]).expect("a pooled p50");
+        assert!(
+            (p50 - percentile(&all, 50.0)).abs() < 1e-9,
+            "{phase}: {p50} vs the union's"
+        );
+        if let Some(p90) = point(&g["pooled"]["p90"]) {
+            assert!(
+                (p90 - percentile(&all, 90.0)).abs() < 1e-9,
+                "{phase}: {p90} vs the union's"
+            );
+        }
+    }
     let by_vantage = run_report_json(store, run, "vantage");
     let groups = by_vantage["analysis"]["groups"].as_array().unwrap();
-    assert_eq!(groups.len(), 4, "one row per vantage");
+    assert_eq!(
+        groups.len(),
+        4 * phases.len(),
+        "one row per vantage and phase"
+    );
     for g in groups {
         let label = g["label"].to_string();
         let v = (0..4)
             .map(|i| format!("agent-{i}"))
             .find(|v| label.contains(v.as_str()));
         let v = v.unwrap_or_else(|| panic!("a vantage in {label}"));
-        let mine = ttft(&|r| r.0 == v);
+        let phase = phase_of(g);
+        let mine = ttft(&|r| r.0 == v && r.2 == phase);
         assert_eq!(
             g["pooled"]["n"].as_u64(),
             Some(mine.len() as u64),

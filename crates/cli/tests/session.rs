@@ -91,7 +91,7 @@ fn a_session_runs_every_phase_and_is_stored_and_exported() {
     assert!(
         summary.contains("complete")
             && summary.contains("direct")
-            && summary.contains("concurrency"),
+            && summary.contains("c=2 · chat"),
         "{summary}"
     );
     let id = only_session(&store);

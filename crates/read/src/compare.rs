@@ -3,18 +3,23 @@
 //!
 //! A change on one path can vanish when paths are pooled, so sessions are
 //! compared per path; the pooled summary is labelled as such and decides
-//! nothing when the sessions share a path.
+//! nothing when the sessions share a path. Phases and concurrency levels
+//! are never pooled: sessions are compared one slice (a phase, or one
+//! level of the concurrency phase) at a time.
 
 pub use firsttoken_analyze::compare::Gate;
-use firsttoken_analyze::compare::{PathComparison, compare_groups, compare_sessions_per_path};
+use firsttoken_analyze::compare::{
+    PathComparison, Slice, common_slices, compare_groups, compare_sessions_per_path,
+};
 use firsttoken_analyze::{Comparison, Frame, GroupKey, Metric, PhaseKind, Settings};
 
 use crate::pool::{self, PoolError};
 use crate::{Loaded, ReadError};
 
-/// Session `a` against session `b` on TTFT within `phase` (every phase:
-/// `None`), per path, then the labelled pooled summary when there are
-/// several paths.
+/// Session `a` against session `b` on TTFT, per path (then the labelled
+/// pooled summary when there are several paths), one slice at a time:
+/// within `phase` (each of its levels for the concurrency phase), or every
+/// app slice both sessions have when `None` — never phases pooled.
 pub fn sessions_per_path(
     frame: &Frame,
     a: &str,
@@ -22,14 +27,28 @@ pub fn sessions_per_path(
     phase: Option<PhaseKind>,
     settings: &Settings,
 ) -> Result<Vec<PathComparison>, ReadError> {
-    Ok(compare_sessions_per_path(
-        frame,
-        a,
-        b,
-        phase,
-        Metric::Ttft,
-        settings,
-    )?)
+    let slices: Vec<Slice> = common_slices(frame, a, b)
+        .into_iter()
+        .filter(|s| phase.is_none_or(|p| s.phase == p))
+        .collect();
+    // A phase neither has rows in is compared anyway, so the error says
+    // which rows are missing.
+    let slices = match (slices.is_empty(), phase) {
+        (true, Some(p)) => vec![Slice::phase(p)],
+        _ => slices,
+    };
+    let mut out = Vec::new();
+    for slice in slices {
+        out.extend(compare_sessions_per_path(
+            frame,
+            a,
+            b,
+            slice,
+            Metric::Ttft,
+            settings,
+        )?);
+    }
+    Ok(out)
 }
 
 /// Slower on some path: judged per path, never on the pooled summary
@@ -53,17 +72,17 @@ pub fn gates(cs: &[PathComparison]) -> Vec<Gate> {
 }
 
 /// The TTFT of the rows whose `key` is `a` against those whose `key` is
-/// `b`, within `phase` when given, each side of one provenance kind.
+/// `b`, within `slice`, each side of one provenance kind.
 pub fn groups_by_key(
     frame: &Frame,
     key: GroupKey,
     a: &str,
     b: &str,
-    phase: Option<PhaseKind>,
+    slice: Slice,
     settings: &Settings,
 ) -> Result<Comparison, ReadError> {
-    let ga = pool::the_group(frame, key, a, phase)?;
-    let gb = pool::the_group(frame, key, b, phase)?;
+    let ga = pool::the_group(frame, key, a, slice)?;
+    let gb = pool::the_group(frame, key, b, slice)?;
     if ga.provenance != gb.provenance {
         return Err(PoolError::KindsDiffer {
             a: format!("{key}={a}"),
@@ -76,17 +95,13 @@ pub fn groups_by_key(
     Ok(compare_groups(frame, &ga, &gb, Metric::Ttft, settings)?)
 }
 
-/// The phases the demo compares, in its report's order.
-pub const BEFORE_AFTER_PHASES: [PhaseKind; 3] =
-    [PhaseKind::Warm, PhaseKind::Concurrency, PhaseKind::Cold];
-
-/// The demo's verdicts: `after` against `before` per phase (warm,
-/// concurrency, cold TTFT) and per path, each side named by its code
-/// version, path and phase. Never pooled over paths that behave
-/// differently, except the cold probes' labelled pooled summary (a handful
-/// a path, too few for a rank test on their own; a cold start is the
-/// app's, not a path's). A phase either session lacks is left out.
-pub fn before_after(loaded: &Loaded, before: &str, after: &str) -> Vec<Comparison> {
+/// The demo's verdicts, and `compare --phase all`'s: `after` against
+/// `before` in every app slice both have (warm, fresh, each concurrency
+/// level, cold) and per path, each side named by its code version, path
+/// and slice. Never pooled over paths that behave differently, except the
+/// cold probes' labelled pooled summary (a handful a path, too few for a
+/// rank test on their own; a cold start is the app's, not a path's).
+pub fn before_after(loaded: &Loaded, before: &str, after: &str) -> Vec<PathComparison> {
     let settings = loaded.settings();
     let version = |id: &str| {
         loaded
@@ -96,25 +111,34 @@ pub fn before_after(loaded: &Loaded, before: &str, after: &str) -> Vec<Compariso
             .map_or_else(|| id.to_string(), |s| s.labels.code_version.clone())
     };
     let (va, vb) = (version(after), version(before));
-    let mut out = Vec::new();
-    for phase in BEFORE_AFTER_PHASES {
-        let Ok(per_path) = sessions_per_path(&loaded.frame, after, before, Some(phase), &settings)
-        else {
-            continue;
-        };
-        for pc in per_path {
-            let path = match (&pc.path, phase) {
-                (Some(p), _) => p.as_str(),
-                (None, PhaseKind::Cold) => "all paths pooled",
-                (None, _) => continue,
+    let Ok(all) = sessions_per_path(&loaded.frame, after, before, None, &settings) else {
+        return Vec::new();
+    };
+    all.into_iter()
+        .filter_map(|mut pc| {
+            let path = match (&pc.path, pc.slice.phase) {
+                (Some(p), _) => p.clone(),
+                (None, PhaseKind::Cold) => "all paths pooled".to_string(),
+                (None, _) => return None,
             };
-            let mut c = pc.comparison;
-            c.a = format!("{va} · {path} · {}", phase.as_str());
-            c.b = vb.clone();
-            out.push(c);
-        }
-    }
-    out
+            pc.comparison.a = format!("{va} · {path} · {}", pc.slice.label());
+            pc.comparison.b = vb.clone();
+            Some(pc)
+        })
+        .collect()
+}
+
+/// The sessions' code versions differ: their comparison is named by them
+/// (`after · chat · warm` against `before`, [`before_after`]).
+pub fn versions_differ(loaded: &Loaded, a: &str, b: &str) -> bool {
+    let version = |id: &str| {
+        loaded
+            .sessions
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.labels.code_version.as_str())
+    };
+    version(a) != version(b)
 }
 
 #[cfg(test)]
@@ -210,18 +234,19 @@ mod tests {
         let f = frame(&sessions, &all);
         let s = Settings::new(1);
         let key = GroupKey::CodeVersion;
-        let c = groups_by_key(&f, key, "v2", "v1", Some(WARM), &s).unwrap();
+        let warm = Slice::phase(WARM);
+        let c = groups_by_key(&f, key, "v2", "v1", warm, &s).unwrap();
         assert_eq!((c.n_a, c.n_b), (30, 30));
         assert!(c.worse());
-        // Every phase pools v2's cold requests in: still 60 rows.
-        let all_phases = groups_by_key(&f, key, "v2", "v1", None, &s).unwrap();
-        assert_eq!(all_phases.n_a, 60);
-        let e = groups_by_key(&f, key, "v2", "v0", Some(WARM), &s).unwrap_err();
+        // Phases never pool: v2's cold requests stay out of its warm group.
+        let cold = groups_by_key(&f, key, "v2", "v1", Slice::phase(PhaseKind::Cold), &s);
+        assert!(cold.is_err(), "v1 has no cold rows");
+        let e = groups_by_key(&f, key, "v2", "v0", warm, &s).unwrap_err();
         assert_eq!(
             e.to_string(),
             "cannot compare code_version=v2 (measured) with code_version=v0 (emulated): provenance kinds are never compared"
         );
-        let e = groups_by_key(&f, key, "v1", "v2", Some(PhaseKind::Cold), &s).unwrap_err();
+        let e = groups_by_key(&f, key, "v1", "v2", Slice::phase(PhaseKind::Cold), &s).unwrap_err();
         assert_eq!(
             e.to_string(),
             "no rows with code_version=v1 in the cold phase"

@@ -7,8 +7,9 @@
 //! never averaged, never silently narrowed. Groups are formed within one
 //! phase when a phase is asked for, and compared path by path.
 
+use firsttoken_analyze::compare::Slice;
 use firsttoken_analyze::group::KeyValue;
-use firsttoken_analyze::{Frame, Group, GroupKey, PhaseKind, group_in_phase};
+use firsttoken_analyze::{Frame, Group, GroupKey, PhaseKind, group_in_slice};
 use firsttoken_record::session::Provenance;
 
 /// Groups that cannot be formed or compared as asked.
@@ -96,22 +97,30 @@ pub fn one_kind(what: &str, groups: &[&Group]) -> Result<Option<Provenance>, Poo
     }
 }
 
-/// The one group of `frame` (within `phase`) whose `key` has the value
-/// `value`: refused when no row has it, or when its rows are of several
-/// provenance kinds.
+/// The one group of `frame` (within `slice`: a phase, or one level of the
+/// concurrency phase) whose `key` has the value `value`: refused when no
+/// row has it, or when its rows are of several provenance kinds.
 pub fn the_group(
     frame: &Frame,
     key: GroupKey,
     value: &str,
-    phase: Option<PhaseKind>,
+    slice: Slice,
 ) -> Result<Group, PoolError> {
-    let what = format!("{key}={value}{}", in_phase(phase));
-    let mut found: Vec<Group> = group_in_phase(frame, &[key], phase)
+    let what = format!("{key}={value}{}", in_slice(slice));
+    let mut found: Vec<Group> = group_in_slice(frame, &[key], slice)
         .into_iter()
         .filter(|g| g.label.get(key).is_some_and(|v| v.to_string() == value))
         .collect();
     one_kind(&what, &found.iter().collect::<Vec<_>>())?;
     found.pop().ok_or(PoolError::NoRows { what })
+}
+
+/// ` in the warm phase`, ` at c=3`.
+pub fn in_slice(slice: Slice) -> String {
+    match slice.concurrency {
+        Some(k) => format!(" at c={k}"),
+        None => in_phase(Some(slice.phase)),
+    }
 }
 
 /// Of one item per provenance kind, the one with the largest `size`
@@ -160,24 +169,48 @@ mod tests {
         rows.push(row("b", Provenance::Emulated, PhaseKind::Cold, 90.0));
         rows.push(row("c", Provenance::Measured, PhaseKind::Warm, 120.0));
         let frame = frame(&sessions, &rows);
-        let g = the_group(&frame, GroupKey::CodeVersion, "v1", Some(PhaseKind::Warm)).unwrap();
+        let g = the_group(
+            &frame,
+            GroupKey::CodeVersion,
+            "v1",
+            Slice::phase(PhaseKind::Warm),
+        )
+        .unwrap();
         assert_eq!(
             (g.rows.clone(), g.provenance),
             (vec![3], Provenance::Measured)
         );
-        let e = the_group(&frame, GroupKey::CodeVersion, "v2", Some(PhaseKind::Warm)).unwrap_err();
+        let e = the_group(
+            &frame,
+            GroupKey::CodeVersion,
+            "v2",
+            Slice::phase(PhaseKind::Warm),
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "code_version=v2 in the warm phase holds rows of several provenance kinds (measured, emulated); they are never pooled — select sessions of one kind"
         );
         // Within the cold phase only the emulated rows remain.
-        let g = the_group(&frame, GroupKey::CodeVersion, "v2", Some(PhaseKind::Cold)).unwrap();
+        let g = the_group(
+            &frame,
+            GroupKey::CodeVersion,
+            "v2",
+            Slice::phase(PhaseKind::Cold),
+        )
+        .unwrap();
         assert_eq!(g.provenance, Provenance::Emulated);
-        let e = the_group(&frame, GroupKey::CodeVersion, "v3", None).unwrap_err();
+        let e = the_group(
+            &frame,
+            GroupKey::CodeVersion,
+            "v3",
+            Slice::phase(PhaseKind::Warm),
+        )
+        .unwrap_err();
         assert_eq!(
             e,
             PoolError::NoRows {
-                what: "code_version=v3".into()
+                what: "code_version=v3 in the warm phase".into()
             }
         );
         // The largest kind, never a pool of both.

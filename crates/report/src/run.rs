@@ -87,7 +87,7 @@ fn median(s: Option<Summary>) -> String {
 
 /// A shell word as typed: bare when it needs no quoting, else in single
 /// quotes.
-fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));

@@ -19,6 +19,16 @@ impl Exporter for Terminal {
     }
 }
 
+/// Only the findings section of `input`'s report, for a terminal at most
+/// `width` columns wide (the demo's first screen; the rest is one command
+/// away).
+pub fn findings(input: &ReportInput<'_>, width: u16) -> String {
+    let mut doc = build(input);
+    doc.sections
+        .retain(|s| s.id == crate::doc::SectionId::Findings);
+    render(&doc, width)
+}
+
 /// Render `doc` for a terminal, at most `width` columns wide: the sections
 /// the text formats show ([`crate::doc::Section::in_text`]), their lines
 /// and the tables' columns they reach.

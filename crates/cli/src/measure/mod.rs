@@ -45,6 +45,57 @@ pub async fn run_spec(
     Ok(outcome)
 }
 
+/// Run several validated specs at once (the demo's before and after), each
+/// under its own named bar in one group on stderr (none when `quiet`);
+/// nothing is printed when they end. Outcomes in the order given.
+pub async fn run_specs_together(
+    specs: &[(String, SessionSpec)],
+    store: &Store,
+    quiet: bool,
+) -> Vec<Result<Outcome, SessionError>> {
+    let multi = indicatif::MultiProgress::with_draw_target(
+        indicatif::ProgressDrawTarget::stderr_with_hz(4),
+    );
+    let runs = specs.iter().map(|(name, spec)| {
+        let mut progress = if quiet {
+            Progress::new(true, &spec.share())
+        } else {
+            Progress::in_group(&multi, name, &spec.share())
+        };
+        async move {
+            firsttoken_session::run_session(spec, store, &mut progress, crate::shutdown_token())
+                .await
+        }
+    });
+    // All run on this task: each session's requests are spawned by its
+    // executor, so polling the sessions together delays no measurement.
+    let results = futures_util::future::join_all(runs).await;
+    let _ = multi.clear();
+    results
+}
+
+/// A finished session's summary, as `run` prints it (table, cost, cleanup,
+/// the span lines): for a caller that prints it later (the demo).
+pub fn summary_text(spec: &SessionSpec, outcome: &Outcome) -> String {
+    let mut s = summary::render(
+        &outcome.meta,
+        &outcome.rows,
+        outcome.done,
+        outcome.flagged_lag_ms(),
+        spec.store(),
+    );
+    if let Some(t) = &outcome.traces {
+        for (warning, line) in summary::traces(t) {
+            s.push('\n');
+            if warning {
+                s.push_str("warning: ");
+            }
+            s.push_str(&line);
+        }
+    }
+    s
+}
+
 /// Run a validated spec under the live view, then print the summary.
 pub async fn run_watched(mut spec: SessionSpec, store: &Store) -> anyhow::Result<Outcome> {
     let pause = Pause::new();

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use firsttoken_plan::protocol::{Protocol, Step};
 use firsttoken_record::PhaseKind;
@@ -81,6 +81,9 @@ fn whole_seconds(d: Duration) -> String {
 pub struct Progress {
     bar: ProgressBar,
     quiet: bool,
+    /// Several sessions at once (the demo): their bars in one group, each
+    /// led by its name.
+    group: Option<(MultiProgress, String)>,
     failed: u64,
     announced: u64,
     done: u64,
@@ -99,6 +102,7 @@ impl Progress {
         Progress {
             bar: ProgressBar::hidden(),
             quiet,
+            group: None,
             failed: 0,
             announced: 0,
             done: 0,
@@ -110,6 +114,15 @@ impl Progress {
                 at: Instant::now(),
                 idle: None,
             })),
+        }
+    }
+
+    /// A bar among others in `multi`, led by `name`, for one of several
+    /// sessions that run at once.
+    pub fn in_group(multi: &MultiProgress, name: &str, protocol: &Protocol) -> Progress {
+        Progress {
+            group: Some((multi.clone(), name.to_string())),
+            ..Progress::new(false, protocol)
         }
     }
 
@@ -172,7 +185,7 @@ impl Observer for Progress {
         if self.quiet {
             return;
         }
-        eprintln!(
+        let line = format!(
             "session {} ({announced} requests planned with their warm-ups, seed {}, {})",
             meta.id,
             meta.seed,
@@ -180,8 +193,22 @@ impl Observer for Progress {
         );
         self.announced = announced;
         self.tick(Instant::now());
-        self.bar =
-            ProgressBar::with_draw_target(Some(announced), ProgressDrawTarget::stderr_with_hz(4));
+        let mut template = "{bar:30} {pos}/{len} [{elapsed_precise}] {left}{msg}";
+        match &self.group {
+            Some((multi, name)) => {
+                let _ = multi.println(format!("{name}: {line}"));
+                self.bar = multi.add(ProgressBar::new(announced));
+                self.bar.set_prefix(name.clone());
+                template = "{prefix:7} {bar:30} {pos}/{len} [{elapsed_precise}] {left}{msg}";
+            }
+            None => {
+                eprintln!("{line}");
+                self.bar = ProgressBar::with_draw_target(
+                    Some(announced),
+                    ProgressDrawTarget::stderr_with_hz(4),
+                );
+            }
+        }
         let clock = Arc::clone(&self.clock);
         let left = move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
             if let Ok(c) = clock.lock() {
@@ -189,7 +216,7 @@ impl Observer for Progress {
             }
         };
         self.bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} [{elapsed_precise}] {left}{msg}")
+            ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .with_key("left", left),
         );

@@ -130,7 +130,7 @@ pub fn before_after_compared() -> (Vec<SessionMeta>, Vec<SampleRow>, Analysis, C
         &frame,
         "after",
         "before",
-        Some(PhaseKind::Warm),
+        firsttoken_analyze::compare::Slice::phase(PhaseKind::Warm),
         Metric::Ttft,
         &Settings::new(7),
     )
