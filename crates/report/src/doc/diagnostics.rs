@@ -209,11 +209,7 @@ pub(super) fn concurrency(a: &Analysis) -> Section {
         facts: vec![
             fact("baseline", w.baseline.to_string()),
             fact("baseline median", stat(Unit::Ms, &w.baseline_median)),
-            fact(
-                "effective parallelism",
-                w.effective_parallelism
-                    .map_or_else(|| "unbounded or unknown".to_string(), |p| format!("{p:.1}")),
-            ),
+            fact("effective parallelism", words::parallelism(w)),
             fact("verdict", words::wall_verdict(w.verdict).to_string()),
         ],
         tables: wall_table(w, several).into_iter().collect(),
@@ -280,6 +276,10 @@ fn cold_entry(cs: &ColdStart) -> Laid {
     facts.push(fact(
         "probes beyond",
         format!("{} of {}", cs.beyond, cs.judged),
+    ));
+    facts.push(fact(
+        "left out of a probe on a new connection",
+        words::new_connection_left_out(cs.new_connection_ms),
     ));
     Laid {
         sentence: words::cold(cs),

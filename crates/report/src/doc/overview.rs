@@ -229,7 +229,10 @@ fn comparison_table(rows: &[(String, &Comparison)]) -> TableData {
             format::signed_stat(u, &c.median_difference),
             format::relative(c.relative_median_difference),
             format::signed_stat(u, &c.p95_difference),
+            // Samples too few for the rank test to decide get no p-value:
+            // the verdict says why.
             c.mann_whitney
+                .filter(|_| c.direction != firsttoken_analyze::Direction::TooFewSamples)
                 .map_or_else(|| format::DASH.into(), |m| format::p_value(m.p_value)),
             c.cliffs_delta
                 .map_or_else(|| format::DASH.into(), |d| format::coefficient(d.delta)),

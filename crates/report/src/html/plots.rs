@@ -332,8 +332,7 @@ pub(crate) fn concurrency(walls: &[ConcurrencyWall]) -> Plot {
             " {}: baseline {}, effective parallelism {}, verdict {}.",
             scope_label(&w.label(), w.provenance.as_str()),
             w.baseline,
-            w.effective_parallelism
-                .map_or("unbounded or unknown".to_string(), |p| format!("{p:.1}")),
+            crate::words::parallelism(w),
             serde_json::to_value(w.verdict)
                 .ok()
                 .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))

@@ -20,6 +20,18 @@ pub fn cold_threshold(threshold: ColdThreshold, threshold_ms: f64, warm_n: usize
     }
 }
 
+/// What a probe on a new connection is judged without: `its own set-up
+/// (DNS, connect, TLS)`, or the fresh requests' larger cost.
+pub fn new_connection_left_out(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) => format!(
+            "its own set-up, or {} (the fresh requests' median − the warm median) when larger",
+            ms(c)
+        ),
+        None => "its own set-up (DNS, connect, TLS)".to_string(),
+    }
+}
+
 /// `+411 ms, +398 ms`: excesses as values.
 fn excesses(values: &[f64]) -> String {
     values

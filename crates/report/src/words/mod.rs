@@ -35,7 +35,7 @@ pub mod sections;
 pub mod session;
 pub mod traces;
 pub use clock::{client_clock, session_clock};
-pub use cold::{cold, cold_finding, cold_threshold};
+pub use cold::{cold, cold_finding, cold_threshold, new_connection_left_out};
 pub use comparison::{comparison, verdict};
 pub(crate) use comparison::{comparison_band, judged, withheld_comparison};
 pub use findings::{NO_FINDINGS, finding, line as finding_line, section_name, wait};
@@ -90,6 +90,19 @@ pub(crate) fn undecided_figure(f: &Finding, unit: Unit, figure: &str) -> String 
 /// The caption of the TTFT-per-group table: the one pooling rule and the
 /// one withholding rule.
 pub const GROUPS_CAPTION: &str = "one row per phase (concurrency per level c, direct requests per strategy): phases, app and direct never pool; \"– (n < 20)\": a percentile withheld for too few samples (p50 needs 2, p90 10, p95 20, p99 100); a group of one is its value";
+
+/// A wall's effective parallelism as its verdict supports it: the fitted
+/// figure where the wall limits the server (`1.0`, `2.4`); for a server
+/// that scales, no figure (a ratio near 1 fits any large number):
+/// `more than the highest level tried (c = 5)`; `unknown at this n` else.
+pub fn parallelism(w: &ConcurrencyWall) -> String {
+    let top = w.levels.iter().map(|l| l.concurrency).max().unwrap_or(1);
+    match (w.verdict, w.effective_parallelism) {
+        (WallVerdict::OneAtATime | WallVerdict::Limited, Some(p)) => format!("{p:.1}"),
+        (WallVerdict::Scales, _) => format!("more than the highest level tried (c = {top})"),
+        _ => "unknown at this n".to_string(),
+    }
+}
 
 /// Below a summary whose percentiles are withheld: the one rule.
 pub const WITHHELD_NOTE: &str =
