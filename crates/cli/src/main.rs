@@ -105,9 +105,21 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-/// Exit status: 0 all requests ok, 1 some failed, 2 usage or configuration error.
+/// Exit status: 0 all requests ok, 1 some failed (or the output could not
+/// be written), 2 usage or configuration error.
 pub(crate) const EXIT_FAILED_REQUESTS: u8 = 1;
 pub(crate) const EXIT_USAGE: u8 = 2;
+
+/// An error that is a failure of the work, not of its arguments: exit 1
+/// (the output could not be written, say), never 2.
+#[derive(Debug)]
+pub(crate) struct Failed(pub String);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -143,6 +155,9 @@ fn main() -> ExitCode {
         }
     });
     match result {
+        // Output that could not be written (a full disk, a closed file):
+        // the work is lost, never a success.
+        Ok(_) if out::failed() => ExitCode::from(EXIT_FAILED_REQUESTS),
         Ok(code) => code,
         // A reader that stops early (`| head`) is not an error.
         Err(e)
@@ -152,6 +167,10 @@ fn main() -> ExitCode {
             }) =>
         {
             ExitCode::SUCCESS
+        }
+        Err(e) if e.downcast_ref::<Failed>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_FAILED_REQUESTS)
         }
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -9,6 +9,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set once stdout is gone; nothing more is written.
 static CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// Set when a write failed for another reason than a closed pipe (a full
+/// disk): the command then exits 1 ([`failed`]).
+static FAILED: AtomicBool = AtomicBool::new(false);
+
+/// A write to stdout failed for another reason than a closed reader.
+pub fn failed() -> bool {
+    FAILED.load(Ordering::Relaxed)
+}
+
 /// Write `args` to stdout as is.
 pub fn text(args: Arguments<'_>) {
     if CLOSED.load(Ordering::Relaxed) {
@@ -18,6 +27,7 @@ pub fn text(args: Arguments<'_>) {
     if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("error: cannot write to standard output: {e}");
+            FAILED.store(true, Ordering::Relaxed);
         }
         CLOSED.store(true, Ordering::Relaxed);
     }

@@ -1,7 +1,7 @@
 //! `firsttoken probe`: arguments → a validated [`ProbeSpec`] → the drive
 //! stage → per-request lines or JSON, a live progress line, a summary.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -111,7 +111,7 @@ pub struct ProbeArgs {
     /// Print one JSON object per request (NDJSON) to stdout; the summary goes to stderr.
     #[arg(long)]
     json: bool,
-    /// Print no summary and no progress.
+    /// Print nothing but --json's lines: no per-request lines, no summary, no progress.
     #[arg(short, long)]
     quiet: bool,
     /// A live view in the terminal instead of the per-request lines: requests done, errors by
@@ -253,7 +253,6 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let pb = progress_bar(total, quiet || watch);
     let mut samples: Vec<Sample> = Vec::new();
     let mut failed = 0u64;
-    let stdout = std::io::stdout();
     while let Some(s) = rx.recv().await {
         if let Some(v) = &view {
             v.sample("probe", &s);
@@ -261,16 +260,20 @@ pub async fn run(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             samples.push(s);
             continue;
         }
-        let line = if json {
-            s.to_json_line()
-        } else {
-            firsttoken_report::sample_line(&s)
-        };
-        pb.suspend(|| {
-            let mut out = stdout.lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        });
+        // JSON lines are the output; the text lines are progress, which
+        // -q silences. A failed write (a full disk) ends the probe: every
+        // later sample would be lost too.
+        if json || !quiet {
+            let line = if json {
+                s.to_json_line()
+            } else {
+                firsttoken_report::sample_line(&s)
+            };
+            pb.suspend(|| outln!("{line}"));
+            if crate::out::failed() {
+                cancel.cancel();
+            }
+        }
         if !s.warmup {
             pb.inc(1);
             if !s.is_ok() {

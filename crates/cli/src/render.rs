@@ -69,24 +69,33 @@ pub fn render_out(
     comparisons: &[Comparison],
     out: Option<&Path>,
 ) -> anyhow::Result<()> {
+    use std::io::Write as _;
     let input = input(loaded, analysis, comparisons);
     match out {
         Some(p) => {
             let f = std::fs::File::create(p)
                 .with_context(|| format!("cannot create {}", p.display()))?;
             let mut w = std::io::BufWriter::new(f);
+            // The last bytes leave with the flush: its error is the
+            // write's (a full disk), never dropped with the writer.
             firsttoken_report::render_to(format.into(), &input, &mut w)
-                .with_context(|| format!("cannot write {}", p.display()))
+                .map_err(|e| anyhow::anyhow!(e))
+                .and_then(|()| w.flush().map_err(|e| anyhow::anyhow!(e)))
+                .context(crate::Failed(format!("cannot write {}", p.display())))
         }
         None => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            match firsttoken_report::render_to(format.into(), &input, &mut w) {
-                Err(firsttoken_report::ReportError::Write(e))
-                    if e.kind() == std::io::ErrorKind::BrokenPipe =>
-                {
-                    Ok(())
-                }
-                other => other.context("cannot write the report to standard output"),
+            let written = firsttoken_report::render_to(format.into(), &input, &mut w)
+                .map_err(|e| match e {
+                    firsttoken_report::ReportError::Write(io) => io,
+                    other => std::io::Error::other(other.to_string()),
+                })
+                .and_then(|()| w.flush());
+            match written {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.context(crate::Failed(
+                    "cannot write the report to standard output".into(),
+                )),
             }
         }
     }

@@ -27,9 +27,12 @@ The first line on stdout is the address to use instead of the upstream's, e.g. \
 `listening on http://127.0.0.1:8091`. Sessions measured through it should say so: \
 [session] network = \"emulated:4g\" (the label is printed on stderr).")]
 pub struct ShapeArgs {
-    /// Address to listen on; port 0 picks a free port.
+    /// Address to listen on, loopback only unless --allow-public; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8091")]
     listen: SocketAddr,
+    /// Allow a --listen address outside loopback (the relay is then open to the network).
+    #[arg(long)]
+    allow_public: bool,
     /// Where to relay to: http://HOST:PORT, https://HOST:PORT or HOST:PORT (a path is ignored).
     #[arg(long, value_name = "URL", required_unless_present = "list_profiles")]
     upstream: Option<String>,
@@ -164,6 +167,7 @@ pub async fn run(a: ShapeArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
     };
     spec.validate().context("--buffer-kib or the link")?;
+    firsttoken_shape::check_listen(a.listen, a.allow_public)?;
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .with_context(|| {

@@ -95,4 +95,39 @@ pub enum ShapeError {
         /// Why.
         source: std::io::Error,
     },
+    /// A listen address other computers could reach, not allowed.
+    #[error(
+        "{addr} is not a loopback address: the relay would be open to the network (listen on 127.0.0.1 or ::1, or pass --allow-public if that is what you want)"
+    )]
+    NotLoopback {
+        /// The address.
+        addr: SocketAddr,
+    },
+}
+
+/// Refuse a listen address outside loopback unless `allow_public`: a
+/// relay on `0.0.0.0` relays for anyone who reaches the machine.
+pub fn check_listen(addr: SocketAddr, allow_public: bool) -> Result<(), ShapeError> {
+    if allow_public || addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(ShapeError::NotLoopback { addr })
+    }
+}
+
+#[cfg(test)]
+mod listen_tests {
+    use super::*;
+
+    /// Issue 29, item 16: `shape --listen 0.0.0.0:…` was an open relay.
+    #[test]
+    fn only_loopback_listens_unless_allowed() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(check_listen(at("127.0.0.1:0"), false).is_ok());
+        assert!(check_listen(at("[::1]:9"), false).is_ok());
+        let e = check_listen(at("0.0.0.0:8091"), false).unwrap_err();
+        assert!(e.to_string().contains("--allow-public"), "{e}");
+        assert!(check_listen(at("192.168.1.5:1"), false).is_err());
+        assert!(check_listen(at("0.0.0.0:8091"), true).is_ok());
+    }
 }
