@@ -53,6 +53,10 @@ pub(crate) enum UpstreamError {
 
 /// The shared upstream client.
 pub(crate) struct Upstream {
+    /// The forms of the upstream key an error message may echo (as sent,
+    /// JSON-escaped, percent-encoded): replaced before a message is logged
+    /// or forwarded.
+    secrets: Vec<String>,
     client: reqwest::Client,
     url: reqwest::Url,
     auth: Option<HeaderValue>,
@@ -76,6 +80,11 @@ impl Upstream {
             Some(v)
         });
         Ok(Upstream {
+            secrets: config
+                .upstream_key
+                .as_deref()
+                .map(echoes)
+                .unwrap_or_default(),
             client,
             url: config.chat_completions_url.clone(),
             auth,
@@ -146,12 +155,27 @@ impl Upstream {
         })?;
         let status = resp.status();
         if !status.is_success() {
+            // A provider that refuses a key often quotes it back
+            // ("Incorrect API key provided: sk-…"): never pass it on.
             return Err(UpstreamError::Status {
                 status: status.as_u16(),
-                message: error_body(resp).await,
+                message: self.scrub(&error_body(resp).await),
             });
         }
+        // The app asked for no content coding; a body the client cannot
+        // read as SSE is said so, not taken for a stream cut short.
+        if let Some(enc) = resp
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .filter(|e| !e.eq_ignore_ascii_case("identity"))
+        {
+            return Err(UpstreamError::Protocol(format!(
+                "the upstream sent a {enc}-encoded response the app did not ask for (no Accept-Encoding): it cannot be read as a stream"
+            )));
+        }
         Ok(UpstreamStream {
+            secrets: self.secrets.clone(),
             resp,
             sent_at,
             decoder: SseDecoder::default(),
@@ -159,6 +183,40 @@ impl Upstream {
             finished: false,
             done: false,
         })
+    }
+}
+
+/// The forms in which a key can come back in an error message: as sent,
+/// JSON-escaped (`sk-a\/b`), percent-encoded.
+fn echoes(key: &str) -> Vec<String> {
+    let mut v = vec![key.to_string()];
+    let json = serde_json::Value::String(key.to_string()).to_string();
+    v.push(json[1..json.len() - 1].replace('/', "\\/"));
+    v.push(json[1..json.len() - 1].to_string());
+    let pct: String = key
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    v.push(pct);
+    v.retain(|s| s.len() >= 4);
+    v.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    v.dedup();
+    v
+}
+
+impl Upstream {
+    /// `text` with every echo of the upstream key replaced by `***`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.secrets {
+            out = out.replace(s.as_str(), "***");
+        }
+        out
     }
 }
 
@@ -240,6 +298,8 @@ pub(crate) enum Item {
 
 /// An upstream response being read.
 pub(crate) struct UpstreamStream {
+    /// The upstream key's forms, scrubbed from in-stream error messages.
+    secrets: Vec<String>,
     resp: reqwest::Response,
     sent_at: Instant,
     decoder: SseDecoder,
@@ -255,8 +315,21 @@ impl UpstreamStream {
     }
 
     /// The next chunk, `Done` at `data: [DONE]` (or a clean end after a
-    /// finish reason), or an error.
+    /// finish reason), or an error (the upstream key never in its message).
     pub(crate) async fn next(&mut self) -> Result<Item, UpstreamError> {
+        self.next_raw().await.map_err(|e| match e {
+            UpstreamError::Protocol(m) => {
+                let mut m = m;
+                for s in &self.secrets {
+                    m = m.replace(s.as_str(), "***");
+                }
+                UpstreamError::Protocol(m)
+            }
+            other => other,
+        })
+    }
+
+    async fn next_raw(&mut self) -> Result<Item, UpstreamError> {
         loop {
             if self.done {
                 return Ok(Item::Done);
