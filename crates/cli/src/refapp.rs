@@ -71,6 +71,10 @@ pub struct RefappArgs {
     /// --upstream-timeout-ms).
     #[arg(long, value_name = "MS", default_value_t = 180_000)]
     idle_timeout_ms: u64,
+    /// A request body must arrive whole this long after its head, else 408 (a body trickled
+    /// byte by byte cannot hold a connection).
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    body_read_timeout_ms: u64,
     /// Open connections at most; further clients wait in the listen backlog.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_connections: usize,
@@ -188,6 +192,7 @@ impl TryFrom<RefappArgs> for RefappSpec {
             hash_queue_timeout: Duration::from_millis(a.hash_queue_timeout_ms),
             header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),
             idle_timeout: Duration::from_millis(a.idle_timeout_ms),
+            body_read_timeout: Duration::from_millis(a.body_read_timeout_ms),
             max_connections: a.max_connections,
             serial: a.serial,
             blocking_db: a.blocking_db,

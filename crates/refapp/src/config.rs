@@ -137,6 +137,10 @@ pub struct Options {
     /// silent HTTP/2 connection). Must exceed `upstream_read_timeout`, since
     /// a stream waiting on a silent upstream moves no bytes either.
     pub idle_timeout: Duration,
+    /// A request's body must arrive whole within this long after its head,
+    /// else 408 and the connection closes: a client trickling a body byte
+    /// by byte (each byte resets `idle_timeout`) cannot hold a slot.
+    pub body_read_timeout: Duration,
     /// Open connections at most; further ones wait in the listen backlog.
     pub max_connections: usize,
     /// Known-bad mode: one request at a time.
@@ -234,6 +238,7 @@ impl Default for Options {
             hash_queue_timeout: Duration::from_secs(2),
             header_read_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(180),
+            body_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
             serial: false,
             blocking_db: false,
@@ -274,6 +279,7 @@ impl fmt::Debug for Options {
             .field("hash_queue_timeout", &self.hash_queue_timeout)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("max_connections", &self.max_connections)
             .field("known_bad", &KnownBad::from(self))
             .field("db_rtt", &self.db_rtt)
@@ -439,6 +445,7 @@ impl Config {
             ("hash_queue_timeout", options.hash_queue_timeout),
             ("header_read_timeout", options.header_read_timeout),
             ("idle_timeout", options.idle_timeout),
+            ("body_read_timeout", options.body_read_timeout),
         ] {
             if d.is_zero() {
                 return Err(ConfigError::new(field, "must be greater than zero"));

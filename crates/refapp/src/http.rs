@@ -102,6 +102,15 @@ impl IntoResponse for ApiError {
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        // A body that was not read whole leaves the connection unusable:
+        // close it rather than wait for the rest.
+        if matches!(
+            self.status,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::PAYLOAD_TOO_LARGE
+        ) {
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if let Some(after) = self.retry_after {
             let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
             r.headers_mut()
@@ -186,30 +195,45 @@ pub(crate) async fn stamp(State(state): State<AppState>, mut req: Request, next:
     resp
 }
 
-/// The raw request body, within the `DefaultBodyLimit` (413 past it).
+/// The raw request body, within the `DefaultBodyLimit` (413 past it, and
+/// at once for a `Content-Length` over it) and the app's body deadline
+/// (408 past it: a body trickled byte by byte cannot hold a connection).
 pub(crate) struct RawBody(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for RawBody {
+impl FromRequest<crate::AppState> for RawBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Bytes::from_request(req, state)
-            .await
-            .map(RawBody)
-            .map_err(|r| {
-                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "request_too_large",
-                        "the request body is larger than the limit",
-                    )
-                } else {
-                    ApiError::bad_request(format!(
-                        "cannot read the request body: {}",
-                        r.body_text()
-                    ))
-                }
-            })
+    async fn from_request(req: Request, state: &crate::AppState) -> Result<Self, Self::Rejection> {
+        let o = &state.inner.config.options;
+        let too_large = || {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_too_large",
+                "the request body is larger than the limit",
+            )
+        };
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > o.max_body_bytes as u64) {
+            return Err(too_large());
+        }
+        let deadline = o.body_read_timeout;
+        match tokio::time::timeout(deadline, Bytes::from_request(req, state)).await {
+            Err(_) => Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!("the request body did not arrive within {deadline:?}"),
+            )),
+            Ok(Ok(b)) => Ok(RawBody(b)),
+            Ok(Err(r)) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
+            Ok(Err(r)) => Err(ApiError::bad_request(format!(
+                "cannot read the request body: {}",
+                r.body_text()
+            ))),
+        }
     }
 }
 

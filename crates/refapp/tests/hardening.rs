@@ -223,3 +223,78 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     );
     drop(held);
 }
+
+/// Issue 29, item 1: a body trickled a byte at a time (each byte resets
+/// the idle timeout) held its connection for as long as the client liked,
+/// and at the connection cap `/health` stopped answering. Fails on the
+/// old code: the trickling sockets stay open past the deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_body_gets_408_within_the_body_deadline() {
+    let up = Emulator::start(5, 1, 4).await;
+    let app = App::sqlite(&up.base_url(), |o| {
+        o.body_read_timeout = Duration::from_millis(600);
+        o.max_connections = 4;
+    })
+    .await;
+    let mut sockets = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(app.addr).await.expect("connect");
+        s.write_all(
+            b"POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{",
+        )
+        .await
+        .expect("head and a byte of the body");
+        sockets.push(s);
+    }
+    // Every trickler gets its answer and its connection is closed, well
+    // before the idle timeout (180 s).
+    let mut answers = Vec::new();
+    for mut s in sockets {
+        let trickle = async {
+            // One more byte every 100 ms: activity the idle timer sees.
+            for _ in 0..50 {
+                if s.write_all(b" ").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(300), trickle).await;
+        answers.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+            String::from_utf8_lossy(&out).into_owned()
+        }));
+    }
+    for a in answers {
+        let text = a.await.unwrap();
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
+    }
+    // The slots are free again: /health answers.
+    health_ms(&app).await;
+}
+
+/// Issue 29, item 1: a `Content-Length` past the limit is refused before
+/// any of the body is read.
+#[tokio::test]
+async fn an_oversized_content_length_is_refused_up_front() {
+    let up = Emulator::start(5, 1, 4).await;
+    let app = App::sqlite(&up.base_url(), |_| {}).await;
+    let mut s = TcpStream::connect(app.addr).await.expect("connect");
+    s.write_all(
+        b"POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n",
+    )
+    .await
+    .expect("head");
+    let mut head = vec![0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut head))
+        .await
+        .expect("an answer without a body sent")
+        .expect("read");
+    let text = String::from_utf8_lossy(&head[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}
