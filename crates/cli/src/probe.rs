@@ -139,6 +139,9 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
         };
         let mut request = RequestTemplate::new(target, a.method.as_deref(), body)?;
         for h in &a.headers {
+            // A value taken from the environment is a secret, whatever the
+            // header's name.
+            let from_env = h.split_once(':').is_some_and(|(_, v)| v.contains('$'));
             let line = match h.split_once(':') {
                 Some((name, value)) => format!(
                     "{name}: {}",
@@ -146,7 +149,11 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
                 ),
                 None => h.clone(),
             };
-            request.add_header_line(&line)?;
+            if from_env {
+                request.add_secret_header_line(&line)?;
+            } else {
+                request.add_header_line(&line)?;
+            }
         }
         let mut spec = ProbeSpec::new(request);
         spec.requests = a.requests;

@@ -207,20 +207,14 @@ impl Target {
     }
 }
 
-/// Header names whose values are secrets: never printed, stored or logged.
+/// Header names whose values are secrets: never printed, stored or logged
+/// (the one rule, [`firsttoken_record::store::is_secret_header`]: names
+/// with a word such as authorization, token, api key, cookie, secret,
+/// password, auth, jwt, bearer, credential, pass, session, signature, hmac
+/// or key). A config marks any other header secret by giving its value
+/// through an environment variable (`${VAR}`).
 pub fn is_secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "api-key",
-        "apikey",
-        "cookie",
-        "token",
-        "secret",
-        "password",
-    ]
-    .iter()
-    .any(|s| n.contains(s))
+    firsttoken_record::store::is_secret_header(name)
 }
 
 /// One request to send repeatedly: method, target, headers and body.
@@ -257,6 +251,16 @@ impl RequestTemplate {
         })
     }
 
+    /// Add a header from `Name: value` text, its value marked sensitive
+    /// whatever its name (a value the config takes from the environment).
+    pub fn add_secret_header_line(&mut self, line: &str) -> Result<(), PlanError> {
+        self.add_header_line(line)?;
+        if let Some((_, v)) = self.headers.last_mut() {
+            v.set_sensitive(true);
+        }
+        Ok(())
+    }
+
     /// Add a header from `Name: value` text. Values of secret-looking headers are marked sensitive.
     pub fn add_header_line(&mut self, line: &str) -> Result<(), PlanError> {
         let err = |reason: &str| PlanError::Header {
@@ -283,7 +287,9 @@ impl RequestTemplate {
     pub fn secrets(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for (_, v) in self.headers.iter().filter(|(_, v)| v.is_sensitive()) {
-            let Ok(text) = v.to_str() else { continue };
+            let Ok(text) = std::str::from_utf8(v.as_bytes()) else {
+                continue;
+            };
             let text = text.trim();
             let credential = text
                 .split_once(' ')
@@ -294,6 +300,14 @@ impl RequestTemplate {
                 out.push(text.to_string());
             }
         }
+        // A server may echo a secret JSON-escaped (`sk-a\/b`, `\u002b`) or
+        // percent-encoded: each form is masked.
+        let forms: Vec<String> = out
+            .iter()
+            .flat_map(|s| encoded_forms(s))
+            .filter(|f| f.len() >= 4)
+            .collect();
+        out.extend(forms);
         // Longest first, so a whole value is masked before a part of it.
         out.sort_by_key(|s| std::cmp::Reverse(s.len()));
         out.dedup();
@@ -306,6 +320,44 @@ impl RequestTemplate {
             t.replace(secret.as_str(), "***")
         })
     }
+}
+
+/// The forms a secret takes when a server echoes it inside JSON or a URL:
+/// JSON-escaped (with `/` escaped or not, non-ASCII as `\uXXXX`) and
+/// percent-encoded.
+fn encoded_forms(secret: &str) -> Vec<String> {
+    let json = serde_json::Value::String(secret.to_string()).to_string();
+    let json = json[1..json.len() - 1].to_string();
+    let ascii: String = json
+        .chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                let mut buf = [0u16; 2];
+                c.encode_utf16(&mut buf)
+                    .iter()
+                    .map(|u| format!("\\u{u:04x}"))
+                    .collect()
+            }
+        })
+        .collect();
+    let pct: String = secret
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    vec![
+        json.replace('/', "\\/"),
+        json,
+        ascii.replace('/', "\\/"),
+        ascii,
+        pct,
+    ]
 }
 
 /// A header line with its value hidden when the name looks secret. A line
@@ -630,6 +682,26 @@ mod tests {
             "text/event-stream",
             "only secrets"
         );
+    }
+
+    /// Issue 29, item 12: a key echoed JSON-escaped (`sk-relia\/SEC+RET=…`)
+    /// or percent-encoded was stored in samples and printed by `probe`.
+    #[test]
+    fn escaped_and_encoded_echoes_are_scrubbed() {
+        let target = Target::parse("http://127.0.0.1:1/v1").unwrap();
+        let mut r = RequestTemplate::new(target, None, None).unwrap();
+        r.add_header_line("Authorization: Bearer sk-relia/SEC+RET=é12")
+            .unwrap();
+        for echo in [
+            r#"{"error":"Incorrect API key provided: sk-relia\/SEC+RET=é12"}"#,
+            r#"{"error":"Incorrect API key provided: sk-relia\/SEC+RET=\u00e912"}"#,
+            "key=sk-relia%2FSEC%2BRET%3D%C3%A912",
+            "sk-relia/SEC+RET=é12",
+        ] {
+            let clean = r.scrub(echo);
+            assert!(!clean.contains("SEC"), "{echo} → {clean}");
+            assert!(clean.contains("***"), "{clean}");
+        }
     }
 
     /// Issue 9: `user:password@` in a URL was silently dropped.

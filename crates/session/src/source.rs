@@ -171,8 +171,14 @@ impl Source {
                 spec.route_header = h.to_ascii_lowercase();
             }
             for (k, v) in &cfg.app.headers {
-                spec.request
-                    .add_header_line(&format!("{k}: {}", expand_env(v)?))?;
+                let line = format!("{k}: {}", expand_env(v)?);
+                // A value from the environment is a secret, whatever the
+                // header's name: never printed, and scrubbed if echoed.
+                if v.contains('$') {
+                    spec.request.add_secret_header_line(&line)?;
+                } else {
+                    spec.request.add_header_line(&line)?;
+                }
             }
             spec.request.body = Some(Bytes::from(p.body.clone()));
             spec.tls.ca_pem.clone_from(&ca_pem);

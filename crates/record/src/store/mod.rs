@@ -75,7 +75,7 @@ use std::path::Path;
 pub use error::{StoreError, mask_url};
 pub(crate) use imported::{IMPORT_BATCH_ROWS, SampleBatches};
 pub use postgres::PgStore;
-pub use redact::{REDACTED, redact_spec};
+pub use redact::{REDACTED, is_secret_header, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
 pub(crate) use schema::{Cell, sample_cells, sample_check, session_cells};
 pub use select::{MeanCost, SampleFilter};

@@ -23,6 +23,13 @@ pub const REDACTED: &str = "<redacted>";
 /// `token_budget` of 500 is not a secret); `max_tokens` is not a secret key.
 /// Returns how many values it changed.
 pub fn redact_spec(spec: &mut Value) -> usize {
+    redact_in(spec, false)
+}
+
+/// [`redact_spec`] of `spec`; `headers`: `spec` is a map of header names to
+/// values (a `headers` table), whose keys are judged by the wider header
+/// rule ([`is_secret_header`]).
+fn redact_in(spec: &mut Value, headers: bool) -> usize {
     match spec {
         Value::Object(map) => {
             // {"name": "Authorization", "value": "Bearer …"}
@@ -33,14 +40,16 @@ pub fn redact_spec(spec: &mut Value) -> usize {
             });
             let mut n = 0;
             for (k, v) in map.iter_mut() {
-                let secret = is_secret_key(k) || (named_secret && k == "value");
+                let secret = is_secret_key(k)
+                    || (headers && is_secret_header(k))
+                    || (named_secret && k == "value");
                 if secret && redactable(v) {
                     if v.as_str() != Some(REDACTED) {
                         *v = Value::String(REDACTED.into());
                         n += 1;
                     }
                 } else {
-                    n += redact_spec(v);
+                    n += redact_in(v, k == "headers");
                 }
             }
             n
@@ -55,7 +64,7 @@ pub fn redact_spec(spec: &mut Value) -> usize {
                 items[1] = Value::String(REDACTED.into());
                 return 1;
             }
-            items.iter_mut().map(redact_spec).sum()
+            items.iter_mut().map(|v| redact_in(v, false)).sum()
         }
         Value::String(s) => {
             let masked = mask_url(s);
@@ -110,11 +119,81 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
     })
 }
 
+/// Words that make a header name a secret's beyond [`is_secret_key`]'s:
+/// credentials sent as headers under other names.
+const SECRET_HEADER_WORDS: [&str; 9] = [
+    "auth",
+    "jwt",
+    "bearer",
+    "credential",
+    "pass",
+    "session",
+    "signature",
+    "hmac",
+    "key",
+];
+
+/// True when a header name carries a secret: [`is_secret_key`]'s words,
+/// or one of `auth`, `jwt`, `bearer`, `credential`, `pass`, `session`,
+/// `signature`, `hmac`, `key` as a word of it (`x-auth`, `x-user-pass`,
+/// `x-hmac-signature`, `x-session`, `x-api-key`). Wider than the rule for
+/// JSON keys, where `session` and `key` name ordinary settings.
+pub fn is_secret_header(name: &str) -> bool {
+    is_secret_key(name)
+        || name
+            .to_ascii_lowercase()
+            .split(['-', '_', ' ', '.'])
+            .any(|w| SECRET_HEADER_WORDS.contains(&w) || w == "cookie" || w.starts_with("auth"))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Issue 29, item 10: these header names carried secrets that were
+    /// stored and exported as written.
+    #[test]
+    fn secret_header_names_are_wider_than_secret_keys() {
+        for name in [
+            "x-auth",
+            "x-jwt",
+            "x-bearer",
+            "x-credential",
+            "x-user-pass",
+            "x-session",
+            "x-signature",
+            "x-hmac",
+            "Authorization",
+            "X-Api-Key",
+            "x-auth-token",
+        ] {
+            assert!(is_secret_header(name), "{name}");
+        }
+        for name in [
+            "content-type",
+            "accept",
+            "x-request-id",
+            "user-agent",
+            "x-route",
+        ] {
+            assert!(!is_secret_header(name), "{name}");
+        }
+        let mut spec = json!({"config": {"session": {"network": "home"}, "app": {"headers": {
+            "x-session": "abc", "x-hmac": "def", "accept": "text/event-stream"
+        }}}});
+        assert_eq!(redact_spec(&mut spec), 2);
+        assert_eq!(spec["config"]["app"]["headers"]["x-session"], REDACTED);
+        assert_eq!(
+            spec["config"]["app"]["headers"]["accept"],
+            "text/event-stream"
+        );
+        assert_eq!(
+            spec["config"]["session"]["network"], "home",
+            "a session section is no secret"
+        );
+    }
 
     #[test]
     fn secret_keys_are_recognised_and_token_counts_are_not() {
