@@ -366,6 +366,7 @@ pub(crate) async fn exchange(
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(crate::decode::parse_server_timing)
+            .take(crate::decode::MAX_SERVER_TIMING)
             .collect();
         let content_type = header("content-type");
         let encoding = resp

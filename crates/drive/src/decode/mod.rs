@@ -70,8 +70,20 @@ impl StreamFacts {
     }
 }
 
+/// At most this many Server-Timing entries are kept for one response
+/// (headers and stream events together): a server that sends thousands
+/// (48 KB a sample) cannot bloat the store.
+pub const MAX_SERVER_TIMING: usize = 32;
+/// Longest Server-Timing name kept, in bytes.
+pub const MAX_TIMING_NAME: usize = 64;
+/// Largest Server-Timing duration kept, ms (a day).
+pub const MAX_TIMING_MS: f64 = 86_400_000.0;
+
 /// Parse a `Server-Timing` value (`name;dur=12.5;desc="…", other;dur=3`)
-/// into `(name, ms)` pairs; entries without `dur` are skipped.
+/// into `(name, ms)` pairs; entries without `dur`, with a negative,
+/// non-finite or over-a-day duration, or with a name over
+/// [`MAX_TIMING_NAME`] bytes are skipped, and at most
+/// [`MAX_SERVER_TIMING`] are kept.
 pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
     value
         .split(',')
@@ -83,8 +95,11 @@ pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
                     .strip_prefix("dur=")
                     .and_then(|d| d.trim_matches('"').parse::<f64>().ok())
             })?;
-            (!name.is_empty()).then(|| (name.to_string(), dur))
+            let sane = dur.is_finite() && (0.0..=MAX_TIMING_MS).contains(&dur);
+            (sane && !name.is_empty() && name.len() <= MAX_TIMING_NAME)
+                .then(|| (name.to_string(), dur))
         })
+        .take(MAX_SERVER_TIMING)
         .collect()
 }
 
@@ -331,7 +346,10 @@ impl Decoder {
                     }
                     if ev.event == "server-timing" {
                         // The app's own timing summary, sent after the answer: not content.
-                        facts.server_timing.extend(parse_server_timing(&ev.data));
+                        let room = MAX_SERVER_TIMING.saturating_sub(facts.server_timing.len());
+                        facts
+                            .server_timing
+                            .extend(parse_server_timing(&ev.data).into_iter().take(room));
                         return;
                     }
                     cf.events += 1;
@@ -540,6 +558,22 @@ mod tests {
             .collect();
         let end = d.finish();
         (facts, end, d.facts().clone())
+    }
+
+    /// Issue 29, item 9: a garbage Server-Timing header was stored as sent.
+    #[test]
+    fn garbage_server_timing_is_bounded_and_refused() {
+        assert_eq!(
+            parse_server_timing("y;dur=-5, x;dur=1e305, z;dur=NaN, ok;dur=3"),
+            vec![("ok".into(), 3.0)]
+        );
+        let long = format!("{};dur=1", "n".repeat(MAX_TIMING_NAME + 1));
+        assert!(parse_server_timing(&long).is_empty());
+        let many: Vec<String> = (0..3000).map(|i| format!("m{i};dur=1")).collect();
+        assert_eq!(
+            parse_server_timing(&many.join(", ")).len(),
+            MAX_SERVER_TIMING
+        );
     }
 
     #[test]
