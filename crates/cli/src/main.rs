@@ -168,7 +168,13 @@ fn main() -> ExitCode {
         {
             ExitCode::SUCCESS
         }
-        Err(e) if e.downcast_ref::<Failed>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<Failed>().is_some()
+                || e.chain().any(|c| {
+                    c.downcast_ref::<firsttoken_session::SessionError>()
+                        .is_some_and(|s| s.after_start())
+                }) =>
+        {
             eprintln!("error: {e:#}");
             ExitCode::from(EXIT_FAILED_REQUESTS)
         }

@@ -186,15 +186,20 @@ fn test_accounts_are_created_used_and_removed_on_sqlite() {
 
 /// Start `run` against `w`, signal it once it stored 5 samples (its test
 /// accounts signed up before), wait for it to stop.
-fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+/// `firsttoken run -q` of the world's config in the background, quiet.
+fn spawn_run(w: &World, store: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_firsttoken"))
         .args(["run", "-c", &w.cfg, "--store", store, "-q"])
         .env("FT_TEST_APP_DB", &w.app_db)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn interrupt(w: &World, store: &str, signal: &str) -> std::process::ExitStatus {
+    let mut child = spawn_run(w, store);
     common::wait_for_samples(&mut child, store, 5);
     assert!(
         Command::new("kill")
@@ -288,28 +293,114 @@ fn kill_9_on_sqlite_keeps_what_was_committed() {
     kill_9_case(&w, &w.dir.path().join("s.db").display().to_string());
 }
 
+/// Issue 29, item 6: a cleanup that cannot work (its variable unset, its
+/// database file missing, bad SQL, a count that is no integer, a database
+/// that does not answer) stops the run before anything is sent: exit 2,
+/// no test account created, no session stored, the problem named.
 #[test]
-fn a_missing_cleanup_database_is_reported_not_hidden() {
+fn cleanup_settings_that_cannot_work_stop_the_run_before_it_starts() {
     let w = world(None, 1);
     let store = w.dir.path().join("s.db").display().to_string();
-    // FT_TEST_APP_DB unset: the accounts cannot be deleted, and the run says so.
-    let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &[]);
+    let missing = w.dir.path().join("no-such-app.db").display().to_string();
+    let good = std::fs::read_to_string(&w.cfg).unwrap();
+    let cases: [(&str, &str, &str, &str); 5] = [
+        ("unset variable", "", "", "FT_TEST_APP_DB, which is not set"),
+        ("missing file", "FT_TEST_APP_DB", &missing, "no SQLite file"),
+        (
+            "bad SQL",
+            "FT_TEST_APP_DB",
+            &w.app_db,
+            "DELETE FROM no_such_table",
+        ),
+        ("no integer", "FT_TEST_APP_DB", &w.app_db, "count_sql"),
+        (
+            "no database answers",
+            "FT_TEST_APP_DB",
+            "postgres://postgres@127.0.0.1:1/app",
+            "cannot connect to the app database",
+        ),
+    ];
+    for (case, var, value, says) in cases {
+        let cfg = match case {
+            "bad SQL" => good.replace(
+                "delete_sql = \"DELETE FROM users",
+                "delete_sql = \"DELETE FROM no_such_table",
+            ),
+            "no integer" => good.replace(
+                "count_sql = \"SELECT count(*)",
+                "count_sql = \"SELECT 'many'",
+            ),
+            _ => good.clone(),
+        };
+        assert!(case.contains(' ') && (cfg != good) == matches!(case, "bad SQL" | "no integer"));
+        std::fs::write(&w.cfg, &cfg).unwrap();
+        let env: Vec<(&str, &str)> = if var.is_empty() {
+            vec![]
+        } else {
+            vec![(var, value)]
+        };
+        let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &env);
+        assert_code(&out, 2);
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{case}: {err}");
+        assert_eq!(users_left(&w.app_db), 0, "{case}: an account was created");
+        assert!(!store_has_sessions(&store), "{case}: a session was stored");
+    }
+    assert!(
+        !std::path::Path::new(&missing).exists(),
+        "the check created the file"
+    );
+    std::fs::write(&w.cfg, &good).unwrap();
+}
+
+/// Whether the store holds any session (it may not exist at all).
+fn store_has_sessions(store: &str) -> bool {
+    std::path::Path::new(store).exists() && !session_ids(store).is_empty()
+}
+
+/// The config with a cleanup that passes the check before the run but
+/// fails after it: an HTTP DELETE on a route that takes only POST (the
+/// app answers 405), as a user's own token meets an admin-only route.
+fn failing_cleanup(w: &World) {
+    let cfg = std::fs::read_to_string(&w.cfg).unwrap().replacen(
+        "[app.cleanup]\n",
+        "[app.cleanup]\nhttp_delete = \"/api/auth/signup?drop={id}\"\n",
+        1,
+    );
+    std::fs::write(&w.cfg, cfg).unwrap();
+}
+
+/// The config as [`world`] wrote it, the cleanup fixed.
+fn fixed_cleanup(w: &World) {
+    let cfg = std::fs::read_to_string(&w.cfg).unwrap();
+    let fixed: String = cfg
+        .lines()
+        .filter(|l| !l.starts_with("http_delete"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&w.cfg, fixed).unwrap();
+}
+
+#[test]
+fn a_cleanup_failing_after_the_run_is_reported_not_hidden() {
+    let w = world(None, 1);
+    failing_cleanup(&w);
+    let store = w.dir.path().join("s.db").display().to_string();
+    let env = [("FT_TEST_APP_DB", w.app_db.as_str())];
+    let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &env);
     assert_code(&out, 1);
     assert!(
-        text(&out.stdout).contains("cleanup FAILED"),
+        text(&out.stdout).contains("cleanup FAILED") && text(&out.stdout).contains("HTTP 405"),
         "{}",
         text(&out.stdout)
     );
-    assert_eq!(
-        users_left(&w.app_db),
-        2,
-        "nothing was deleted without the database"
-    );
-    // `firsttoken cleanup` retries with the database named.
+    assert_eq!(users_left(&w.app_db), 2, "nothing was deleted");
+    // `firsttoken cleanup` retries once the config is fixed.
+    fixed_cleanup(&w);
     let id = session_line(&store)["id"].as_str().unwrap().to_string();
     let retry = firsttoken(
         &["cleanup", "--store", &store, "--session", &id, "-c", &w.cfg],
-        &[("FT_TEST_APP_DB", &w.app_db)],
+        &env,
     );
     assert_code(&retry, 0);
     assert_eq!(users_left(&w.app_db), 0);
@@ -333,8 +424,12 @@ fn printed_retry(line: &str) -> Vec<String> {
 #[test]
 fn a_failed_cleanup_is_listed_and_its_retry_works_as_printed() {
     let w = world(None, 1);
+    failing_cleanup(&w);
     let store = w.dir.path().join("s.db").display().to_string();
-    let out = firsttoken(&["run", "-c", &w.cfg, "--store", &store], &[]);
+    let out = firsttoken(
+        &["run", "-c", &w.cfg, "--store", &store],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
     assert_code(&out, 1);
     let summary = text(&out.stdout);
     let failed = summary
@@ -361,7 +456,8 @@ fn a_failed_cleanup_is_listed_and_its_retry_works_as_printed() {
     assert!(note.contains("2 test accounts"), "{note}");
     assert_eq!(printed_retry(note), printed_retry(failed));
 
-    // Run the printed command as printed, elsewhere.
+    // Run the printed command as printed, elsewhere, the config fixed.
+    fixed_cleanup(&w);
     let elsewhere = tempfile::tempdir().unwrap();
     let args = printed_retry(failed);
     assert_eq!(args[0], "cleanup", "{failed}");
@@ -424,4 +520,106 @@ fn postgres_app_and_postgres_store() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// Issue 29, items 3 and 13: a store that refuses writes (as a full disk
+/// would: SQLite triggers raise where the account id and the session's
+/// end are written). The account just signed up is deleted from the app
+/// at once, not lost; the run exits 1 (a failed run), not 2 (a usage
+/// error); once the store takes writes again the session reads partial.
+#[test]
+fn a_store_that_refuses_an_account_id_loses_no_account() {
+    let w = world(None, 1);
+    let store = w.dir.path().join("s.db").display().to_string();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        firsttoken_record::store::Store::open(&store).await.unwrap();
+    });
+    let refuse = "CREATE TRIGGER no_ids BEFORE INSERT ON test_accounts
+                  BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;
+                  CREATE TRIGGER no_end BEFORE UPDATE OF status ON sessions
+                  BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;";
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch(refuse)
+        .unwrap();
+    let out = firsttoken(
+        &["run", "-c", &w.cfg, "--store", &store],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
+    assert_code(&out, 1);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("store refused the session's end") && err.contains("disk is full"),
+        "{err}"
+    );
+    assert_eq!(
+        users_left(&w.app_db),
+        0,
+        "the signed-up account was left in the app"
+    );
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("DROP TRIGGER no_ids; DROP TRIGGER no_end;")
+        .unwrap();
+    let listed = text(&firsttoken(&["sessions", "--store", &store], &[]).stdout);
+    assert!(listed.contains("partial"), "{listed}");
+}
+
+/// Issue 29, item 8: Ctrl-C while 300 test accounts are being signed up
+/// stops the sign-up (it went on creating all of them) and deletes the
+/// ones created.
+#[test]
+fn ctrl_c_during_sign_up_stops_it_and_deletes_what_was_created() {
+    let w = world(None, 1);
+    let cfg =
+        std::fs::read_to_string(&w.cfg)
+            .unwrap()
+            .replacen("accounts = 2", "accounts = 300", 1);
+    std::fs::write(&w.cfg, cfg).unwrap();
+    let store = w.dir.path().join("s.db").display().to_string();
+    let mut child = spawn_run(&w, &store);
+    // Poll the app's own database until the sign-up is under way.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Read-only and tolerant: the app is writing the file meanwhile.
+    let signed_up = || -> i64 {
+        rusqlite::Connection::open_with_flags(&w.app_db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM users WHERE email LIKE '%@bench.invalid'",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap_or(0)
+    };
+    while signed_up() < 3 {
+        assert!(Instant::now() < deadline, "no sign-up began");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let session = session_line(&store);
+    let created = session["cleanup"]["created_ids"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert!(
+        (3..300).contains(&created),
+        "the sign-up went on: {created} accounts"
+    );
+    assert!(
+        session["status"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("interrupted")),
+        "{session}"
+    );
+    assert_eq!(session["cleanup"]["residual"], 0, "{}", session["cleanup"]);
+    assert_eq!(users_left(&w.app_db), 0);
 }

@@ -1,5 +1,6 @@
-//! Reading never writes, and importing twice stores once (issue 16,
-//! defects 5 and 6).
+//! Reading never writes, importing twice stores once (issue 16, defects
+//! 5 and 6), impossible values are never imported and a session can be
+//! deleted (issue 29, item 4).
 
 mod common;
 
@@ -272,4 +273,94 @@ fn a_read_only_store_can_be_listed_and_reported() {
         "report on a read-only store: {}",
         text(&out.stderr)
     );
+}
+
+/// An import holding an impossible value is refused whole, before the
+/// store is touched, naming the line and the field (issue 29, item 4):
+/// stored, it would have made every report over the store fail.
+#[test]
+fn an_import_with_impossible_values_is_refused_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = std::fs::read_to_string(export_file(dir.path(), "20261201T000000Z-bad0", 3))
+        .expect("read the export");
+    assert!(good.contains("\"ttft_ms\":101.0"), "{good}");
+    for bad in ["-50.0", "1e308", "-1e308"] {
+        let file = dir.path().join("bad.jsonl");
+        let edited = good.replacen("\"ttft_ms\":101.0", &format!("\"ttft_ms\":{bad}"), 1);
+        std::fs::write(&file, edited).expect("write");
+        let store = dir.path().join(format!("s{bad}.db")).display().to_string();
+        let out = firsttoken(&["import", "--store", &store, file.to_str().unwrap()], &[]);
+        assert_code(&out, 2);
+        let err = text(&out.stderr);
+        assert!(err.contains("ttft_ms"), "{bad}: {err}");
+        assert!(
+            !err.contains("000000000000"),
+            "a number printed in full: {err}"
+        );
+        assert!(
+            !std::path::Path::new(&store).exists() || session_ids(&store).is_empty(),
+            "{bad}: a session was stored"
+        );
+    }
+}
+
+/// `sessions --delete` asks (or takes `--yes`), refuses a session whose
+/// test accounts were not deleted unless told to forget them, and removes
+/// only the session named (issue 29, item 4).
+#[test]
+fn a_session_is_deleted_when_confirmed_and_its_accounts_are_not_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("s.db").display().to_string();
+    for id in ["20261201T000000Z-aaaa", "20261201T000100Z-bbbb"] {
+        let file = export_file(dir.path(), id, 3);
+        assert_code(&firsttoken(&["import", "--store", &store, &file], &[]), 0);
+    }
+    // Stored under ids of their own (imported).
+    let ids = session_ids(&store);
+    let (a, b) = (ids[0].as_str(), ids[1].as_str());
+    let delete = |id: &str, extra: &[&str]| {
+        let mut args = vec!["sessions", "--store", &store, "--delete", id];
+        args.extend_from_slice(extra);
+        firsttoken(&args, &[])
+    };
+    // No terminal to ask on (stdin is not one here) and no --yes: kept.
+    let out = delete(a, &[]);
+    assert_code(&out, 2);
+    assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
+    assert_eq!(session_ids(&store).len(), 2);
+
+    let out = delete(a, &["--yes"]);
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains(&format!("deleted session {a}: 3 samples")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(session_ids(&store), vec![b.to_string()]);
+    assert_code(&delete(a, &["--yes"]), 2);
+
+    // A session that created a test account no cleanup deleted: its id is
+    // the only way to find the account again.
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let s = firsttoken_record::store::Store::open(&store).await.unwrap();
+            s.add_test_account(b, "acct-7").await.unwrap();
+        });
+    let out = delete(b, &["--yes"]);
+    assert_code(&out, 2);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("1 test accounts") && err.contains("firsttoken cleanup --session"),
+        "{err}"
+    );
+    assert_eq!(session_ids(&store), vec![b.to_string()]);
+    let out = delete(b, &["--yes", "--forget-accounts"]);
+    assert_code(&out, 0);
+    assert!(
+        text(&out.stdout).contains("1 test-account ids"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(session_ids(&store).is_empty());
 }

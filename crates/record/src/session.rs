@@ -101,6 +101,21 @@ impl Cleanup {
     }
 }
 
+/// Why a session must be kept rather than deleted
+/// ([`SessionMeta::keep_reason`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeepReason {
+    /// It is still running (or its process died and no command has marked
+    /// it partial yet).
+    Running,
+    /// It created test accounts that its cleanup did not delete: the ids
+    /// stored with it are the only way `cleanup` finds them again.
+    AccountsLeft {
+        /// Test accounts it created.
+        accounts: usize,
+    },
+}
+
 /// A session row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
@@ -138,6 +153,23 @@ pub struct SessionMeta {
 }
 
 impl SessionMeta {
+    /// Why this session must be kept, if it must: it is running, or it
+    /// holds test-account ids its cleanup did not delete. `None`: it may
+    /// be deleted ([`crate::store::Store::delete_session`]).
+    pub fn keep_reason(&self) -> Option<KeepReason> {
+        if self.status == SessionStatus::Running {
+            return Some(KeepReason::Running);
+        }
+        match &self.cleanup {
+            Some(c) if !c.created_ids.is_empty() && !c.is_clean() => {
+                Some(KeepReason::AccountsLeft {
+                    accounts: c.created_ids.len(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Session `id` started at `started_at`, its samples of `provenance`,
     /// with nothing else known yet: running, no spec, seed 0, this
     /// version, no host or pid, default labels, no cleanup or lag. The

@@ -22,6 +22,7 @@ both_backends!(
     abandoned_running_sessions_become_partial_on_next_open,
     a_store_that_refuses_writes_stops_with_earlier_samples_safe,
     values_that_would_not_read_back_are_refused,
+    a_deleted_session_takes_its_rows_and_leaves_the_others,
 );
 
 async fn round_trip_with_every_field_and_with_nulls(db: TestDb) {
@@ -523,7 +524,51 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
         err.to_string().contains("a warm request cannot go to"),
         "{err}"
     );
+    // Finite but impossible (issue 29, item 4): once stored, every report
+    // over the session would fail.
+    for (field, v) in [("ttft_ms", -50.0), ("ttft_ms", 1e308), ("e2e_ms", -1e308)] {
+        let mut row = full_row(&meta.id, 0, 1.0);
+        match field {
+            "ttft_ms" => row.sample.ttft_ms = Some(v),
+            _ => row.sample.e2e_ms = Some(v),
+        }
+        let err = store.append_sample(&row).await.unwrap_err().to_string();
+        assert!(err.contains(field) && err.contains("a day"), "{err}");
+        assert!(err.len() < 300, "the number printed in full: {err}");
+    }
+    let mut row = full_row(&meta.id, 0, 1.0);
+    row.sample.server_timing = Some([("db".to_owned(), -5.0)].into_iter().collect());
+    let err = store.append_sample(&row).await.unwrap_err().to_string();
+    assert!(err.contains("server_timing"), "{err}");
+    let mut row = full_row(&meta.id, 0, 1.0);
+    row.concurrency = Some(0);
+    let err = store.append_sample(&row).await.unwrap_err().to_string();
+    assert!(err.contains("concurrency"), "{err}");
     assert!(store.samples(&meta.id).await.unwrap().is_empty());
+}
+
+async fn a_deleted_session_takes_its_rows_and_leaves_the_others(db: TestDb) {
+    let store = db.open().await;
+    let gone = full_session("20261130T030000Z-dddd", "2026-11-30T03:00:00.000Z");
+    let kept = full_session("20261130T031000Z-kkkk", "2026-11-30T03:10:00.000Z");
+    for m in [&gone, &kept] {
+        store.create_session(m).await.unwrap();
+        for seq in 0..3 {
+            let mut row = full_row(&m.id, seq, seq as f64);
+            row.sample.error = None;
+            store.append_sample(&row).await.unwrap();
+        }
+        store.add_test_account(&m.id, "acct-1").await.unwrap();
+    }
+    let done = store.delete_session(&gone.id).await.unwrap();
+    assert_eq!((done.samples, done.test_accounts), (3, 1), "{done:?}");
+    assert!(store.session(&gone.id).await.unwrap().is_none());
+    assert!(store.samples(&gone.id).await.unwrap().is_empty());
+    assert!(store.test_accounts(&gone.id).await.unwrap().is_empty());
+    assert_eq!(store.samples(&kept.id).await.unwrap().len(), 3);
+    assert_eq!(store.test_accounts(&kept.id).await.unwrap(), vec!["acct-1"]);
+    let again = store.delete_session(&gone.id).await.unwrap_err();
+    assert!(matches!(again, StoreError::NoSession { .. }), "{again}");
 }
 
 #[tokio::test]

@@ -43,6 +43,7 @@ pub async fn sign_up(
     auth: &AuthSection,
     (store, session_id): (&Store, &str),
     created: &mut Accounts,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<(), SessionError> {
     let mut spec = app.clone();
     spec.request.target = Target::parse(&format!(
@@ -66,10 +67,24 @@ pub async fn sign_up(
             &auth.body,
             &[("email", &email), ("password", &password)],
         )));
-        let (status, body) = slot
-            .fetch(&req)
-            .await
-            .map_err(|e| accounts_error(format!("sign-up of {email} failed: {e}")))?;
+        // Ctrl-C stops the sign-up between accounts and during one; the
+        // accounts created so far are deleted by the session's cleanup.
+        let interrupted = || {
+            accounts_error(format!(
+                "interrupted (Ctrl-C or SIGTERM) after {} of {} test accounts were signed up",
+                created.ids.len(),
+                auth.accounts
+            ))
+        };
+        if cancel.is_cancelled() {
+            return Err(interrupted());
+        }
+        let (status, body) = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(interrupted()),
+            r = slot.fetch(&req) => r,
+        }
+        .map_err(|e| accounts_error(format!("sign-up of {email} failed: {e}")))?;
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         if !(200..300).contains(&status) {
             return Err(accounts_error(format!(
@@ -86,8 +101,14 @@ pub async fn sign_up(
                 auth.id_pointer
             ))
         })?;
-        store.add_test_account(session_id, &id).await?;
-        created.ids.push(id);
+        // Kept before it is stored: if the store refuses it (a full disk),
+        // the session's cleanup still deletes the account at once.
+        created.ids.push(id.clone());
+        if let Err(e) = store.add_test_account(session_id, &id).await {
+            return Err(accounts_error(format!(
+                "the id of test account {id} cannot be stored ({e}); no more accounts are created, and this one is deleted by the session's cleanup"
+            )));
+        }
         let token = pointer_text(&v, &auth.token_pointer).ok_or_else(|| {
             accounts_error(format!(
                 "the sign-up response has no token at {} (app.auth.token_pointer)",
@@ -129,6 +150,45 @@ pub async fn clean_up(
     out
 }
 
+/// The app database's URL for cleanup, if the config names one.
+fn cleanup_url(cfg: &CleanupSection) -> Result<Option<String>, SessionError> {
+    Ok(match (&cfg.database_url_env, &cfg.database_url) {
+        (Some(var), _) => Some(std::env::var(var).map_err(|_| {
+            SessionError::Invalid(format!(
+                "app.cleanup.database_url_env names {var}, which is not set"
+            ))
+        })?),
+        (None, Some(url)) => Some(url.clone()),
+        (None, None) => None,
+    })
+}
+
+/// Checks a cleanup before the session sends anything: the URL's
+/// variable is set, the `http_delete` path makes a URL, and the
+/// statements run on no id against the app's database inside a
+/// transaction that is rolled back ([`crate::appdb::dry_run`]). A cleanup
+/// that would fail after the run fails here instead, with nothing sent
+/// and no account created.
+pub async fn check_cleanup(cfg: &CleanupSection, base_url: &str) -> Result<(), SessionError> {
+    if let Some(path) = &cfg.http_delete {
+        Target::parse(&format!(
+            "{}{}",
+            base_url.trim_end_matches('/'),
+            path.replace("{id}", "0")
+        ))?;
+    }
+    let Some(url) = cleanup_url(cfg)? else {
+        return Ok(());
+    };
+    let none = |l: &Option<firsttoken_plan::config::SqlList>| -> Vec<String> {
+        l.iter()
+            .flat_map(|l| l.statements())
+            .map(|s| s.replace("{ids}", "NULL"))
+            .collect()
+    };
+    crate::appdb::dry_run(&url, &none(&cfg.delete_sql), &none(&cfg.count_sql)).await
+}
+
 async fn run_cleanup(
     cfg: &CleanupSection,
     base_url: &str,
@@ -168,15 +228,7 @@ async fn run_cleanup(
             }
         }
     }
-    let url = match (&cfg.database_url_env, &cfg.database_url) {
-        (Some(var), _) => Some(std::env::var(var).map_err(|_| {
-            SessionError::Invalid(format!(
-                "app.cleanup.database_url_env names {var}, which is not set"
-            ))
-        })?),
-        (None, Some(url)) => Some(url.clone()),
-        (None, None) => None,
-    };
+    let url = cleanup_url(cfg)?;
     let list = quoted_ids(ids);
     if let (Some(url), Some(sqls)) = (&url, &cfg.delete_sql) {
         for sql in sqls.statements() {

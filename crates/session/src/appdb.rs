@@ -85,6 +85,78 @@ pub async fn count(url: &str, sql: &str) -> Result<i64, SessionError> {
     }
 }
 
+/// The cleanup tried before a session sends anything (issue 29, item 6):
+/// one connection, each `deletes` then each `counts` statement run on no
+/// id (`{ids}` already replaced by the caller with `NULL`) inside one
+/// transaction that is rolled back, each count read as one integer. A
+/// wrong URL, an unreachable database, bad SQL or a count that is no
+/// integer fails here, naming the statement, instead of after the run.
+pub async fn dry_run(url: &str, deletes: &[String], counts: &[String]) -> Result<(), SessionError> {
+    let tried = |what: &str, sql: &str, e: &dyn std::fmt::Display| {
+        db_error(
+            &format!("app.cleanup's {what} {sql:?} failed when tried on no ids (rolled back)"),
+            e,
+        )
+    };
+    if is_postgres(url) {
+        let (mut client, task) = pg_connect(url).await?;
+        let tx = client.transaction().await.map_err(|e| {
+            db_error(
+                "cannot begin a transaction on the app database",
+                firsttoken_pgtls::describe(&e),
+            )
+        })?;
+        for sql in deletes {
+            tx.execute(sql.as_str(), &[])
+                .await
+                .map_err(|e| tried("delete_sql", sql, &firsttoken_pgtls::describe(&e)))?;
+        }
+        for sql in counts {
+            let row = tx
+                .query_one(sql.as_str(), &[])
+                .await
+                .map_err(|e| tried("count_sql", sql, &firsttoken_pgtls::describe(&e)))?;
+            row.try_get::<_, i64>(0).map_err(|e| {
+                tried(
+                    "count_sql",
+                    sql,
+                    &format!("it must return one integer: {e}"),
+                )
+            })?;
+        }
+        let _ = tx.rollback().await;
+        drop(client);
+        let _ = task.await;
+        Ok(())
+    } else {
+        let (url, deletes, counts) = (url.to_string(), deletes.to_vec(), counts.to_vec());
+        tokio::task::spawn_blocking(move || -> Result<(), SessionError> {
+            if !std::path::Path::new(&url).is_file() {
+                return Err(db_error(
+                    "app.cleanup's database",
+                    format!("{url} is no SQLite file here (a postgres:// URL, or the path of the app's SQLite file)"),
+                ));
+            }
+            let mut c = rusqlite::Connection::open(&url)
+                .map_err(|e| db_error(&format!("cannot open the app database {url}"), e))?;
+            let tx = c
+                .transaction()
+                .map_err(|e| db_error("cannot begin a transaction on the app database", e))?;
+            for sql in &deletes {
+                tx.execute(sql, []).map_err(|e| tried("delete_sql", sql, &e))?;
+            }
+            for sql in &counts {
+                tx.query_row(sql, [], |r| r.get::<_, i64>(0))
+                    .map_err(|e| tried("count_sql", sql, &e))?;
+            }
+            // Dropped: rolled back.
+            Ok(())
+        })
+        .await
+        .map_err(|e| db_error("the cleanup task stopped", e))?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The cleanup connection over TLS. Needs `DATABASE_URL` and the server's

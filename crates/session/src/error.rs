@@ -45,6 +45,17 @@ pub enum SessionError {
     /// The result store failed.
     #[error(transparent)]
     Store(#[from] firsttoken_record::StoreError),
+    /// The session ran, but the store refused its end (a full disk, a
+    /// database gone): a failure of the run, not of its settings.
+    #[error(
+        "session {session}: the store refused the session's end: {source}. Samples stored before stay stored; the session reads partial once the store is opened again on this host"
+    )]
+    Unfinished {
+        /// The session's id.
+        session: String,
+        /// Why.
+        source: firsttoken_record::StoreError,
+    },
     /// The span receiver cannot listen on its address; nothing was started.
     #[error(
         "cannot listen for spans on {addr}: {source} — is another collector using it? Nothing was started or stored."
@@ -58,4 +69,12 @@ pub enum SessionError {
     /// The measuring client cannot run at all (e.g. an unusable CA file).
     #[error(transparent)]
     Drive(#[from] firsttoken_drive::DriveError),
+}
+
+impl SessionError {
+    /// True when the session had started: the run failed (exit 1), its
+    /// settings did not (exit 2).
+    pub fn after_start(&self) -> bool {
+        matches!(self, SessionError::Unfinished { .. })
+    }
 }

@@ -40,7 +40,7 @@ mod source;
 mod spec;
 mod traces;
 
-pub use accounts::clean_up;
+pub use accounts::{check_cleanup, clean_up};
 pub use agent::{CLOCK_ROUNDS, DEFAULT_HEARTBEAT, HEARTBEATS, MAX_RUN_ID, RunPart, derived_run_id};
 pub use budget::{Budget, price};
 pub use error::SessionError;

@@ -152,6 +152,7 @@ pub async fn run_session(
             auth,
             (store, &meta.id),
             &mut accounts,
+            &cancel,
         )
         .await
         {
@@ -246,7 +247,11 @@ pub async fn run_session(
     meta.client_lag_p99_ms = lag_p99;
     store
         .finish_session(&meta.id, &status, ended_at, meta.cleanup.as_ref(), lag_p99)
-        .await?;
+        .await
+        .map_err(|source| SessionError::Unfinished {
+            session: meta.id.clone(),
+            source,
+        })?;
     Ok(Outcome {
         meta,
         rows: recorded.rows,
@@ -312,7 +317,8 @@ async fn app_version(source: &Source, base: &str, path: &str) -> Option<String> 
     }
 }
 
-/// Check the app answers at all before anything is created.
+/// Check the app answers at all, and that its test accounts can be
+/// deleted again, before anything is created.
 async fn preflight(source: &Source, spec: &SessionSpec) -> Result<(), SessionError> {
     let cfg = &spec.config;
     let url = cfg
@@ -322,6 +328,10 @@ async fn preflight(source: &Source, spec: &SessionSpec) -> Result<(), SessionErr
         .unwrap_or_else(|| cfg.app.base_url.clone());
     get(source, &url, Duration::from_secs(10))
         .await
-        .map(|_| ())
-        .map_err(|message| SessionError::Unreachable { url, message })
+        .map_err(|message| SessionError::Unreachable { url, message })?;
+    // Test accounts are created only when they can be deleted again.
+    if let (Some(_), Some(cleanup)) = (&cfg.app.auth, &cfg.app.cleanup) {
+        crate::accounts::check_cleanup(cleanup, &cfg.app.base_url).await?;
+    }
+    Ok(())
 }

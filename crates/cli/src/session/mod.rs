@@ -75,10 +75,25 @@ impl StoreArg {
 pub struct SessionsArgs {
     #[command(flatten)]
     store: StoreArg,
+    /// Delete this session (its id or a unique prefix) with its samples,
+    /// spans and test-account ids, after asking on the terminal. Refused
+    /// while it runs or while its test accounts were not all deleted.
+    #[arg(long, value_name = "ID")]
+    delete: Option<String>,
+    /// With --delete: do not ask (needed when stdin is no terminal).
+    #[arg(long, requires = "delete")]
+    yes: bool,
+    /// With --delete: delete a session whose test accounts were not all
+    /// deleted; their ids are forgotten, so `cleanup` cannot find them.
+    #[arg(long, requires = "delete")]
+    forget_accounts: bool,
 }
 
-/// List sessions, newest first.
+/// List sessions, newest first (or delete one).
 pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(id) = &a.delete {
+        return delete(&a, id).await;
+    }
     let store = a.store.open_existing().await?;
     let list = store.sessions().await?;
     if list.is_empty() {
@@ -130,6 +145,41 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
     for r in reasons.into_iter().chain(cleanups) {
         outln!("{r}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions --delete ID`: the session found, the rule asked, the user
+/// asked, then the store's one transaction.
+async fn delete(a: &SessionsArgs, id: &str) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let store = a.store.open_existing().await?;
+    let meta = store
+        .session(id)
+        .await?
+        .with_context(|| format!("no session {id:?} in {}", mask_url(&a.store.store)))?;
+    match meta.keep_reason() {
+        Some(firsttoken_record::session::KeepReason::AccountsLeft { .. }) if a.forget_accounts => {}
+        Some(why) => {
+            let retry = firsttoken_report::cleanup_retry(&meta, &a.store.store);
+            bail!(words::session::delete_refused(&meta, &why, &retry));
+        }
+        None => {}
+    }
+    if !a.yes {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            bail!(words::session::delete_unconfirmed(&meta.id));
+        }
+        eprint!("{}", words::session::delete_question(&meta));
+        let mut answer = String::new();
+        stdin.read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            outln!("kept session {}", meta.id);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let done = store.delete_session(&meta.id).await?;
+    outln!("{}", words::session::deleted(&done));
     Ok(ExitCode::SUCCESS)
 }
 

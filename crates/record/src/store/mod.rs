@@ -79,6 +79,7 @@ pub use redact::{REDACTED, is_secret_header, redact_spec};
 pub use schema::SAMPLE_COLUMNS;
 pub(crate) use schema::{Cell, sample_cells, sample_check, session_cells};
 pub use select::{MeanCost, SampleFilter};
+pub use sessions::DeletedSession;
 pub(crate) use spans::span_cells;
 pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};

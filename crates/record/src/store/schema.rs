@@ -209,6 +209,45 @@ fn opt_real(name: &str, v: Option<f64>) -> Result<Cell, String> {
     v.map_or(Ok(Cell::Null), |v| real(name, v))
 }
 
+/// The longest duration a sample may store, ms (a day): a request's
+/// stamps, its inter-token gaps and its Server-Timing durations. Anything
+/// longer (or negative) is no measurement, and once stored it would make
+/// every later report over the session fail.
+pub const MAX_DURATION_MS: f64 = 86_400_000.0;
+
+/// The farthest a request's start may lie from its session's, ms (about
+/// 31 years): a finite offset whose sums stay finite.
+const MAX_OFFSET_MS: f64 = 1e12;
+
+/// A duration: finite, not negative, at most [`MAX_DURATION_MS`].
+fn duration(name: &str, v: Option<f64>) -> Result<Cell, String> {
+    match v {
+        Some(x) if !(0.0..=MAX_DURATION_MS).contains(&x) => Err(format!(
+            "{name} = {x:.6e} ms is not a duration from 0 to a day (86,400,000 ms)"
+        )),
+        _ => opt_real(name, v),
+    }
+}
+
+/// A rate, a price: finite and not negative.
+fn non_negative(name: &str, v: Option<f64>) -> Result<Cell, String> {
+    match v {
+        Some(x) if x.is_finite() && x < 0.0 => Err(format!("{name} = {x:.6e} is negative")),
+        _ => opt_real(name, v),
+    }
+}
+
+/// A start offset from the session's start, finite and within
+/// [`MAX_OFFSET_MS`].
+fn offset(name: &str, v: Option<f64>) -> Result<Cell, String> {
+    match v {
+        Some(x) if x.is_finite() && x.abs() > MAX_OFFSET_MS => Err(format!(
+            "{name} = {x:.6e} ms is farther from the session's start than {MAX_OFFSET_MS:e} ms"
+        )),
+        _ => opt_real(name, v),
+    }
+}
+
 fn int(name: &str, v: u64) -> Result<Cell, String> {
     i64::try_from(v)
         .map(Cell::Int)
@@ -342,6 +381,12 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     {
         real(&format!("server_timing[{k:?}]"), *v)?;
     }
+    for (k, v) in s.server_timing.iter().flatten() {
+        duration(&format!("server_timing[{k:?}]"), Some(*v))?;
+    }
+    if r.concurrency == Some(0) {
+        return Err("concurrency = 0: a level is at least 1".to_owned());
+    }
     if let Some(t) = s
         .trace_id
         .as_deref()
@@ -373,8 +418,8 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         r.concurrency
             .map_or(Cell::Null, |c| Cell::Int(i64::from(c))),
     );
-    out.put(opt_real("intended_start_ms", r.intended_start_ms)?);
-    out.put(real("actual_start_ms", r.actual_start_ms)?);
+    out.put(offset("intended_start_ms", r.intended_start_ms)?);
+    out.put(offset("actual_start_ms", Some(r.actual_start_ms))?);
     out.shown(&r.started_at);
     out.text(r.provenance.as_str());
     out.put(Cell::Int(i64::from(s.worker)));
@@ -394,19 +439,19 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         ("last_token_ms", s.last_token_ms),
         ("e2e_ms", s.e2e_ms),
     ] {
-        out.put(opt_real(name, v)?);
+        out.put(duration(name, v)?);
     }
     out.put(int("content_chunks", s.content_chunks)?);
     out.put(opt_int("output_tokens", s.output_tokens)?);
     out.put(opt_int("input_tokens", s.input_tokens)?);
-    out.put(opt_real("tokens_per_s", s.tokens_per_s)?);
-    out.put(opt_real("itl_p50_ms", s.itl_p50_ms)?);
-    out.put(opt_real("itl_p99_ms", s.itl_p99_ms)?);
+    out.put(non_negative("tokens_per_s", s.tokens_per_s)?);
+    out.put(duration("itl_p50_ms", s.itl_p50_ms)?);
+    out.put(duration("itl_p99_ms", s.itl_p99_ms)?);
     out.put(s.status.map_or(Cell::Null, |c| Cell::Int(i64::from(c))));
     out.opt_text(&s.request_id);
     out.opt_text(&s.provider);
     out.opt_text(&s.route);
-    out.put(opt_real("cost_usd", s.cost_usd)?);
+    out.put(non_negative("cost_usd", s.cost_usd)?);
     out.opt_json(&s.server_timing)?;
     out.opt_json(&s.tls)?;
     match &s.error {
@@ -419,7 +464,7 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
             out.put(Cell::Null);
         }
     }
-    out.put(opt_real("proxy_ms", s.proxy_ms)?);
+    out.put(duration("proxy_ms", s.proxy_ms)?);
     out.opt_text(&s.content_encoding);
     out.put(Cell::Bool(s.retried_stale));
     match &r.prompt {
@@ -437,7 +482,7 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         Some(c) => out.text(c.as_str()),
         None => out.put(Cell::Null),
     }
-    out.put(opt_real("ttft_user_ms", s.ttft_user_ms)?);
+    out.put(duration("ttft_user_ms", s.ttft_user_ms)?);
     out.put(opt_real("client_lag_ms", s.client_lag_ms)?);
     out.put(opt_int("ttft_read_events", s.ttft_read_events)?);
     Ok(())

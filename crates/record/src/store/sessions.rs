@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::schema::{self, Cell, RowGet, SAMPLE_COLUMNS, SESSION_COLUMNS, sample_cells};
-use super::sql::{RowAny, insert_rows_sql};
+use super::sql::{RowAny, insert_rows_sql, retry_once};
 use super::{Abandoned, CLEANUP_NOT_RUN, Store, StoreError, json_cell, pid_alive, sanitized};
 use crate::session::{Cleanup, SampleRow, SessionMeta, SessionStatus};
 use crate::vocab::UtcTime;
@@ -18,6 +18,19 @@ pub(crate) const MARK_PARTIAL_SQL: &str =
 
 /// A row when session `$1` exists.
 pub(crate) const SESSION_FOUND_SQL: &str = "SELECT 1 AS found FROM sessions WHERE id = $1";
+
+/// What [`Store::delete_session`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedSession {
+    /// The session's id.
+    pub id: String,
+    /// Its samples.
+    pub samples: u64,
+    /// Its stored spans.
+    pub spans: u64,
+    /// Its recorded test-account ids.
+    pub test_accounts: u64,
+}
 
 /// The columns that tell a stored sample apart: a retried append looks
 /// for a row holding the same values before it inserts.
@@ -319,6 +332,48 @@ impl Store {
             }
         }
         Ok(marked)
+    }
+
+    /// Deletes session `id` (the exact id) with everything stored for it:
+    /// its samples, spans, recorded test-account ids and run membership,
+    /// in one transaction. Returns what it removed;
+    /// [`StoreError::NoSession`] when there is no such session. Whether a
+    /// session may be deleted (its test accounts cleaned up, not running)
+    /// is the caller's to decide: the ids recorded here are the only way
+    /// `cleanup` finds its accounts again.
+    pub async fn delete_session(&self, id: &str) -> Result<DeletedSession, StoreError> {
+        retry_once!(self, |_retry| self.delete_session_once(id).await)
+    }
+
+    async fn delete_session_once(&self, id: &str) -> Result<DeletedSession, StoreError> {
+        let op = "delete session";
+        let cells = || vec![Cell::Text(id.to_owned())];
+        let count = |r: &dyn RowAny| r.u64("n");
+        let mut tx = self.begin(op).await?;
+        let mut counted = Vec::new();
+        for table in ["samples", "spans", "test_accounts"] {
+            let sql = format!("SELECT COUNT(*) AS n FROM {table} WHERE session_id = $1");
+            counted.push(
+                tx.query(&sql, cells(), count)
+                    .await?
+                    .first()
+                    .copied()
+                    .unwrap_or(0),
+            );
+        }
+        // Samples, spans, test accounts and run membership go with the
+        // session (`ON DELETE CASCADE`).
+        let n = tx
+            .exec("DELETE FROM sessions WHERE id = $1", cells())
+            .await?;
+        self.no_session_if_zero(n, op, id)?;
+        tx.commit().await?;
+        Ok(DeletedSession {
+            id: id.to_owned(),
+            samples: counted[0],
+            spans: counted[1],
+            test_accounts: counted[2],
+        })
     }
 
     pub(crate) fn no_session_if_zero(

@@ -1,11 +1,13 @@
 //! The words of the session commands: what `run` announces before it
-//! sends, and what `import`, `import-spans` and `cleanup` did.
+//! sends, and what `import`, `import-spans`, `cleanup` and `sessions
+//! --delete` did.
 
 use std::fmt::Display;
 use std::time::Duration;
 
 use firsttoken_record::UtcTime;
-use firsttoken_record::session::Cleanup;
+use firsttoken_record::session::{Cleanup, KeepReason, SessionMeta};
+use firsttoken_record::store::DeletedSession;
 
 /// What `run` announces before it sends ([`crate::run::planned`]), with
 /// the time its idle gaps and open-loop schedule take at the least when
@@ -111,6 +113,46 @@ pub fn cleanup_retried(session: &str, c: &Cleanup) -> String {
         ),
         (None, r) => format!("cleanup of {session}: residual {r:?} rows"),
     }
+}
+
+/// The question `sessions --delete` asks before it deletes.
+pub fn delete_question(meta: &SessionMeta) -> String {
+    format!(
+        "delete session {} ({}, {}) and all its samples and spans? [y/N] ",
+        meta.id,
+        meta.provenance.as_str(),
+        meta.labels.code_version
+    )
+}
+
+/// What `sessions --delete` removed.
+pub fn deleted(d: &DeletedSession) -> String {
+    format!(
+        "deleted session {}: {} samples, {} spans, {} test-account ids",
+        d.id, d.samples, d.spans, d.test_accounts
+    )
+}
+
+/// Why `sessions --delete` refused, and what to do instead; `retry` is
+/// the cleanup command for the session ([`crate::cleanup_retry`]).
+pub fn delete_refused(meta: &SessionMeta, why: &KeepReason, retry: &str) -> String {
+    match why {
+        KeepReason::Running => format!(
+            "session {} is still running (host {}); wait until it ends (a session whose process died on this host is marked partial whenever the store is opened here)",
+            meta.id, meta.host
+        ),
+        KeepReason::AccountsLeft { accounts } => format!(
+            "session {} created {accounts} test accounts that its cleanup did not delete, and only the session knows their ids; delete them first ({retry}), or pass --forget-accounts to delete the session anyway",
+            meta.id
+        ),
+    }
+}
+
+/// `sessions --delete` without a terminal to ask on and without `--yes`.
+pub fn delete_unconfirmed(id: &str) -> String {
+    format!(
+        "not deleting session {id}: no terminal to confirm on; pass --yes to delete without asking"
+    )
 }
 
 #[cfg(test)]
