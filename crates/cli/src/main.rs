@@ -121,16 +121,41 @@ impl std::fmt::Display for Failed {
     }
 }
 
+/// The multi-threaded runtime, or why it cannot start. Tokio panics when
+/// the OS refuses a worker thread (`ulimit -u` reached): that panic is
+/// caught, unprinted, and said as an error with what to check.
+fn start_runtime() -> Result<tokio::runtime::Runtime, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let built = std::panic::catch_unwind(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    });
+    std::panic::set_hook(hook);
+    match built {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a thread could not be started");
+            Err(format!(
+                "{why} — this user may start no more threads or processes (see `ulimit -u`)"
+            ))
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match start_runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            return ExitCode::from(EXIT_FAILED_REQUESTS);
         }
     };
     let result = runtime.block_on(async {

@@ -1,6 +1,7 @@
 //! Issue 29, items 5, 16 and 17: output that cannot be written is a
 //! failure (exit 1 with a message), never a silent success; `probe -q`
-//! prints nothing per request; `shape` listens on loopback only unless told.
+//! prints nothing per request; `shape` listens on loopback only unless told;
+//! (item 11) no thread to spare is an error with a message, not a panic.
 //!
 //! A full disk is `/dev/full` (every write fails with ENOSPC), on Linux.
 
@@ -111,4 +112,45 @@ fn shape_listens_on_loopback_unless_told_otherwise() {
         err.contains("not a loopback address") && err.contains("--allow-public"),
         "{err}"
     );
+}
+
+/// Issue 29, item 11: with `ulimit -u 1` the runtime's worker threads
+/// cannot start; that is an error naming the limit, exit 1 (the client
+/// broke), never tokio's panic (exit 101). Root ignores the limit, so as
+/// root the command runs as `nobody`.
+#[test]
+fn no_thread_to_spare_is_an_error_not_a_panic() {
+    let bin = env!("CARGO_BIN_EXE_firsttoken");
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| text(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let as_user = |script: &str| {
+        let mut c = if is_root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            c.arg("bash");
+            c
+        } else {
+            Command::new("bash")
+        };
+        c.args(["-c", script]).output().expect("run bash")
+    };
+    if !as_user(&format!("{bin} --version")).status.success() {
+        eprintln!(
+            "SKIPPED no_thread_to_spare_is_an_error_not_a_panic: cannot run firsttoken as nobody"
+        );
+        return;
+    }
+    let out = as_user(&format!(
+        "ulimit -u 1; exec {bin} sessions --store /nonexistent/store.db"
+    ));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot start the async runtime") && err.contains("ulimit -u"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

@@ -330,9 +330,11 @@ pub(crate) async fn exchange(
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
-                st.unanswered = true;
+                // Unreadable bytes are an answer: no stale keep-alive.
+                let kind = no_response_kind(&e);
+                st.unanswered = kind == ErrorKind::Connect;
                 return st.fail(Failure::new(
-                    ErrorKind::Connect,
+                    kind,
                     format!("no response: {}", hyper_error(&e)),
                 ));
             }
@@ -384,6 +386,14 @@ pub(crate) async fn exchange(
             st.content_encoding = Some(crate::decode::bounded_text(&encoding));
         }
         let vercel = resp.headers().contains_key("x-vercel-ai-ui-message-stream");
+        // A redirect is never followed (the measured path is the one asked
+        // for); its error names where it pointed, bounded and scrubbed later
+        // as every message is.
+        let location = status
+            .is_redirection()
+            .then(|| header("location"))
+            .flatten()
+            .map(|l| crate::decode::bounded_text(&l));
         let body = resp.into_body();
         if !status.is_success() {
             let text = match &plan {
@@ -394,11 +404,15 @@ pub(crate) async fn exchange(
                 ),
             };
             let reason = status.canonical_reason().unwrap_or("");
-            let msg = if text.is_empty() {
-                format!("HTTP {} {reason}", status.as_u16())
-            } else {
-                format!("HTTP {} {reason}: {text}", status.as_u16())
-            };
+            let mut msg = format!("HTTP {} {reason}", status.as_u16());
+            if let Some(l) = &location {
+                msg.push_str(&format!(
+                    " to {l} (redirects are not followed: point the URL there)"
+                ));
+            }
+            if !text.is_empty() {
+                msg.push_str(&format!(": {text}"));
+            }
             return st.fail(Failure::new(ErrorKind::HttpStatus, msg));
         }
         let inflater = match plan.and_then(|c| c.map(Inflater::new).transpose()) {
@@ -566,6 +580,33 @@ async fn read_error_body(
 }
 
 /// hyper's error with its source chain, which holds the useful part.
+/// Why a request got no response: `protocol` when the bytes that came
+/// back were not readable HTTP (too many or malformed headers, a bad
+/// status line, an HTTP/2 protocol, compression or frame-size error),
+/// else `connect` (the connection closed or broke first).
+pub(crate) fn no_response_kind(e: &hyper::Error) -> ErrorKind {
+    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
+        return ErrorKind::Protocol;
+    }
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        if let Some(h2) = inner.downcast_ref::<h2::Error>()
+            && matches!(
+                h2.reason(),
+                Some(
+                    h2::Reason::PROTOCOL_ERROR
+                        | h2::Reason::COMPRESSION_ERROR
+                        | h2::Reason::FRAME_SIZE_ERROR
+                )
+            )
+        {
+            return ErrorKind::Protocol;
+        }
+        src = inner.source();
+    }
+    ErrorKind::Connect
+}
+
 pub(crate) fn hyper_error(e: &hyper::Error) -> String {
     let mut s = e.to_string();
     let mut src = std::error::Error::source(e);

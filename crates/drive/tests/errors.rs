@@ -379,3 +379,21 @@ async fn cancelling_stops_the_run_and_keeps_what_was_measured() {
         assert!(s.e2e_ms.is_some());
     }
 }
+
+/// Issue 29: a redirect is never followed (the measured path is the one
+/// asked for), and its error names where it pointed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_and_names_its_location() {
+    let reply = Reply::ok(SSE, at_once([b"moved".to_vec()]))
+        .status(302)
+        .header("location", "https://127.0.0.1:9/v2/chat");
+    let server = script_server(reply).await;
+    for s in three_failures(&server.url(), "http_status").await {
+        let e = s.error.as_ref().expect("an error");
+        assert!(
+            e.message.contains("302") && e.message.contains("to https://127.0.0.1:9/v2/chat"),
+            "{e:?}"
+        );
+        assert_eq!(server.requests(), 3, "followed: {}", server.requests());
+    }
+}

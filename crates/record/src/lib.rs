@@ -121,11 +121,14 @@ pub enum ErrorKind {
     NoContent,
     /// A payload could not be decoded (the message names the byte offset).
     Decode,
+    /// The response was not readable HTTP once connected: too many or
+    /// malformed headers, an HTTP/2 protocol error.
+    Protocol,
 }
 
 impl ErrorKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -135,6 +138,7 @@ impl ErrorKind {
         ErrorKind::Truncated,
         ErrorKind::NoContent,
         ErrorKind::Decode,
+        ErrorKind::Protocol,
     ];
 
     /// The snake_case name used in JSON and tables.
@@ -149,6 +153,7 @@ impl ErrorKind {
             ErrorKind::Truncated => "truncated",
             ErrorKind::NoContent => "no_content",
             ErrorKind::Decode => "decode",
+            ErrorKind::Protocol => "protocol",
         }
     }
 }
