@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use firsttoken_emulator::{Profile, Settings, TruthLog, app, serve, tls_server_config};
+use firsttoken_emulator::{
+    DEFAULT_LIMITS, Limits, Profile, Settings, TruthLog, app, serve_with, tls_server_config,
+};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -68,6 +70,17 @@ pub struct EmulateArgs {
     /// PEM private key for --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Open connections at most; further clients wait in the listen backlog.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMITS.max_connections)]
+    max_connections: usize,
+    /// Close a connection that has sent no complete request head (or TLS handshake) this long
+    /// after opening or after its previous response.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_LIMITS.header_read.as_millis() as u64)]
+    header_read_timeout_ms: u64,
+    /// Close a connection on which no byte moves either way for this long (a `stall` fault
+    /// longer than this is cut here).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_LIMITS.idle.as_millis() as u64)]
+    idle_timeout_ms: u64,
 }
 
 fn millis(what: &str, ms: f64) -> anyhow::Result<Duration> {
@@ -161,6 +174,11 @@ pub async fn run(a: EmulateArgs) -> anyhow::Result<ExitCode> {
         if a.serial { "; serial" } else { "" },
     );
     let shutdown = crate::shutdown_token();
-    serve(listener, app(settings), tls, shutdown).await?;
+    let limits = Limits {
+        max_connections: a.max_connections,
+        header_read: Duration::from_millis(a.header_read_timeout_ms),
+        idle: Duration::from_millis(a.idle_timeout_ms),
+    };
+    serve_with(listener, app(settings), tls, limits, shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -78,8 +78,9 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 pub use faults::Fault;
+pub use firsttoken_serve::Limits;
 pub use profile::{DEFAULT_PROFILE_TOML, Profile, Provider};
-pub use server::{serve, tls_server_config};
+pub use server::{DEFAULT_LIMITS, SHUTDOWN_GRACE, serve, serve_with, tls_server_config};
 pub use stream::{Endpoint, Plan};
 pub use truth::{Attempt, TruthLog, TruthRecord};
 

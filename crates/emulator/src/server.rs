@@ -1,46 +1,61 @@
 //! Serving a router on a listener, cleartext or TLS, HTTP/1.1 and HTTP/2
 //! (ALPN over TLS, prior knowledge in cleartext), with TCP_NODELAY on every
-//! accepted socket, its wire clock ([`crate::wire`]) and a graceful stop.
+//! accepted socket, its wire clock ([`crate::wire`]), the connection limits
+//! of [`firsttoken_serve`] and a graceful stop.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use firsttoken_serve::{Limits, Slots, accept, serve_connection};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::wire::{self, Wire, WireStream};
 
 /// How long a stop waits for open responses before closing them.
-pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Serve `app` on `listener` until `shutdown` is cancelled, then wait up to
-/// [`SHUTDOWN_GRACE`] for open requests to finish. With `tls`, every connection is a TLS one.
+/// The emulator's connection limits unless told otherwise: 1,024
+/// connections at once, 60 s for a first byte, a request head or a TLS
+/// handshake, and a connection closed after 180 s on which no byte moved
+/// (a `stall` fault longer than that is cut there).
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_connections: 1024,
+    header_read: Duration::from_secs(60),
+    idle: Duration::from_secs(180),
+};
+
+/// [`serve_with`] under [`DEFAULT_LIMITS`].
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    serve_with(listener, app, tls, DEFAULT_LIMITS, shutdown).await
+}
+
+/// Serve `app` on `listener` until `shutdown` is cancelled, then wait up to
+/// [`SHUTDOWN_GRACE`] for open requests to finish. With `tls`, every
+/// connection is a TLS one. Connections are bounded by `limits` (a cap,
+/// header-read and idle deadlines: [`firsttoken_serve`]).
+pub async fn serve_with(
+    listener: TcpListener,
+    app: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    limits: Limits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     wire::keep_timestamps_on();
-    let graceful = GracefulShutdown::new();
     let acceptor = tls.map(TlsAcceptor::from);
-    loop {
-        let (tcp, _) = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                // Out of file descriptors and the like: back off, keep serving.
-                Err(_) => { tokio::time::sleep(std::time::Duration::from_millis(20)).await; continue; }
-            },
-        };
-        // Without it, Nagle + delayed ACK hold small SSE writes back ~40 ms.
-        let _ = tcp.set_nodelay(true);
+    let slots = Slots::new(&limits);
+    let tracker = TaskTracker::new();
+    while let Some((tcp, permit)) = accept(&listener, &slots, &shutdown).await {
         // The connection's wire clock, below TLS, handed to every request.
         let wire = Arc::new(Wire::default());
         let tcp = WireStream::new(tcp, wire.clone());
@@ -50,36 +65,24 @@ pub async fn serve(
                 r
             },
         ));
-        let builder = auto::Builder::new(TokioExecutor::new());
-        match &acceptor {
-            None => {
-                let conn = builder
-                    .serve_connection_with_upgrades(TokioIo::new(tcp), service)
-                    .into_owned();
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
+        let (acceptor, shutdown) = (acceptor.clone(), shutdown.clone());
+        tracker.spawn(async move {
+            match acceptor {
+                None => serve_connection(tcp, service, limits, shutdown).await,
+                Some(acc) => {
+                    if let Some(Ok(stream)) = limits.handshake(acc.accept(tcp)).await {
+                        serve_connection(stream, service, limits, shutdown).await;
+                    }
+                }
             }
-            Some(acc) => {
-                let acc = acc.clone();
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let Ok(stream) = acc.accept(tcp).await else {
-                        return;
-                    };
-                    let conn = builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .into_owned();
-                    let _ = watcher.watch(conn).await;
-                });
-            }
-        }
+            drop(permit);
+        });
     }
     drop(listener);
+    tracker.close();
     // Let open responses finish, but not forever: a stalled stream
     // (`stall: forever`) must not keep the process alive after Ctrl-C.
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await;
     Ok(())
 }
 
