@@ -19,6 +19,8 @@
 //! `postgres/scan.rs`). Where the backends genuinely differ, the
 //! difference is a field of [`Dialect`], named where it is used.
 
+use std::hash::{BuildHasherDefault, Hasher};
+
 use super::schema::{Cell, POSTGRES_MIGRATIONS, RowGet, SQLITE_MIGRATIONS};
 use super::view::RowRef;
 use super::{Store, StoreError};
@@ -476,7 +478,7 @@ pub(crate) struct Named<'a> {
 
 /// Column names and where each stands in a select list.
 pub(crate) struct Columns {
-    index: std::collections::HashMap<&'static str, usize>,
+    index: std::collections::HashMap<&'static str, usize, BuildHasherDefault<Fnv>>,
 }
 
 impl Columns {
@@ -484,6 +486,32 @@ impl Columns {
         Columns {
             index: names.iter().enumerate().map(|(i, n)| (*n, i)).collect(),
         }
+    }
+}
+
+/// FNV-1a for [`Columns`]: a scan looks a column up by name once a column
+/// a row (50 million times exporting a million samples), and std's
+/// SipHash, made to resist chosen keys these fixed names never are, was a
+/// tenth of the export's time.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
     }
 }
 
