@@ -11,7 +11,9 @@
 //! Markdown table, with the targets at 1M.
 //!
 //! `cargo bench -p firsttoken --bench read_store`
-//! (`FT_BENCH_SIZES=10000,100000` for other sizes).
+//! (`FT_BENCH_SIZES=10000,100000` for other sizes). To time commands by
+//! hand, `read_store generate N PATH` (the bench binary under
+//! `target/release/deps/`) writes the export of size N to PATH and exits.
 //!
 //! Peak RSS is the command's own: each runs under a fresh copy of this
 //! bench (`child` mode) whose only child it is, so `getrusage(RUSAGE_CHILDREN)`
@@ -397,6 +399,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("child") {
         return child(&args[1..]);
+    }
+    if let [mode, n, path] = args.as_slice()
+        && mode == "generate"
+    {
+        return generate(n.parse().expect("a sample count"), Path::new(path));
     }
     let sizes: Vec<usize> = std::env::var("FT_BENCH_SIZES")
         .ok()

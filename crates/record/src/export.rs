@@ -539,12 +539,17 @@ pub async fn write_session(
         failed = Some(e);
         m
     };
+    // Each line is made in memory, then written whole: serde_json's many
+    // small writes cost less into a `Vec` than through a `BufWriter`.
+    let mut line = Vec::with_capacity(4096);
     let samples = store
         .scan_samples(&meta.id, 0u64, |n, row| {
+            line.clear();
             match format {
-                Format::Jsonl => write_line(&mut w, SAMPLE_ROW_LINE_SCHEMA, &row),
-                Format::Csv => write_csv_record(&mut w, &row),
+                Format::Jsonl => write_line(&mut line, SAMPLE_ROW_LINE_SCHEMA, &row),
+                Format::Csv => write_csv_record(&mut line, &row),
             }
+            .and_then(|()| w.write_all(&line))
             .map_err(&mut keep)?;
             *n += 1;
             Ok(())

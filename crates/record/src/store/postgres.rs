@@ -228,6 +228,7 @@ fn describe_server(cfg: &tokio_postgres::Config) -> String {
     }
 }
 
+mod copy;
 mod scan;
 mod sql;
 mod tx;

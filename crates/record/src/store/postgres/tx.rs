@@ -2,10 +2,13 @@
 //! connection. A transaction dropped without committing, or whose
 //! connection broke, takes its connection out of the pool (closing it
 //! rolls back whatever was open), so no pooled connection is ever left
-//! inside a transaction.
+//! inside a transaction. A bulk insert's `COPY` ([`super::copy`]) stays
+//! open across batches; every other statement, and the commit, finishes
+//! it first.
 
 use deadpool_postgres::Object;
 
+use super::copy::CopyIn;
 use super::{PgStore, params};
 use crate::store::error::{self, StoreError};
 use crate::store::schema::Cell;
@@ -18,6 +21,8 @@ pub(crate) struct PgTx {
     store: PgStore,
     op: &'static str,
     committed: bool,
+    /// The open bulk insert, if any.
+    pub(super) copy: Option<CopyIn>,
 }
 
 impl PgStore {
@@ -27,11 +32,12 @@ impl PgStore {
             .get()
             .await
             .map_err(|e| error::pool(op, &self.url, &self.server, e))?;
-        let tx = PgTx {
+        let mut tx = PgTx {
             obj: Some(obj),
             store: self.clone(),
             op,
             committed: false,
+            copy: None,
         };
         tx.batch("BEGIN").await?;
         Ok(tx)
@@ -39,7 +45,7 @@ impl PgStore {
 }
 
 impl PgTx {
-    fn client(&self) -> Result<&Object, StoreError> {
+    pub(super) fn client(&self) -> Result<&Object, StoreError> {
         self.obj.as_ref().ok_or_else(|| StoreError::Invalid {
             op: self.op,
             store: self.store.url.to_string(),
@@ -47,11 +53,12 @@ impl PgTx {
         })
     }
 
-    fn fail(&self, e: tokio_postgres::Error) -> StoreError {
+    pub(super) fn fail(&self, e: tokio_postgres::Error) -> StoreError {
         error::postgres(self.op, &self.store.url, &self.store.server, e)
     }
 
-    pub(crate) async fn exec(&self, sql: &str, cells: Vec<Cell>) -> Result<u64, StoreError> {
+    pub(crate) async fn exec(&mut self, sql: &str, cells: Vec<Cell>) -> Result<u64, StoreError> {
+        self.end_copy().await?;
         let c = self.client()?;
         let done = async {
             let st = c.prepare_cached(sql).await?;
@@ -61,23 +68,13 @@ impl PgTx {
         done.map_err(|e| self.fail(e))
     }
 
-    pub(crate) async fn exec_uncached(
-        &self,
-        sql: &str,
-        cells: Vec<Cell>,
-    ) -> Result<u64, StoreError> {
-        self.client()?
-            .execute(sql, &params(&cells))
-            .await
-            .map_err(|e| self.fail(e))
-    }
-
     pub(crate) async fn query<T: Send + 'static>(
-        &self,
+        &mut self,
         sql: &str,
         cells: Vec<Cell>,
         f: fn(&dyn RowAny) -> Result<T, String>,
     ) -> Result<Vec<T>, StoreError> {
+        self.end_copy().await?;
         let c = self.client()?;
         let rows = c
             .query(sql, &params(&cells))
@@ -94,7 +91,8 @@ impl PgTx {
             .collect()
     }
 
-    pub(crate) async fn batch(&self, sql: &str) -> Result<(), StoreError> {
+    pub(crate) async fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.end_copy().await?;
         self.client()?
             .batch_execute(sql)
             .await
