@@ -70,7 +70,7 @@ pub enum PlanError {
     },
     /// Unknown stream format name.
     #[error(
-        "unknown stream format {0:?}; expected auto, openai-chat, openai-completions, anthropic, ollama, text, vercel-ui or sse-json:<JSON pointer>"
+        "unknown stream format {0:?}; expected auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui or sse-json:<JSON pointer>"
     )]
     Format(String),
     /// A `--resolve` entry is not `host:port:addr`.
@@ -488,6 +488,9 @@ pub enum StreamFormat {
     OpenAiCompletions,
     /// Anthropic Messages SSE (`content_block_delta`).
     Anthropic,
+    /// OpenAI Responses API SSE (`response.output_text.delta`, ended by
+    /// `response.completed`, `response.incomplete` or `response.failed`).
+    Responses,
     /// Ollama NDJSON (`message.content` or `response`, `done: true`).
     Ollama,
     /// Any non-empty body bytes are content; valid UTF-8 required.
@@ -506,6 +509,7 @@ impl FromStr for StreamFormat {
             "openai-chat" | "openai" => StreamFormat::OpenAiChat,
             "openai-completions" => StreamFormat::OpenAiCompletions,
             "anthropic" => StreamFormat::Anthropic,
+            "responses" => StreamFormat::Responses,
             "ollama" | "ndjson" => StreamFormat::Ollama,
             "text" => StreamFormat::Text,
             "vercel-ui" => StreamFormat::VercelUi,
@@ -526,6 +530,7 @@ impl std::fmt::Display for StreamFormat {
             StreamFormat::OpenAiChat => "openai-chat",
             StreamFormat::OpenAiCompletions => "openai-completions",
             StreamFormat::Anthropic => "anthropic",
+            StreamFormat::Responses => "responses",
             StreamFormat::Ollama => "ollama",
             StreamFormat::Text => "text",
             StreamFormat::VercelUi => "vercel-ui",
@@ -760,6 +765,7 @@ mod tests {
             "openai-chat",
             "openai-completions",
             "anthropic",
+            "responses",
             "ollama",
             "text",
             "vercel-ui",

@@ -37,6 +37,10 @@
 //!   promised to, so a run tells a dead agent on another host.
 //! - version 9 indexes `samples` by (session, actual start, id), the order
 //!   every reader takes a session's samples in, so a scan needs no sort.
+//! - version 11 (10 is reserved for another change) adds the first tool
+//!   call (`ttftc_ms`), the first output (`first_output_ms`, and
+//!   `first_output` `CHECK`ed against the [`crate::FirstOutput`] names) and
+//!   the reason an answer stopped early (`incomplete_reason`).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -46,7 +50,7 @@ use crate::session::{
     Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus,
 };
 use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Clock, Connection, ErrorKind, Sample, SampleError, TlsInfo};
+use crate::{Clock, Connection, ErrorKind, FirstOutput, Sample, SampleError, TlsInfo};
 
 /// Ordered migrations for SQLite: `(version, SQL)`. Each file is applied
 /// once and never edited; a change is a new version.
@@ -60,6 +64,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/sqlite/0007_runs.sql")),
     (8, include_str!("migrations/sqlite/0008_heartbeat.sql")),
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
+    (11, include_str!("migrations/sqlite/0011_tool_calls.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -76,6 +81,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/postgres/0007_runs.sql")),
     (8, include_str!("migrations/postgres/0008_heartbeat.sql")),
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
+    (11, include_str!("migrations/postgres/0011_tool_calls.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -121,7 +127,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 50] = [
+pub const SAMPLE_COLUMNS: [&str; 54] = [
     "session_id",
     "seq",
     "phase",
@@ -172,11 +178,16 @@ pub const SAMPLE_COLUMNS: [&str; 50] = [
     "ttft_user_ms",
     "client_lag_ms",
     "ttft_read_events",
+    "ttftc_ms",
+    "first_output_ms",
+    "first_output",
+    "incomplete_reason",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
 /// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
-/// from version 5, the rest from version 6.
+/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, the rest
+/// from version 11.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
@@ -185,6 +196,9 @@ const V4_SAMPLE_COLUMNS: usize = 5;
 /// How many of [`SAMPLE_COLUMNS`] version 5 adds.
 #[cfg(test)]
 const V5_SAMPLE_COLUMNS: usize = 1;
+/// How many of [`SAMPLE_COLUMNS`] version 6 adds.
+#[cfg(test)]
+const V6_SAMPLE_COLUMNS: usize = 4;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -440,6 +454,13 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     out.put(opt_real("ttft_user_ms", s.ttft_user_ms)?);
     out.put(opt_real("client_lag_ms", s.client_lag_ms)?);
     out.put(opt_int("ttft_read_events", s.ttft_read_events)?);
+    out.put(opt_real("ttftc_ms", s.ttftc_ms)?);
+    out.put(opt_real("first_output_ms", s.first_output_ms)?);
+    match s.first_output {
+        Some(f) => out.text(f.as_str()),
+        None => out.put(Cell::Null),
+    }
+    out.opt_text(&s.incomplete_reason);
     Ok(())
 }
 
@@ -558,6 +579,16 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttfe_ms: r.opt_f64("ttfe_ms")?,
         ttfr_ms: r.opt_f64("ttfr_ms")?,
         ttft_ms: r.opt_f64("ttft_ms")?,
+        ttftc_ms: r.opt_f64("ttftc_ms")?,
+        first_output_ms: r.opt_f64("first_output_ms")?,
+        first_output: r
+            .opt_text("first_output")?
+            .map(|c| {
+                c.parse::<FirstOutput>()
+                    .map_err(|e| format!("first_output: {e}"))
+            })
+            .transpose()?,
+        incomplete_reason: r.opt_text("incomplete_reason")?,
         last_token_ms: r.opt_f64("last_token_ms")?,
         e2e_ms: r.opt_f64("e2e_ms")?,
         content_chunks: r.u64("content_chunks")?,
@@ -618,7 +649,20 @@ mod tests {
     fn every_sample_column_appears_in_both_migrations() {
         let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
         let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-        let (v5_cols, v6_cols) = later.split_at(V5_SAMPLE_COLUMNS);
+        let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
+        let (v6_cols, v11_cols) = later.split_at(V6_SAMPLE_COLUMNS);
+        let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
+        for col in v11_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                v11(SQLITE_MIGRATIONS).contains(&pat),
+                "sqlite v11 lacks {col}"
+            );
+            assert!(
+                v11(POSTGRES_MIGRATIONS).contains(&pat),
+                "postgres v11 lacks {col}"
+            );
+        }
         for col in v6_cols {
             let pat = format!("ADD COLUMN {col} ");
             assert!(
