@@ -170,7 +170,7 @@ impl<'p> Frames<'p> {
         let s = match (p.endpoint, &p.tool_call) {
             (Endpoint::Responses, None) => self.event(
                 "response.output_text.delta",
-                json!({"item_id": self.item_id(), "output_index": 0, "content_index": 0, "delta": token_text(k - 1)}),
+                json!({"item_id": self.item_id(), "output_index": 0, "content_index": 0, "delta": token_text(k - 1), "logprobs": []}),
             ),
             (Endpoint::Responses, Some(name)) => {
                 let mut s = String::new();
@@ -219,7 +219,7 @@ impl<'p> Frames<'p> {
                     None => {
                         s += &self.event(
                             "response.output_text.done",
-                            json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text(p.tokens)}),
+                            json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text(p.tokens), "logprobs": []}),
                         );
                         s += &self.event(
                             "response.content_part.done",

@@ -96,7 +96,7 @@ impl Plan {
     pub(crate) fn responses_usage(&self) -> Value {
         json!({
             "input_tokens": self.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": self.tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": self.prompt_tokens + self.tokens,
