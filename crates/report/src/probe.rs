@@ -214,10 +214,7 @@ mod tests {
             .lines()
             .find(|l| l.contains("first_output"))
             .unwrap_or_else(|| panic!("{both}"));
-        assert!(
-            row.contains("120 ms") && row.contains("200 ms"),
-            "{row}"
-        );
+        assert!(row.contains("120 ms") && row.contains("200 ms"), "{row}");
         assert!(both.contains("ttftc"), "{both}");
     }
 
