@@ -123,6 +123,10 @@ impl Litellm {
             // No fetch of the model cost map, no usage telemetry.
             .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
             .env("LITELLM_TELEMETRY_DISABLED", "True")
+            // With DATABASE_URL (the store tests' PostgreSQL, set by
+            // .ci/run) LiteLLM would start its Prisma database layer, which
+            // litellm[proxy] does not install, and exit.
+            .env_remove("DATABASE_URL")
             .env_remove("HTTP_PROXY")
             .env_remove("HTTPS_PROXY")
             .env_remove("ALL_PROXY")
@@ -136,7 +140,7 @@ impl Litellm {
         let stderr = child.stderr.take().expect("piped stderr");
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Ok(mut l) = sink.lock() {
                     l.push(line);
@@ -153,6 +157,10 @@ impl Litellm {
         while get_status(port, "/health/liveliness") != Some(200) {
             let exited = proxy.child.try_wait().ok().flatten();
             if exited.is_some() || Instant::now() > until {
+                if exited.is_some() {
+                    // Its stderr is closed: read it to the end.
+                    let _ = reader.join();
+                }
                 let log = log.lock().map(|l| l.join("\n")).unwrap_or_default();
                 panic!("LiteLLM's proxy did not become ready ({exited:?}):\n{log}");
             }

@@ -198,3 +198,69 @@ async fn a_responses_turn_with_only_a_function_call_succeeds_and_an_empty_one_do
     assert_failed(&s, "no_content");
     assert!(s.first_output.is_none() && s.first_output_ms.is_none());
 }
+
+/// The emulator's `/v1/responses`, text and tool-call answers, against its
+/// truth log: the client's first text token (or first tool call) comes no
+/// earlier than the emulator handed it over, and within 50 ms of that
+/// (the bound `accuracy.rs` uses for one sample under load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emulators_responses_stream_against_its_truth() {
+    use firsttoken_emulator::{Settings, TruthLog};
+    use firsttoken_plan::{ConnectionMode, StreamFormat};
+    use http::{HeaderName, HeaderValue};
+    let (log, truth) = TruthLog::in_memory();
+    let emu = emulator(
+        Settings {
+            ttft: ms(120),
+            itl: ms(10),
+            tokens: 4,
+            truth: log,
+            ..Settings::default()
+        },
+        None,
+    )
+    .await;
+    let url = format!("http://{}/v1/responses", emu.addr);
+    let body = r#"{"model":"m","stream":true,"input":"hi there"}"#;
+    for tool in [None, Some("get_weather")] {
+        let mut s = spec(&url);
+        s.request.body = Some(body.as_bytes().to_vec().into());
+        if let Some(name) = tool {
+            s.request.headers.push((
+                HeaderName::from_static("x-emulator-tool-call"),
+                HeaderValue::from_static(name),
+            ));
+        }
+        s.format = StreamFormat::Responses;
+        s.mode = ConnectionMode::Warm;
+        s.requests = 3;
+        let samples = probe(s).await;
+        let records: Vec<_> = samples
+            .iter()
+            .map(|_| truth.recv_timeout(ms(5000)).expect("a truth record"))
+            .collect();
+        for s in counted(&samples) {
+            assert_ok(s);
+            let id = s.request_id.as_deref().expect("x-request-id");
+            let t = records
+                .iter()
+                .find(|r| r.request_id == id)
+                .unwrap_or_else(|| panic!("no truth for {id}"));
+            assert_eq!(t.path, "/v1/responses");
+            let truth_ttft = t.ttft_ms.expect("a first token was sent");
+            let (first, kind) = match tool {
+                None => (s.ttft_ms, FirstOutput::Text),
+                Some(_) => (s.ttftc_ms, FirstOutput::ToolCall),
+            };
+            let first = first.unwrap_or_else(|| panic!("{tool:?}: {s:#?}"));
+            let overhead = first - truth_ttft;
+            assert!(
+                (0.0..=50.0).contains(&overhead),
+                "{tool:?}: client {first} ms vs emulator {truth_ttft} ms"
+            );
+            assert_eq!(s.first_output, Some(kind), "{s:#?}");
+            assert_eq!(s.output_tokens, Some(4), "{s:#?}");
+            assert_eq!(tool.is_some(), s.ttft_ms.is_none(), "{s:#?}");
+        }
+    }
+}
