@@ -204,7 +204,7 @@ pub fn lines(data: &[u8]) {
 /// dialect, and `auto` under each kind of Content-Type it distinguishes.
 pub fn decoder_for(selector: u8, max: usize) -> Decoder {
     let ptr = || StreamFormat::SseJson("/choices/0/delta/content".into());
-    let (format, content_type, vercel) = match selector % 15 {
+    let (format, content_type, vercel) = match selector % 16 {
         0 => (StreamFormat::OpenAiChat, None, false),
         1 => (StreamFormat::OpenAiCompletions, None, false),
         2 => (StreamFormat::Anthropic, None, false),
@@ -219,7 +219,8 @@ pub fn decoder_for(selector: u8, max: usize) -> Decoder {
         11 => (StreamFormat::Auto, None, false),
         12 => (StreamFormat::Auto, Some("application/json"), false),
         13 => (StreamFormat::Auto, Some("application/octet-stream"), false),
-        _ => (StreamFormat::Auto, Some("text/plain; charset=utf-8"), false),
+        14 => (StreamFormat::Auto, Some("text/plain; charset=utf-8"), false),
+        _ => (StreamFormat::Responses, None, false),
     };
     Decoder::with_max(&format, content_type, vercel, max)
 }
@@ -231,6 +232,7 @@ struct DecodeRun {
     events: u64,
     content: bool,
     reasoning: bool,
+    tool_call: bool,
     format: &'static str,
     end: String,
     facts: String,
@@ -239,12 +241,13 @@ struct DecodeRun {
 
 fn decode_run(selector: u8, chunks: &[&[u8]], max: usize) -> DecodeRun {
     let mut d = decoder_for(selector, max);
-    let (mut events, mut content, mut reasoning) = (0u64, false, false);
+    let (mut events, mut content, mut reasoning, mut tool_call) = (0u64, false, false, false);
     for c in chunks {
         let cf = d.feed(c);
         events += u64::from(cf.events);
         content |= cf.content;
         reasoning |= cf.reasoning;
+        tool_call |= cf.tool_call;
         assert!(
             d.buffered() <= 3 * max + SLACK,
             "decoder ({}) holds {} bytes, bound {max}",
@@ -258,6 +261,7 @@ fn decode_run(selector: u8, chunks: &[&[u8]], max: usize) -> DecodeRun {
         events,
         content,
         reasoning,
+        tool_call,
         format,
         // Text counts each chunk as an event, and `no_content` says how
         // many; an oversize message says how far the refused line had got
@@ -288,7 +292,7 @@ fn mask_count(text: &str, marker: &str) -> String {
 /// counts; the memory bound after every chunk.
 pub fn decode(data: &[u8]) {
     let (sel, body) = split_selector(data);
-    let max = bound(sel / 15);
+    let max = bound(sel / 16);
     let runs: Vec<DecodeRun> = chunkings(body)
         .iter()
         .map(|c| decode_run(sel, c, max))

@@ -30,6 +30,11 @@ pub struct Analysis {
     /// ([`crate::group`]). Pings have no TTFT and are left out here; their
     /// RTT is the baseline in `overhead` and `drift`.
     pub groups: Vec<PooledGroup>,
+    /// The first output (text or a tool call, whichever came first) of the
+    /// turns that called a tool, per group as `groups` is keyed; empty
+    /// (and left out of the JSON) when no turn called a tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_output: Vec<PooledGroup>,
     /// App overhead per provenance kind.
     pub overhead: Vec<Overhead>,
     /// Connection cost per provenance kind.
@@ -90,7 +95,16 @@ pub fn analyze(
             let groups = pooled_where(frame, &headline_keys(keys), Metric::Ttft, settings, |o| {
                 o.phase != PhaseKind::Ping
             });
-            (part, groups)
+            // Only the turns that called a tool: for the others the first
+            // output is the first token, already in `groups`.
+            let first_output = pooled_where(
+                frame,
+                &headline_keys(keys),
+                Metric::FirstOutput,
+                settings,
+                |o| o.phase != PhaseKind::Ping && !o.ttftc.is_nan(),
+            );
+            (part, groups, first_output)
         });
         let clock = client_clock(frame, sessions, settings);
         let mut limits = limits(frame, sessions);
@@ -104,6 +118,7 @@ pub fn analyze(
             rows: frame.len(),
             keys: headline_keys(keys),
             groups: Vec::new(),
+            first_output: Vec::new(),
             overhead: part.overhead,
             connection: part.connection,
             concurrency: part.concurrency,
@@ -121,8 +136,9 @@ pub fn analyze(
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         (a, other)
     });
-    let (part, groups) = other;
+    let (part, groups, first_output) = other;
     a.groups = groups;
+    a.first_output = first_output;
     a.providers = part.providers;
     a.routes = part.routes;
     a.drift = part.drift;

@@ -52,11 +52,13 @@ pub enum Metric {
     Tls,
     /// Round trip of a ping: its ttfb, or its e2e when it has no ttfb.
     Rtt,
+    /// First output: a text token or a tool call, whichever came first.
+    FirstOutput,
 }
 
 impl Metric {
     /// Every metric.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::Ttft,
         Metric::Ttfb,
         Metric::E2e,
@@ -65,6 +67,7 @@ impl Metric {
         Metric::Connect,
         Metric::Tls,
         Metric::Rtt,
+        Metric::FirstOutput,
     ];
 
     /// snake_case name.
@@ -78,6 +81,7 @@ impl Metric {
             Metric::Connect => "connect",
             Metric::Tls => "tls",
             Metric::Rtt => "rtt",
+            Metric::FirstOutput => "first_output",
         }
     }
 
@@ -104,6 +108,7 @@ impl Metric {
             Metric::Dns => o.dns,
             Metric::Connect => o.connect,
             Metric::Tls => o.tls,
+            Metric::FirstOutput => o.first_output,
             Metric::Rtt => {
                 if o.ttfb.is_nan() {
                     o.e2e
@@ -132,6 +137,10 @@ impl FromStr for Metric {
 #[derive(Debug, Clone)]
 pub(crate) struct Obs {
     pub ttft: f64,
+    /// First tool call, ms (NaN when the answer called no tool).
+    pub ttftc: f64,
+    /// First output of either kind, ms (NaN when none).
+    pub first_output: f64,
     pub ttfb: f64,
     pub e2e: f64,
     pub tps: f64,
@@ -537,6 +546,8 @@ impl FrameBuilder {
         self.names = names;
         let obs = Obs {
             ttft: val("ttft_ms", v.ttft_ms)?,
+            ttftc: val("ttftc_ms", v.ttftc_ms)?,
+            first_output: val("first_output_ms", v.first_output_ms)?,
             ttfb: val("ttfb_ms", v.ttfb_ms)?,
             e2e: val("e2e_ms", v.e2e_ms)?,
             tps: val("tokens_per_s", v.tokens_per_s)?,

@@ -119,10 +119,17 @@ impl RunSummary {
                 .filter_map(|s| s.error.as_ref())
                 .map(|e| e.kind.as_str()),
         );
+        // Without a tool call the first output is the first token: its row
+        // would repeat TTFT's, so it is left empty.
+        let tool_calls = ok.iter().any(|s| s.ttftc_ms.is_some());
         let phases = Phase::ALL
             .iter()
             .map(|&p| {
-                let vals: Vec<f64> = ok.iter().filter_map(|s| p.of(s)).collect();
+                let vals: Vec<f64> = if p == Phase::FirstOutput && !tool_calls {
+                    Vec::new()
+                } else {
+                    ok.iter().filter_map(|s| p.of(s)).collect()
+                };
                 PhaseSummary {
                     phase: p.name(),
                     summary: Summary::of(&vals),

@@ -75,7 +75,7 @@ pub struct ProbeArgs {
     /// Speak HTTP/2 over cleartext without upgrade (h2c), like curl.
     #[arg(long)]
     http2_prior_knowledge: bool,
-    /// Stream format: auto, openai-chat, openai-completions, anthropic, ollama, text, vercel-ui, sse-json:<JSON pointer>.
+    /// Stream format: auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, sse-json:<JSON pointer>.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Accept any TLS certificate.

@@ -16,7 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 use firsttoken_plan::{RequestTemplate, StreamFormat};
-use firsttoken_record::{Clock, Connection, ErrorKind, Sample, SampleError};
+use firsttoken_record::{Clock, Connection, ErrorKind, FirstOutput, Sample, SampleError};
 
 use crate::Failure;
 use crate::connect::{Conn, Sender, Setup};
@@ -42,6 +42,8 @@ pub(crate) struct Stamps {
     pub ttfe: Option<Arrival>,
     pub ttfr: Option<Arrival>,
     pub ttft: Option<Arrival>,
+    /// The first tool-call delta (not a content token).
+    pub ttftc: Option<Arrival>,
     pub last_token: Option<Arrival>,
     pub end: Option<Instant>,
     pub content_chunks: u64,
@@ -89,6 +91,7 @@ impl Stamps {
             ttfe: None,
             ttfr: None,
             ttft: None,
+            ttftc: None,
             last_token: None,
             end: None,
             content_chunks: 0,
@@ -136,6 +139,9 @@ impl Stamps {
         }
         if cf.reasoning && self.ttfr.is_none() {
             self.ttfr = Some(at);
+        }
+        if cf.tool_call && self.ttftc.is_none() {
+            self.ttftc = Some(at);
         }
         if cf.content {
             self.content_chunks += 1;
@@ -202,6 +208,16 @@ impl Stamps {
         s.ttfe_ms = arrival(self.ttfe);
         s.ttfr_ms = arrival(self.ttfr);
         s.ttft_ms = arrival(self.ttft);
+        s.ttftc_ms = arrival(self.ttftc);
+        // The first output of either kind; a text token and a tool call in
+        // the same chunk count as text.
+        (s.first_output_ms, s.first_output) = match (s.ttft_ms, s.ttftc_ms) {
+            (Some(t), Some(c)) if c < t => (Some(c), Some(FirstOutput::ToolCall)),
+            (Some(t), _) => (Some(t), Some(FirstOutput::Text)),
+            (None, Some(c)) => (Some(c), Some(FirstOutput::ToolCall)),
+            (None, None) => (None, None),
+        };
+        s.incomplete_reason = self.facts.incomplete_reason.clone();
         s.last_token_ms = arrival(self.last_token);
         s.e2e_ms = at(self.end);
         s.content_chunks = self.content_chunks;
@@ -467,6 +483,7 @@ fn decode_chunk(
         cf.events = cf.events.saturating_add(c.events);
         cf.content |= c.content;
         cf.reasoning |= c.reasoning;
+        cf.tool_call |= c.tool_call;
         decoder.facts().error.is_none()
     });
     (cf, r)

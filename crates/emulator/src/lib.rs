@@ -1,10 +1,13 @@
 //! An OpenAI-compatible LLM provider emulator whose timing is known: the
 //! ground truth firsttoken is tested and benchmarked against.
 //!
-//! `POST /v1/chat/completions` and `POST /v1/completions` (streaming or not),
-//! `GET /v1/models`, `GET /health`. A stream starts with a role-only chunk
-//! and ends with a chunk carrying `usage` (with `cost` in USD), then
-//! `data: [DONE]`. With a [`TruthLog`], every request leaves a JSON line
+//! `POST /v1/chat/completions`, `POST /v1/completions` and `POST
+//! /v1/responses` (the Responses API; streaming or not), `GET /v1/models`,
+//! `GET /health`. A chat stream starts with a role-only chunk and ends with
+//! a chunk carrying `usage` (with `cost` in USD), then `data: [DONE]`; a
+//! Responses stream opens with `response.created` and ends with
+//! `response.completed` (see [`shape`]). All three share the providers,
+//! routing, faults and truth log below. With a [`TruthLog`], every request leaves a JSON line
 //! saying when it was read, how long it queued, which provider served it,
 //! which fault it met, and when its first token was handed to the connection.
 //!
@@ -42,6 +45,12 @@
 //!   `x-emulator-retry-after-s` (default 1), `x-emulator-cold-start-ms`
 //!   (default: the provider's or profile's cold start, else 1000).
 //!
+//! - `x-emulator-tool-call: NAME`: answer with a call of function `NAME`
+//!   instead of text (chat and Responses endpoints): each token is a
+//!   fragment of its JSON arguments, the first naming the function. A
+//!   request whose `tool_choice` is `"required"` (with `tools`) or names a
+//!   function is answered the same way, with the named or first tool.
+//!
 //! Every response carries `x-request-id`.
 //!
 //! ```no_run
@@ -60,6 +69,7 @@ pub mod profile;
 pub mod rng;
 pub mod routing;
 mod server;
+pub mod shape;
 pub mod stream;
 pub mod truth;
 mod upstream;
@@ -200,6 +210,7 @@ pub fn app(settings: Settings) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(completion::<true>))
         .route("/v1/completions", post(completion::<false>))
+        .route("/v1/responses", post(responses))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
         .with_state(state)
@@ -237,11 +248,19 @@ fn prompt_words(v: &Value) -> u32 {
         match v {
             Value::String(s) => s.split_whitespace().count(),
             Value::Array(a) => a.iter().map(words).sum(),
-            Value::Object(o) => o.get("content").map(words).unwrap_or(0),
+            Value::Object(o) => o
+                .get("content")
+                .or_else(|| o.get("text"))
+                .map(words)
+                .unwrap_or(0),
             _ => 0,
         }
     }
-    let n = v.get("messages").map(words).unwrap_or(0) + v.get("prompt").map(words).unwrap_or(0);
+    let n = ["messages", "prompt", "input", "instructions"]
+        .iter()
+        .filter_map(|k| v.get(*k))
+        .map(words)
+        .sum::<usize>();
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -250,6 +269,7 @@ struct Overrides {
     ttft: Option<Duration>,
     itl: Option<Duration>,
     tokens: Option<u32>,
+    tool_call: Option<String>,
 }
 
 fn overrides(headers: &HeaderMap) -> Result<Overrides, String> {
@@ -258,7 +278,39 @@ fn overrides(headers: &HeaderMap) -> Result<Overrides, String> {
         ttft: header_number(headers, "x-emulator-ttft-ms")?.map(ms),
         itl: header_number(headers, "x-emulator-itl-ms")?.map(ms),
         tokens: header_number(headers, "x-emulator-tokens")?.map(|n| n as u32),
+        tool_call: match headers.get("x-emulator-tool-call") {
+            None => None,
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty() && n.len() <= 64)
+                    .ok_or("header x-emulator-tool-call must name a function (1 to 64 characters)")?
+                    .to_string(),
+            ),
+        },
     })
+}
+
+/// The function a request's `tool_choice` makes the model call: the named
+/// one (`{"type":"function","function":{"name":…}}` in chat,
+/// `{"type":"function","name":…}` in Responses), or the first of `tools`
+/// when it is `"required"`.
+fn chosen_tool(req: &Value) -> Option<String> {
+    let name_of = |t: &Value| {
+        t.get("function")
+            .and_then(|f| f.get("name"))
+            .or_else(|| t.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    match req.get("tool_choice")? {
+        Value::String(s) if s == "required" => {
+            req.get("tools")?.as_array()?.first().and_then(name_of)
+        }
+        choice @ Value::Object(_) => name_of(choice),
+        _ => None,
+    }
 }
 
 fn with_headers(mut resp: Response, id: &str, provider: Option<&str>) -> Response {
@@ -360,6 +412,12 @@ async fn respond(
         Ok(f) => f,
         Err(m) => return bad_request(m),
     };
+    let tool_call = fixed.tool_call.clone().or_else(|| chosen_tool(&req));
+    if tool_call.is_some() && endpoint == Endpoint::Completions {
+        return bad_request(
+            "a tool call can be asked of /v1/chat/completions and /v1/responses only",
+        );
+    }
     let routing = match Routing::from_request(&req) {
         Ok(r) => r,
         Err(m) => return bad_request(m),
@@ -381,6 +439,7 @@ async fn respond(
         max_tokens: req
             .get("max_tokens")
             .or_else(|| req.get("max_completion_tokens"))
+            .or_else(|| req.get("max_output_tokens"))
             .and_then(Value::as_u64)
             .map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
         prompt_tokens: prompt_words(&req),
@@ -490,6 +549,7 @@ async fn respond(
             price_output_per_mtok: up.spec.price_output_per_mtok,
             cold_start: cold,
             fault,
+            tool_call: tool_call.clone(),
         };
         if let Some(a) = fault.filter(|a| a.fault == Fault::SlowHeaders) {
             tokio::time::sleep_until((started_at + a.slow_headers).into()).await;
@@ -544,6 +604,25 @@ async fn completion<const CHAT: bool>(
     };
     let wire = wire.map(|Extension(w)| w);
     respond(state, endpoint, path, headers, body, wire).await
+}
+
+/// `POST /v1/responses`: the Responses API.
+async fn responses(
+    State(state): State<Arc<AppState>>,
+    wire: Option<Extension<Arc<Wire>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let wire = wire.map(|Extension(w)| w);
+    respond(
+        state,
+        Endpoint::Responses,
+        "/v1/responses",
+        headers,
+        body,
+        wire,
+    )
+    .await
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Response {

@@ -1,6 +1,9 @@
-//! The response body: an OpenAI chunk stream on an absolute schedule.
+//! The response body: an OpenAI stream on an absolute schedule (the bytes
+//! of each endpoint's frames are [`crate::shape`]'s).
 //!
-//! A role-only chunk goes out at once, the first content token at
+//! The opening frame (a role-only chunk; Responses' `response.created`)
+//! goes out at once, the first token (text or a tool call's first
+//! fragment) at
 //! `start + cold_start + ttft` (`start` is when the request was read, or
 //! when it left the serial-mode queue), token k at that plus `(k−1)·itl` (an
 //! absolute schedule, so timer lateness never accumulates), then a final
@@ -20,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::faults::{Applied, Fault, Stall};
 use crate::profile::cost_usd;
+use crate::shape::Frames;
 use crate::truth::{Attempt, TruthLog, TruthRecord};
 use crate::upstream::Hold;
 use crate::wire::{Departure, Wire};
@@ -31,6 +35,8 @@ pub enum Endpoint {
     Chat,
     /// `/v1/completions`: `choices[].text`.
     Completions,
+    /// `/v1/responses`: Responses API events (`response.output_text.delta`).
+    Responses,
 }
 
 /// What one response will do.
@@ -60,6 +66,9 @@ pub struct Plan {
     pub cold_start: Duration,
     /// A fault to apply; the stream acts on stream errors, drops and stalls.
     pub fault: Option<Applied>,
+    /// Answer with a call of this function instead of text: each token is
+    /// a fragment of its JSON arguments (chat and Responses endpoints).
+    pub tool_call: Option<String>,
 }
 
 impl Plan {
@@ -73,10 +82,23 @@ impl Plan {
         )
     }
 
-    fn usage(&self) -> Value {
+    /// Chat Completions `usage`.
+    pub(crate) fn chat_usage(&self) -> Value {
         json!({
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.tokens,
+            "total_tokens": self.prompt_tokens + self.tokens,
+            "cost": self.cost_usd(self.tokens),
+        })
+    }
+
+    /// Responses API `usage` (with LiteLLM's `cost`).
+    pub(crate) fn responses_usage(&self) -> Value {
+        json!({
+            "input_tokens": self.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": self.tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": self.prompt_tokens + self.tokens,
             "cost": self.cost_usd(self.tokens),
         })
@@ -228,6 +250,8 @@ fn record(plan: &Plan, ctx: &Ctx, stream: bool) -> TruthRecord {
 
 struct Gen {
     plan: Plan,
+    /// Responses events numbered so far.
+    seq: u64,
     start: Instant,
     step: u32,
     done: bool,
@@ -239,36 +263,37 @@ struct Gen {
     _hold: Hold,
 }
 
-impl Gen {
-    fn chunk(&self, delta: Value, finish: Option<&str>, usage: bool) -> Bytes {
-        let choice = match self.plan.endpoint {
-            Endpoint::Chat => json!({"index": 0, "delta": delta, "finish_reason": finish}),
-            Endpoint::Completions => {
-                json!({"index": 0, "text": delta.get("content").cloned().unwrap_or(json!("")), "finish_reason": finish})
-            }
-        };
-        let object = match self.plan.endpoint {
-            Endpoint::Chat => "chat.completion.chunk",
-            Endpoint::Completions => "text_completion",
-        };
-        let mut v = json!({
-            "id": self.plan.id, "object": object, "created": self.created, "model": self.plan.model,
-            "provider": self.plan.provider, "choices": [choice],
-        });
-        if usage {
-            v["usage"] = self.plan.usage();
-        }
-        Bytes::from(format!("data: {v}\n\n"))
-    }
+/// A [`Frames`] view of a generator that carries its sequence number on.
+struct FramesOf<'g> {
+    frames: Frames<'g>,
+    seq: &'g mut u64,
+}
 
-    fn error_event(&self) -> Bytes {
-        let v = json!({
-            "id": self.plan.id, "object": "chat.completion.chunk", "created": self.created,
-            "model": self.plan.model, "provider": self.plan.provider,
-            "error": {"message": format!("upstream provider {} failed mid-stream (injected)", self.plan.provider), "type": "upstream_error", "code": 502},
-            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
-        });
-        Bytes::from(format!("data: {v}\n\n"))
+impl<'g> std::ops::Deref for FramesOf<'g> {
+    type Target = Frames<'g>;
+    fn deref(&self) -> &Frames<'g> {
+        &self.frames
+    }
+}
+
+impl std::ops::DerefMut for FramesOf<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.frames
+    }
+}
+
+impl Drop for FramesOf<'_> {
+    fn drop(&mut self) {
+        *self.seq = self.frames.seq();
+    }
+}
+
+impl Gen {
+    fn frames(&mut self) -> FramesOf<'_> {
+        FramesOf {
+            frames: Frames::new(&self.plan, self.created).starting_at(self.seq),
+            seq: &mut self.seq,
+        }
     }
 
     async fn next(&mut self) -> Option<Result<Bytes, std::io::Error>> {
@@ -279,11 +304,7 @@ impl Gen {
         let step = self.step;
         self.step += 1;
         if step == 0 {
-            return Some(Ok(self.chunk(
-                json!({"role": "assistant", "content": ""}),
-                None,
-                false,
-            )));
+            return Some(Ok(self.frames().opening()));
         }
         if let Some((a, after)) = self.plan.mid_stream()
             && step == after + 1
@@ -291,7 +312,7 @@ impl Gen {
             match (a.fault, a.stall) {
                 (Fault::StreamError, _) => {
                     self.done = true;
-                    return Some(Ok(self.error_event()));
+                    return Some(Ok(self.frames().error()));
                 }
                 (Fault::Drop, _) => {
                     self.done = true;
@@ -313,18 +334,24 @@ impl Gen {
         match step {
             k if k <= n => {
                 tokio::time::sleep_until((self.plan.due(self.start, k) + self.shift).into()).await;
-                let bytes = self.chunk(json!({"content": token_text(k - 1)}), None, false);
+                let bytes = self.frames().token(k);
                 self.truth.token_sent(k);
                 Some(Ok(bytes))
             }
             k if k == n + 1 => {
                 self.truth.rec.cost_usd = Some(self.plan.cost_usd(n));
-                Some(Ok(self.chunk(json!({}), Some("stop"), true)))
+                let closing = self.frames().closing();
+                if self.frames().terminator().is_none() {
+                    // Responses: the stream ends with `response.completed`.
+                    self.done = true;
+                    self.truth.rec.completed = true;
+                }
+                Some(Ok(closing))
             }
             _ => {
                 self.done = true;
                 self.truth.rec.completed = true;
-                Some(Ok(Bytes::from_static(b"data: [DONE]\n\n")))
+                self.frames().terminator().map(Ok)
             }
         }
     }
@@ -368,6 +395,7 @@ pub(crate) fn sse(plan: Plan, ctx: Ctx) -> axum::body::Body {
     let gen_state = Gen {
         start: ctx.started_at,
         plan,
+        seq: 0,
         step: 0,
         done: false,
         shift: Duration::ZERO,
@@ -383,22 +411,7 @@ pub(crate) fn sse(plan: Plan, ctx: Ctx) -> axum::body::Body {
 }
 
 fn answer(plan: &Plan) -> Value {
-    let n = plan.tokens;
-    let text: String = (0..n).map(token_text).collect();
-    let (object, choice) = match plan.endpoint {
-        Endpoint::Chat => (
-            "chat.completion",
-            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}),
-        ),
-        Endpoint::Completions => (
-            "text_completion",
-            json!({"index": 0, "text": text, "finish_reason": "stop"}),
-        ),
-    };
-    json!({
-        "id": plan.id, "object": object, "created": unix_now(), "model": plan.model,
-        "provider": plan.provider, "choices": [choice], "usage": plan.usage(),
-    })
+    crate::shape::answer(plan, unix_now())
 }
 
 /// The whole answer as one JSON document, after the same schedule as a stream.

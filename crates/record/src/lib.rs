@@ -99,6 +99,40 @@ impl std::str::FromStr for Clock {
     }
 }
 
+/// What a stream's first output was: a text token or a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstOutput {
+    /// A non-empty content (text) delta came first (or alone).
+    Text,
+    /// A tool call (a function named, or its arguments streamed) came
+    /// before any text.
+    ToolCall,
+}
+
+impl FirstOutput {
+    /// The snake_case name used in JSON and the stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FirstOutput::Text => "text",
+            FirstOutput::ToolCall => "tool_call",
+        }
+    }
+}
+
+impl std::str::FromStr for FirstOutput {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FirstOutput, String> {
+        match s {
+            "text" => Ok(FirstOutput::Text),
+            "tool_call" => Ok(FirstOutput::ToolCall),
+            other => Err(format!(
+                "unknown first output {other:?} (text or tool_call)"
+            )),
+        }
+    }
+}
+
 /// Why a request failed. Each kind names the phase or the way it went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,7 +151,7 @@ pub enum ErrorKind {
     StreamError,
     /// The stream ended before its format's terminator.
     Truncated,
-    /// A 2xx stream ended cleanly without a single content token.
+    /// A 2xx stream ended cleanly without a single content token or tool call.
     NoContent,
     /// A payload could not be decoded (the message names the byte offset).
     Decode,
@@ -239,6 +273,21 @@ pub struct Sample {
     pub ttfr_ms: Option<f64>,
     /// First non-empty content token: the time to first token.
     pub ttft_ms: Option<f64>,
+    /// First tool call: the first delta that opened a tool call (named the
+    /// function) or streamed its arguments. Not a content token.
+    #[serde(default)]
+    pub ttftc_ms: Option<f64>,
+    /// First output of either kind: the earlier of `ttft_ms` and `ttftc_ms`.
+    #[serde(default)]
+    pub first_output_ms: Option<f64>,
+    /// What the first output was (`text` or `tool_call`); `None` when there
+    /// was none.
+    #[serde(default)]
+    pub first_output: Option<FirstOutput>,
+    /// Why the answer stopped early when the stream said so (the Responses
+    /// API's `response.incomplete`, e.g. `max_output_tokens`); `None` otherwise.
+    #[serde(default)]
+    pub incomplete_reason: Option<String>,
     /// Last content token.
     pub last_token_ms: Option<f64>,
     /// Stream end (or the failure).
@@ -326,6 +375,10 @@ impl Sample {
             ttfe_ms: None,
             ttfr_ms: None,
             ttft_ms: None,
+            ttftc_ms: None,
+            first_output_ms: None,
+            first_output: None,
+            incomplete_reason: None,
             last_token_ms: None,
             e2e_ms: None,
             content_chunks: 0,
@@ -385,6 +438,10 @@ pub enum Phase {
     Ttfr,
     /// First content token.
     Ttft,
+    /// First tool call.
+    Ttftc,
+    /// First output: text or a tool call, whichever came first.
+    FirstOutput,
     /// Last content token.
     LastToken,
     /// Stream end.
@@ -399,7 +456,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase in the order a request passes them.
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 16] = [
         Phase::Dns,
         Phase::Connect,
         Phase::Proxy,
@@ -409,6 +466,8 @@ impl Phase {
         Phase::Ttfe,
         Phase::Ttfr,
         Phase::Ttft,
+        Phase::Ttftc,
+        Phase::FirstOutput,
         Phase::LastToken,
         Phase::E2e,
         Phase::ItlP50,
@@ -428,6 +487,8 @@ impl Phase {
             Phase::Ttfe => "ttfe",
             Phase::Ttfr => "ttfr",
             Phase::Ttft => "ttft",
+            Phase::Ttftc => "ttftc",
+            Phase::FirstOutput => "first_output",
             Phase::LastToken => "last_token",
             Phase::E2e => "e2e",
             Phase::ItlP50 => "itl_p50",
@@ -448,6 +509,8 @@ impl Phase {
             Phase::Ttfe => s.ttfe_ms,
             Phase::Ttfr => s.ttfr_ms,
             Phase::Ttft => s.ttft_ms,
+            Phase::Ttftc => s.ttftc_ms,
+            Phase::FirstOutput => s.first_output_ms,
             Phase::LastToken => s.last_token_ms,
             Phase::E2e => s.e2e_ms,
             Phase::ItlP50 => s.itl_p50_ms,
@@ -472,6 +535,10 @@ mod tests {
         s.headers_ms = Some(2.1);
         s.ttfe_ms = Some(2.2);
         s.ttft_ms = Some(200.5);
+        s.ttftc_ms = Some(150.0);
+        s.first_output_ms = Some(150.0);
+        s.first_output = Some(FirstOutput::ToolCall);
+        s.incomplete_reason = Some("max_output_tokens".into());
         s.last_token_ms = Some(400.0);
         s.e2e_ms = Some(401.0);
         s.content_chunks = 10;
@@ -521,6 +588,9 @@ mod tests {
         let mut bad = serde_json::to_value(full_sample()).unwrap();
         bad["ttft_ms"] = (-1.0).into();
         assert!(!v.is_valid(&bad), "negative time must fail");
+        let mut bad = serde_json::to_value(full_sample()).unwrap();
+        bad["first_output"] = "image".into();
+        assert!(!v.is_valid(&bad), "unknown first output must fail");
         let mut bad = serde_json::to_value(full_sample()).unwrap();
         bad.as_object_mut().unwrap().remove("ttft_ms");
         assert!(!v.is_valid(&bad), "missing key must fail");

@@ -51,6 +51,10 @@ pub struct SampleView<'r> {
     pub ttfb_ms: Option<f64>,
     /// First content token.
     pub ttft_ms: Option<f64>,
+    /// First tool call.
+    pub ttftc_ms: Option<f64>,
+    /// First output of either kind (text or a tool call).
+    pub first_output_ms: Option<f64>,
     /// Last content token.
     pub last_token_ms: Option<f64>,
     /// Stream end.
@@ -101,6 +105,8 @@ impl<'r> SampleView<'r> {
             tls_ms: s.tls_ms,
             ttfb_ms: s.ttfb_ms,
             ttft_ms: s.ttft_ms,
+            ttftc_ms: s.ttftc_ms,
+            first_output_ms: s.first_output_ms,
             last_token_ms: s.last_token_ms,
             e2e_ms: s.e2e_ms,
             tokens_per_s: s.tokens_per_s,

@@ -35,12 +35,22 @@ pub fn sample_line(s: &Sample) -> String {
         ("ttfe", s.ttfe_ms),
         ("ttfr", s.ttfr_ms),
         ("ttft", s.ttft_ms),
+        ("ttftc", s.ttftc_ms),
         ("last", s.last_token_ms),
         ("e2e", s.e2e_ms),
     ] {
         if let Some(v) = v {
             out.push_str(&format!("{name}={} ", ms(v)));
         }
+    }
+    // A tool call took part: say which output came first.
+    if s.ttftc_ms.is_some()
+        && let Some(f) = s.first_output
+    {
+        out.push_str(&format!("first={} ", f.as_str()));
+    }
+    if let Some(r) = &s.incomplete_reason {
+        out.push_str(&format!("incomplete={r} "));
     }
     if let Some(h) = s.tls.as_ref().and_then(|t| t.handshake) {
         out.push_str(&format!("handshake={} ", h.as_str()));
@@ -174,6 +184,38 @@ mod tests {
         assert!(out.contains("failed: 1"));
         assert!(out.contains("timeout ×1"));
         assert!(out.lines().all(|l| l.chars().count() <= 100));
+    }
+
+    #[test]
+    fn a_tool_call_turn_shows_its_stamp_first_output_and_table_row() {
+        let mut tool = Sample::empty(0, 0, Connection::Reused);
+        tool.ttftc_ms = Some(120.0);
+        tool.first_output_ms = Some(120.0);
+        tool.first_output = Some(firsttoken_record::FirstOutput::ToolCall);
+        tool.e2e_ms = Some(300.0);
+        let l = sample_line(&tool);
+        assert!(
+            l.contains("ttftc=120 ms") && l.contains("first=tool_call"),
+            "{l}"
+        );
+        assert!(!l.contains("ttft="), "{l}");
+        let mut text = Sample::empty(1, 0, Connection::Reused);
+        text.ttft_ms = Some(200.0);
+        text.first_output_ms = Some(200.0);
+        text.first_output = Some(firsttoken_record::FirstOutput::Text);
+        assert!(!sample_line(&text).contains("first="));
+        let only_text = summary_table(&RunSummary::of(std::slice::from_ref(&text)));
+        assert!(
+            !only_text.contains("first_output"),
+            "without a tool call the first output is TTFT: {only_text}"
+        );
+        let both = summary_table(&RunSummary::of(&[tool, text]));
+        let row = both
+            .lines()
+            .find(|l| l.contains("first_output"))
+            .unwrap_or_else(|| panic!("{both}"));
+        assert!(row.contains("120 ms") && row.contains("200 ms"), "{row}");
+        assert!(both.contains("ttftc"), "{both}");
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn non_empty(s: &Option<Cow<'_, str>>) -> bool {
     s.as_deref().is_some_and(|s| !s.is_empty())
 }
 
-fn error_text(v: &Value) -> String {
+pub(crate) fn error_text(v: &Value) -> String {
     let msg = match v {
         Value::String(s) => s.clone(),
         Value::Object(o) => match (o.get("message"), o.get("type").or_else(|| o.get("code"))) {
@@ -60,7 +60,7 @@ pub(crate) struct Usage {
 }
 
 impl Usage {
-    fn apply(&self, facts: &mut StreamFacts) {
+    pub(crate) fn apply(&self, facts: &mut StreamFacts) {
         if let Some(n) = self.completion_tokens.or(self.output_tokens) {
             facts.output_tokens = Some(n);
         }
@@ -147,8 +147,9 @@ pub(crate) fn openai(data: &str, offset: u64, facts: &mut StreamFacts, cf: &mut 
             if non_empty(&d.content) {
                 cf.content = true;
             }
+            // A tool call is output, not a content token: it has its own stamp.
             if d.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) {
-                cf.content = true;
+                cf.tool_call = true;
             }
             if non_empty(&d.reasoning_content) || non_empty(&d.reasoning) {
                 cf.reasoning = true;
@@ -175,6 +176,8 @@ struct AnEvent<'a> {
 
 #[derive(Deserialize)]
 struct AnDelta<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -224,8 +227,13 @@ pub(crate) fn anthropic(
         _ => {}
     }
     for d in [&ev.delta, &ev.content_block].into_iter().flatten() {
-        if non_empty(&d.text) || non_empty(&d.partial_json) {
+        if non_empty(&d.text) {
             cf.content = true;
+        }
+        // A `tool_use` block opening (it names the tool) or its input's
+        // JSON streaming: a tool call, not a content token.
+        if d.kind.as_deref() == Some("tool_use") || non_empty(&d.partial_json) {
+            cf.tool_call = true;
         }
         if non_empty(&d.thinking) {
             cf.reasoning = true;
@@ -241,6 +249,8 @@ struct VercelPart<'a> {
     delta: Option<Cow<'a, str>>,
     #[serde(default, rename = "errorText", borrow)]
     error_text: Option<Cow<'a, str>>,
+    #[serde(default, rename = "inputTextDelta", borrow)]
+    input_text_delta: Option<Cow<'a, str>>,
 }
 
 /// Vercel AI SDK UI message stream part.
@@ -260,6 +270,9 @@ pub(crate) fn vercel_ui(data: &str, offset: u64, facts: &mut StreamFacts, cf: &m
     match part.kind.as_ref() {
         "text-delta" if non_empty(&part.delta) => cf.content = true,
         "reasoning-delta" if non_empty(&part.delta) => cf.reasoning = true,
+        // A tool call's input starting or streaming (AI SDK 5 parts).
+        "tool-input-start" | "tool-input-available" => cf.tool_call = true,
+        "tool-input-delta" if non_empty(&part.input_text_delta) => cf.tool_call = true,
         "error" => facts.fail(
             ErrorKind::StreamError,
             bounded(part.error_text.as_deref().unwrap_or("error part")),
@@ -326,6 +339,8 @@ struct OllamaLine<'a> {
 struct OllamaMessage<'a> {
     #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<Value>>,
     #[serde(default, borrow)]
     thinking: Option<Cow<'a, str>>,
 }
@@ -352,6 +367,13 @@ pub(crate) fn ollama(line: &[u8], offset: u64, facts: &mut StreamFacts, cf: &mut
     }
     if non_empty(&l.response) || l.message.as_ref().is_some_and(|m| non_empty(&m.content)) {
         cf.content = true;
+    }
+    if l.message
+        .as_ref()
+        .and_then(|m| m.tool_calls.as_ref())
+        .is_some_and(|t| !t.is_empty())
+    {
+        cf.tool_call = true;
     }
     if non_empty(&l.thinking) || l.message.as_ref().is_some_and(|m| non_empty(&m.thinking)) {
         cf.reasoning = true;
@@ -428,6 +450,13 @@ pub(crate) fn detect_sse(event: &str, data: &str) -> Option<super::SseKind> {
     if let Some(t) = v.get("type").and_then(Value::as_str) {
         if ANTHROPIC.contains(&t) || (t == "error" && v.get("error").is_some()) {
             return Some(SseKind::Anthropic);
+        }
+        // Responses events are `response.*`; its `error` event carries a
+        // `sequence_number` (and `message` at the top, not in `error`).
+        if super::responses::is_responses_type(t)
+            || (t == "error" && v.get("sequence_number").is_some())
+        {
+            return Some(SseKind::Responses);
         }
         return Some(SseKind::VercelUi);
     }
@@ -517,6 +546,72 @@ mod tests {
         let (k, m) = f.error.unwrap();
         assert_eq!(k, ErrorKind::Decode);
         assert!(m.contains("byte offset 42"), "{m}");
+    }
+
+    /// Before the fix a tool-call delta was a content token (Chat
+    /// Completions `delta.tool_calls`, Anthropic `input_json_delta`), so
+    /// a turn that called a tool had a TTFT and no tool-call stamp.
+    #[test]
+    fn tool_call_deltas_are_tool_calls_not_content() {
+        let (_, cf) = run(|f, c| {
+            openai(
+                r#"{"choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(cf.tool_call && !cf.content, "{cf:?}");
+        let (_, cf) = run(|f, c| openai(r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#, 0, f, c));
+        assert!(!cf.tool_call && !cf.content);
+        let (_, cf) = run(|f, c| {
+            anthropic(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(cf.tool_call && !cf.content, "{cf:?}");
+        let (_, cf) = run(|f, c| {
+            anthropic(
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(cf.tool_call && !cf.content, "{cf:?}");
+        let (_, cf) = run(|f, c| {
+            anthropic(
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(!cf.tool_call && !cf.content);
+        let (_, cf) = run(|f, c| {
+            ollama(
+                br#"{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]},"done":false}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(cf.tool_call && !cf.content, "{cf:?}");
+        let (_, cf) = run(|f, c| {
+            vercel_ui(
+                r#"{"type":"tool-input-start","toolCallId":"t","toolName":"f"}"#,
+                0,
+                f,
+                c,
+            )
+        });
+        assert!(cf.tool_call && !cf.content);
     }
 
     #[test]
@@ -640,6 +735,14 @@ mod tests {
         assert_eq!(
             detect_sse("message", r#"{"type":"start"}"#),
             Some(SseKind::VercelUi)
+        );
+        assert_eq!(
+            detect_sse("message", r#"{"type":"response.created","response":{}}"#),
+            Some(SseKind::Responses)
+        );
+        assert_eq!(
+            detect_sse("response.created", r#"{"type":"response.created"}"#),
+            Some(SseKind::Responses)
         );
         assert_eq!(detect_sse("message", r#"{"hello":1}"#), None);
         assert_eq!(detect_sse("message", "plain"), None);

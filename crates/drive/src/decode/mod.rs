@@ -21,6 +21,7 @@ mod formats;
 mod hostile;
 pub(crate) use formats::bounded as bounded_text;
 pub mod lines;
+mod responses;
 pub mod sse;
 
 use firsttoken_plan::StreamFormat;
@@ -38,6 +39,9 @@ pub struct ChunkFacts {
     pub content: bool,
     /// At least one non-empty reasoning delta.
     pub reasoning: bool,
+    /// At least one tool-call delta (a call opened or its arguments
+    /// streamed): output, but not a content token.
+    pub tool_call: bool,
 }
 
 /// What the stream has said so far.
@@ -60,6 +64,9 @@ pub struct StreamFacts {
     /// The route the app named in the stream, at the JSON pointer given by
     /// [`Decoder::with_route_field`] (the first event that has it).
     pub route: Option<String>,
+    /// Why the answer stopped early, when the stream said so
+    /// (`response.incomplete`'s `incomplete_details.reason`).
+    pub incomplete_reason: Option<String>,
 }
 
 impl StreamFacts {
@@ -108,6 +115,7 @@ pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
 pub(crate) enum SseKind {
     OpenAi,
     Anthropic,
+    Responses,
     VercelUi,
     Pointer(String),
 }
@@ -182,8 +190,8 @@ pub struct Decoder {
     framing: Framing,
     facts: StreamFacts,
     max: usize,
-    /// A content token was seen.
-    content: bool,
+    /// Output was seen: a content token or a tool call.
+    output: bool,
     /// Body bytes fed.
     received: u64,
     /// Events seen (as [`ChunkFacts::events`] counts them).
@@ -227,6 +235,7 @@ impl Decoder {
                 sse(Some(SseKind::OpenAi))
             }
             StreamFormat::Anthropic => sse(Some(SseKind::Anthropic)),
+            StreamFormat::Responses => sse(Some(SseKind::Responses)),
             StreamFormat::VercelUi => sse(Some(SseKind::VercelUi)),
             StreamFormat::SseJson(p) => sse(Some(SseKind::Pointer(p.clone()))),
             StreamFormat::Ollama => lines(),
@@ -255,7 +264,7 @@ impl Decoder {
             framing,
             facts: StreamFacts::default(),
             max,
-            content: false,
+            output: false,
             received: 0,
             events: 0,
             route_field: None,
@@ -287,6 +296,7 @@ impl Decoder {
             Framing::Sse(_, None) => "auto",
             Framing::Sse(_, Some(SseKind::OpenAi)) => "openai",
             Framing::Sse(_, Some(SseKind::Anthropic)) => "anthropic",
+            Framing::Sse(_, Some(SseKind::Responses)) => "responses",
             Framing::Sse(_, Some(SseKind::VercelUi)) => "vercel-ui",
             Framing::Sse(_, Some(SseKind::Pointer(_))) => "sse-json",
             Framing::Lines(_) => "ollama",
@@ -304,7 +314,7 @@ impl Decoder {
     pub fn feed(&mut self, bytes: &[u8]) -> ChunkFacts {
         self.received += bytes.len() as u64;
         let cf = self.decode(bytes);
-        self.content |= cf.content;
+        self.output |= cf.content || cf.tool_call;
         self.events += u64::from(cf.events);
         cf
     }
@@ -387,6 +397,7 @@ impl Decoder {
                     match kind {
                         Some(SseKind::OpenAi) => formats::openai(&ev.data, ev.offset, facts, &mut cf),
                         Some(SseKind::Anthropic) => formats::anthropic(ev.event, &ev.data, ev.offset, facts, &mut cf),
+                        Some(SseKind::Responses) => responses::responses(&ev.data, ev.offset, facts, &mut cf),
                         Some(SseKind::VercelUi) => formats::vercel_ui(&ev.data, ev.offset, facts, &mut cf),
                         Some(SseKind::Pointer(p)) => formats::sse_json(p, &ev.data, ev.offset, facts, &mut cf),
                         None => {}
@@ -433,7 +444,7 @@ impl Decoder {
                     cf.events = 1;
                     // Once content was seen the scan is skipped: one pass at most.
                     cf.content =
-                        *any_byte || self.content || bytes.iter().any(|b| !b.is_ascii_whitespace());
+                        *any_byte || self.output || bytes.iter().any(|b| !b.is_ascii_whitespace());
                 }
             }
         }
@@ -443,13 +454,13 @@ impl Decoder {
     /// The body ended cleanly: check the terminator. Returns the error to
     /// record, if any (an earlier in-stream error is returned again).
     ///
-    /// A stream that ended cleanly without a content token fails as
-    /// `no_content`, except an explicit `text` body (a ping or a health
+    /// A stream that ended cleanly without a content token or a tool call
+    /// fails as `no_content`, except an explicit `text` body (a ping or a health
     /// check, where the status is the answer). An earlier error or a missing
     /// terminator (`truncated`) is reported first.
     pub fn finish(&mut self) -> Result<(), (ErrorKind, String)> {
         self.end()?;
-        if self.content || matches!(self.framing, Framing::Text { any_byte: true, .. }) {
+        if self.output || matches!(self.framing, Framing::Text { any_byte: true, .. }) {
             return Ok(());
         }
         let hint = match &self.framing {
@@ -461,7 +472,7 @@ impl Decoder {
         Err((
             ErrorKind::NoContent,
             format!(
-                "the 2xx response ended without a content token ({} body bytes, {} events, format {}){hint}",
+                "the 2xx response ended without a content token or tool call ({} body bytes, {} events, format {}){hint}",
                 self.received,
                 self.events,
                 self.format_name()
@@ -479,7 +490,7 @@ impl Decoder {
             let first = std::mem::take(pending);
             self.framing = sniff(&first, *json_type, *skipped, self.max);
             let cf = self.decode(&first);
-            self.content |= cf.content;
+            self.output |= cf.content || cf.tool_call;
             self.events += u64::from(cf.events);
         }
         if let Some(e) = &self.facts.error {
@@ -514,7 +525,7 @@ impl Decoder {
                     // A last line without its newline still counts.
                     let mut cf = ChunkFacts::default();
                     formats::ollama(rest, offset, &mut self.facts, &mut cf);
-                    self.content |= cf.content;
+                    self.output |= cf.content || cf.tool_call;
                     if let Some(e) = &self.facts.error {
                         return Err(e.clone());
                     }
@@ -530,6 +541,9 @@ impl Decoder {
                 // A custom SSE stream may simply end; its end is the body's end.
                 Some(SseKind::Pointer(_)) => Ok(()),
                 Some(SseKind::Anthropic) => truncated("message_stop"),
+                Some(SseKind::Responses) => {
+                    truncated("response.completed, response.incomplete or response.failed")
+                }
                 Some(SseKind::VercelUi) => truncated("a finish part or [DONE]"),
                 Some(SseKind::OpenAi) | None => truncated("data: [DONE]"),
             },

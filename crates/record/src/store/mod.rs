@@ -56,6 +56,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bounds;
 mod error;
 mod imported;
 mod migrate;

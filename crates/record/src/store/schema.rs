@@ -37,16 +37,21 @@
 //!   promised to, so a run tells a dead agent on another host.
 //! - version 9 indexes `samples` by (session, actual start, id), the order
 //!   every reader takes a session's samples in, so a scan needs no sort.
+//! - version 10 adds the first tool
+//!   call (`ttftc_ms`), the first output (`first_output_ms`, and
+//!   `first_output` `CHECK`ed against the [`crate::FirstOutput`] names) and
+//!   the reason an answer stopped early (`incomplete_reason`).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
+use super::bounds::{duration, non_negative, offset};
 use std::collections::BTreeMap;
 
 use crate::session::{
     Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus,
 };
 use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Clock, Connection, ErrorKind, Sample, SampleError, TlsInfo};
+use crate::{Clock, Connection, ErrorKind, FirstOutput, Sample, SampleError, TlsInfo};
 
 /// Ordered migrations for SQLite: `(version, SQL)`. Each file is applied
 /// once and never edited; a change is a new version.
@@ -60,6 +65,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/sqlite/0007_runs.sql")),
     (8, include_str!("migrations/sqlite/0008_heartbeat.sql")),
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
+    (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -76,6 +82,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/postgres/0007_runs.sql")),
     (8, include_str!("migrations/postgres/0008_heartbeat.sql")),
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
+    (10, include_str!("migrations/postgres/0010_tool_calls.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -121,7 +128,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 50] = [
+pub const SAMPLE_COLUMNS: [&str; 54] = [
     "session_id",
     "seq",
     "phase",
@@ -172,11 +179,16 @@ pub const SAMPLE_COLUMNS: [&str; 50] = [
     "ttft_user_ms",
     "client_lag_ms",
     "ttft_read_events",
+    "ttftc_ms",
+    "first_output_ms",
+    "first_output",
+    "incomplete_reason",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
 /// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
-/// from version 5, the rest from version 6.
+/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, the rest
+/// from version 10.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
@@ -185,6 +197,9 @@ const V4_SAMPLE_COLUMNS: usize = 5;
 /// How many of [`SAMPLE_COLUMNS`] version 5 adds.
 #[cfg(test)]
 const V5_SAMPLE_COLUMNS: usize = 1;
+/// How many of [`SAMPLE_COLUMNS`] version 6 adds.
+#[cfg(test)]
+const V6_SAMPLE_COLUMNS: usize = 4;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,47 +220,8 @@ fn real(name: &str, v: f64) -> Result<Cell, String> {
     }
 }
 
-fn opt_real(name: &str, v: Option<f64>) -> Result<Cell, String> {
+pub(super) fn opt_real(name: &str, v: Option<f64>) -> Result<Cell, String> {
     v.map_or(Ok(Cell::Null), |v| real(name, v))
-}
-
-/// The longest duration a sample may store, ms (a day): a request's
-/// stamps, its inter-token gaps and its Server-Timing durations. Anything
-/// longer (or negative) is no measurement, and once stored it would make
-/// every later report over the session fail.
-pub const MAX_DURATION_MS: f64 = 86_400_000.0;
-
-/// The farthest a request's start may lie from its session's, ms (about
-/// 31 years): a finite offset whose sums stay finite.
-const MAX_OFFSET_MS: f64 = 1e12;
-
-/// A duration: finite, not negative, at most [`MAX_DURATION_MS`].
-fn duration(name: &str, v: Option<f64>) -> Result<Cell, String> {
-    match v {
-        Some(x) if !(0.0..=MAX_DURATION_MS).contains(&x) => Err(format!(
-            "{name} = {x:.6e} ms is not a duration from 0 to a day (86,400,000 ms)"
-        )),
-        _ => opt_real(name, v),
-    }
-}
-
-/// A rate, a price: finite and not negative.
-fn non_negative(name: &str, v: Option<f64>) -> Result<Cell, String> {
-    match v {
-        Some(x) if x.is_finite() && x < 0.0 => Err(format!("{name} = {x:.6e} is negative")),
-        _ => opt_real(name, v),
-    }
-}
-
-/// A start offset from the session's start, finite and within
-/// [`MAX_OFFSET_MS`].
-fn offset(name: &str, v: Option<f64>) -> Result<Cell, String> {
-    match v {
-        Some(x) if x.is_finite() && x.abs() > MAX_OFFSET_MS => Err(format!(
-            "{name} = {x:.6e} ms is farther from the session's start than {MAX_OFFSET_MS:e} ms"
-        )),
-        _ => opt_real(name, v),
-    }
 }
 
 fn int(name: &str, v: u64) -> Result<Cell, String> {
@@ -485,6 +461,13 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     out.put(duration("ttft_user_ms", s.ttft_user_ms)?);
     out.put(opt_real("client_lag_ms", s.client_lag_ms)?);
     out.put(opt_int("ttft_read_events", s.ttft_read_events)?);
+    out.put(duration("ttftc_ms", s.ttftc_ms)?);
+    out.put(duration("first_output_ms", s.first_output_ms)?);
+    match s.first_output {
+        Some(f) => out.text(f.as_str()),
+        None => out.put(Cell::Null),
+    }
+    out.opt_text(&s.incomplete_reason);
     Ok(())
 }
 
@@ -603,6 +586,16 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttfe_ms: r.opt_f64("ttfe_ms")?,
         ttfr_ms: r.opt_f64("ttfr_ms")?,
         ttft_ms: r.opt_f64("ttft_ms")?,
+        ttftc_ms: r.opt_f64("ttftc_ms")?,
+        first_output_ms: r.opt_f64("first_output_ms")?,
+        first_output: r
+            .opt_text("first_output")?
+            .map(|c| {
+                c.parse::<FirstOutput>()
+                    .map_err(|e| format!("first_output: {e}"))
+            })
+            .transpose()?,
+        incomplete_reason: r.opt_text("incomplete_reason")?,
         last_token_ms: r.opt_f64("last_token_ms")?,
         e2e_ms: r.opt_f64("e2e_ms")?,
         content_chunks: r.u64("content_chunks")?,
@@ -663,7 +656,20 @@ mod tests {
     fn every_sample_column_appears_in_both_migrations() {
         let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
         let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-        let (v5_cols, v6_cols) = later.split_at(V5_SAMPLE_COLUMNS);
+        let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
+        let (v6_cols, v11_cols) = later.split_at(V6_SAMPLE_COLUMNS);
+        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
+        for col in v11_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                v10(SQLITE_MIGRATIONS).contains(&pat),
+                "sqlite v10 lacks {col}"
+            );
+            assert!(
+                v10(POSTGRES_MIGRATIONS).contains(&pat),
+                "postgres v10 lacks {col}"
+            );
+        }
         for col in v6_cols {
             let pat = format!("ADD COLUMN {col} ");
             assert!(

@@ -68,6 +68,8 @@ view_columns!(
     clock,
     client_lag_ms,
     ttft_read_events,
+    ttftc_ms,
+    first_output_ms,
 );
 
 /// The JSON columns of `samples`, read by a scan as their text
@@ -167,6 +169,8 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         tls_ms: f64_of(r, C::tls_ms)?,
         ttfb_ms: f64_of(r, C::ttfb_ms)?,
         ttft_ms: f64_of(r, C::ttft_ms)?,
+        ttftc_ms: f64_of(r, C::ttftc_ms)?,
+        first_output_ms: f64_of(r, C::first_output_ms)?,
         last_token_ms: f64_of(r, C::last_token_ms)?,
         e2e_ms: f64_of(r, C::e2e_ms)?,
         tokens_per_s: f64_of(r, C::tokens_per_s)?,

@@ -306,6 +306,10 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.ttft_user_ms = Some(210.875);
     s.client_lag_ms = Some(0.542);
     s.ttft_read_events = Some(3);
+    s.ttftc_ms = Some(150.25);
+    s.first_output_ms = Some(150.25);
+    s.first_output = Some(firsttoken_record::FirstOutput::ToolCall);
+    s.incomplete_reason = Some("max_output_tokens".into());
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),

@@ -185,6 +185,28 @@ pub(super) fn ttft(a: &Analysis) -> Section {
         s.tables.push(t.captioned(words::GROUPS_CAPTION));
         s.tables.push(per_session);
     }
+    // Turns that called a tool: TTFT counts text only, so their first
+    // output (text or tool call) gets its own rows.
+    if !a.first_output.is_empty() {
+        let mut fo = TableData::new(
+            header(&[
+                &group_head,
+                "tool-call turns",
+                "n",
+                "errors",
+                "p50",
+                "p90",
+                "p95",
+                "p99",
+            ]),
+            &[],
+        );
+        for g in &a.first_output {
+            fo.rows
+                .push(summary_row(super::pooled_group_label(g), &g.pooled));
+        }
+        s.tables.push(fo.captioned(words::FIRST_OUTPUT_CAPTION));
+    }
     s
 }
 

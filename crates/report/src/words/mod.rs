@@ -91,6 +91,9 @@ pub(crate) fn undecided_figure(f: &Finding, unit: Unit, figure: &str) -> String 
 /// one withholding rule.
 pub const GROUPS_CAPTION: &str = "one row per phase (concurrency per level c, direct requests per strategy): phases, app and direct never pool; \"– (n < 20)\": a percentile withheld for too few samples (p50 needs 2, p90 10, p95 20, p99 100); a group of one is its value";
 
+/// The caption of the first-output table (turns that called a tool).
+pub const FIRST_OUTPUT_CAPTION: &str = "first output of the turns that called a tool: the earlier of the first text token and the first tool call (TTFT above counts text only; a turn that only calls tools has no TTFT)";
+
 /// A wall's effective parallelism as its verdict supports it: the fitted
 /// figure where the wall limits the server (`1.0`, `2.4`); for a server
 /// that scales, no figure (a ratio near 1 fits any large number):
