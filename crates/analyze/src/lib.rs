@@ -97,16 +97,6 @@ pub use run_summary::{PhaseSummary, RunSummary, SessionRow, Summary, session_row
 pub use samples::{Counts, MetricSummary};
 pub use traces::{SpanInput, Traces, attach_traces};
 
-/// A number as an error message shows it: plain when it reads well,
-/// else in scientific notation (never 309 digits of `-1e308`).
-fn short(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() || (1e-3..1e9).contains(&v.abs()) {
-        v.to_string()
-    } else {
-        format!("{v:e}")
-    }
-}
-
 /// What can go wrong in analysis: bad input, never a statistic that cannot
 /// be computed (that is a [`Stat::TooSmall`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -117,7 +107,7 @@ pub enum AnalyzeError {
     /// A stored timing that is negative or not finite.
     #[error(
         "session {session_id} seq {seq}: {field} = {} is not a finite non-negative number",
-        short(*value)
+        firsttoken_record::short_number(*value)
     )]
     InvalidValue {
         /// Session of the row.

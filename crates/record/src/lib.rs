@@ -133,6 +133,16 @@ impl std::str::FromStr for FirstOutput {
     }
 }
 
+/// A number as an error message shows it: plain when it reads well, else
+/// in scientific notation (never the 309 digits of `-1e308`).
+pub fn short_number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-3..1e9).contains(&v.abs()) {
+        v.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// Why a request failed. Each kind names the phase or the way it went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -534,7 +534,10 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
         }
         let err = store.append_sample(&row).await.unwrap_err().to_string();
         assert!(err.contains(field) && err.contains("a day"), "{err}");
-        assert!(err.len() < 300, "the number printed in full: {err}");
+        assert!(
+            !err.contains("0000000000"),
+            "the number printed in full: {err}"
+        );
     }
     let mut row = full_row(&meta.id, 0, 1.0);
     row.sample.server_timing = Some([("db".to_owned(), -5.0)].into_iter().collect());

@@ -3,6 +3,7 @@
 //! session fail (issue 29: `ttft_ms` of -50 or 1e308 imported).
 
 use super::schema::{Cell, opt_real};
+use crate::short_number as short;
 
 /// The longest duration a sample may store, ms (a day): a request's
 /// stamps, its inter-token gaps and its Server-Timing durations. Anything
@@ -18,7 +19,8 @@ const MAX_OFFSET_MS: f64 = 1e12;
 pub(super) fn duration(name: &str, v: Option<f64>) -> Result<Cell, String> {
     match v {
         Some(x) if !(0.0..=MAX_DURATION_MS).contains(&x) => Err(format!(
-            "{name} = {x:.6e} ms is not a duration from 0 to a day (86,400,000 ms)"
+            "{name} = {} ms is not a duration from 0 to a day (86,400,000 ms)",
+            short(x)
         )),
         _ => opt_real(name, v),
     }
@@ -27,7 +29,7 @@ pub(super) fn duration(name: &str, v: Option<f64>) -> Result<Cell, String> {
 /// A rate, a price: finite and not negative.
 pub(super) fn non_negative(name: &str, v: Option<f64>) -> Result<Cell, String> {
     match v {
-        Some(x) if x.is_finite() && x < 0.0 => Err(format!("{name} = {x:.6e} is negative")),
+        Some(x) if x.is_finite() && x < 0.0 => Err(format!("{name} = {} is negative", short(x))),
         _ => opt_real(name, v),
     }
 }
@@ -37,7 +39,8 @@ pub(super) fn non_negative(name: &str, v: Option<f64>) -> Result<Cell, String> {
 pub(super) fn offset(name: &str, v: Option<f64>) -> Result<Cell, String> {
     match v {
         Some(x) if x.is_finite() && x.abs() > MAX_OFFSET_MS => Err(format!(
-            "{name} = {x:.6e} ms is farther from the session's start than {MAX_OFFSET_MS:e} ms"
+            "{name} = {} ms is farther from the session's start than {MAX_OFFSET_MS:e} ms",
+            short(x)
         )),
         _ => opt_real(name, v),
     }
