@@ -143,20 +143,7 @@ pub(super) fn ttft(a: &Analysis) -> Section {
     let mut s = Section::new(SectionId::Ttft);
     s.plots = vec![PlotSlot::TtftCdf, PlotSlot::SessionBox];
     let group_head = super::group_head(&a.keys);
-    let mut t = TableData::new(
-        header(&[
-            &group_head,
-            "requests",
-            "n",
-            "errors",
-            "p50",
-            "p90",
-            "p95",
-            "p99",
-        ]),
-        &[],
-    )
-    .page_columns(&[1]);
+    let mut t = summary_table(&group_head, "requests").page_columns(&[1]);
     let mut per_session = TableData::new(
         header(&[
             &group_head,
@@ -188,19 +175,7 @@ pub(super) fn ttft(a: &Analysis) -> Section {
     // Turns that called a tool: TTFT counts text only, so their first
     // output (text or tool call) gets its own rows.
     if !a.first_output.is_empty() {
-        let mut fo = TableData::new(
-            header(&[
-                &group_head,
-                "tool-call turns",
-                "n",
-                "errors",
-                "p50",
-                "p90",
-                "p95",
-                "p99",
-            ]),
-            &[],
-        );
+        let mut fo = summary_table(&group_head, "tool-call turns");
         for g in &a.first_output {
             fo.rows
                 .push(summary_row(super::pooled_group_label(g), &g.pooled));
@@ -208,6 +183,17 @@ pub(super) fn ttft(a: &Analysis) -> Section {
         s.tables.push(fo.captioned(words::FIRST_OUTPUT_CAPTION));
     }
     s
+}
+
+/// An empty table of [`summary_row`]s: the group, what its count counts,
+/// then n, errors and the four percentiles.
+fn summary_table(group_head: &str, counted: &str) -> TableData {
+    TableData::new(
+        header(&[
+            group_head, counted, "n", "errors", "p50", "p90", "p95", "p99",
+        ]),
+        &[],
+    )
 }
 
 /// One typical request's phases: a plot only.
