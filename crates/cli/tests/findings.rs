@@ -282,10 +282,23 @@ fn run_chromium(bin: &Path, dir: &Path, name: &str, page: &Path, extra: &[String
         .stderr(fs::File::create(&err).unwrap())
         .spawn()
         .expect("start chromium");
+    // Headless Chromium sometimes hangs after writing what it was asked
+    // for (cypress-io/cypress#27264; seen here once on a clean-clone CI
+    // run): the test waits for its output to be whole, or for its exit.
     let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(
+                status.success(),
+                "chromium exited with {status}: {}",
+                fs::read_to_string(&err).unwrap_or_default()
+            );
+            break;
+        }
+        if output_whole(&out, extra) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
         }
         if start.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
@@ -293,13 +306,19 @@ fn run_chromium(bin: &Path, dir: &Path, name: &str, page: &Path, extra: &[String
             panic!("chromium did not finish within 60 s");
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(
-        status.success(),
-        "chromium exited with {status}: {}",
-        fs::read_to_string(&err).unwrap_or_default()
-    );
+    }
     fs::read_to_string(&out).unwrap()
+}
+
+/// Whether what Chromium was asked for is complete: a `--screenshot` file
+/// that ends with PNG's `IEND` chunk, or a `--dump-dom` that ends with
+/// `</html>`.
+fn output_whole(stdout: &Path, extra: &[String]) -> bool {
+    const IEND: [u8; 8] = [0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
+    match extra.iter().find_map(|a| a.strip_prefix("--screenshot=")) {
+        Some(shot) => fs::read(shot).is_ok_and(|png| png.ends_with(&IEND)),
+        None => fs::read_to_string(stdout).is_ok_and(|dom| dom.trim_end().ends_with("</html>")),
+    }
 }
 
 /// Where the page's findings block ends, measured by a script added to a
