@@ -13,7 +13,7 @@ use firsttoken_analyze::RunSummary;
 use firsttoken_drive::{DriveError, Finished};
 use firsttoken_plan::{
     ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
-    Timeouts,
+    Timeouts, Transport, WebSocketSpec,
 };
 use firsttoken_record::Sample;
 use firsttoken_session::Pause;
@@ -46,7 +46,9 @@ the secret never appears in your shell history, and secret-looking headers are n
 
 EXIT STATUS: 0 every request succeeded, 1 some failed, 2 usage or configuration error.")]
 pub struct ProbeArgs {
-    /// The streaming endpoint, e.g. https://host/v1/chat/completions
+    /// The streaming endpoint, e.g. https://host/v1/chat/completions; a ws:// or wss:// URL is
+    /// measured over a WebSocket: the body goes as one text frame per request and each text
+    /// frame back is one event of --format (e.g. the Responses API's WebSocket mode).
     url: String,
     /// Request header `Name: value` (repeatable); `$NAME` in the value reads an environment variable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -78,6 +80,14 @@ pub struct ProbeArgs {
     /// Stream format: auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, sse-json:<JSON pointer>.
     #[arg(long, default_value = "auto")]
     format: String,
+    /// WebSocket (ws:// or wss:// URL): a text frame sent first on each new socket, before the
+    /// first request (a session's own set-up message), inline or `@file`.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    ws_opening: Option<String>,
+    /// WebSocket: on each new socket, wait for a text frame whose JSON `type` is this (e.g.
+    /// session.created) before the first request.
+    #[arg(long, value_name = "TYPE")]
+    ws_await: Option<String>,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
@@ -125,7 +135,22 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
     type Error = anyhow::Error;
 
     fn try_from(a: ProbeArgs) -> anyhow::Result<ProbeSpec> {
-        let target = Target::parse(&a.url)?;
+        let ws_url = firsttoken_plan::transport::ws_url(&a.url);
+        let target = Target::parse(ws_url.as_deref().unwrap_or(&a.url))?;
+        let transport = match &ws_url {
+            Some(_) => Transport::WebSocket(WebSocketSpec {
+                opening: a
+                    .ws_opening
+                    .as_deref()
+                    .map(read_inline_or_file)
+                    .transpose()?,
+                await_type: a.ws_await.clone(),
+            }),
+            None if a.ws_opening.is_some() || a.ws_await.is_some() => {
+                bail!("--ws-opening and --ws-await are for ws:// and wss:// URLs")
+            }
+            None => Transport::Http,
+        };
         let body = match a.body.as_deref() {
             None => None,
             Some(b) => match b.strip_prefix('@') {
@@ -156,6 +181,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             }
         }
         let mut spec = ProbeSpec::new(request);
+        spec.transport = transport;
         spec.requests = a.requests;
         spec.concurrency = a.concurrency;
         spec.mode = if a.fresh {
@@ -205,6 +231,15 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             .map(|r| r.parse::<Resolve>())
             .collect::<Result<_, _>>()?;
         Ok(spec.validate()?)
+    }
+}
+
+/// `TEXT` as given, or the contents of the file named after `@`.
+fn read_inline_or_file(v: &str) -> anyhow::Result<String> {
+    match v.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the WebSocket opening file {path}")),
+        None => Ok(v.to_string()),
     }
 }
 

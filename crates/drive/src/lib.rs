@@ -45,6 +45,7 @@ mod slot;
 mod tap;
 pub mod trace;
 mod tunnel;
+mod ws;
 
 pub use connect::tls_config;
 pub use exec::{

@@ -32,8 +32,10 @@ pub mod protocol;
 pub mod proxy;
 pub mod segment;
 mod stream_format;
+pub mod transport;
 
 pub use stream_format::StreamFormat;
+pub use transport::{Transport, WebSocketSpec};
 
 pub use proxy::Proxy;
 
@@ -92,6 +94,9 @@ pub enum PlanError {
     /// An HTTP method name is invalid.
     #[error("invalid HTTP method {0:?}")]
     Method(String),
+    /// A WebSocket setting cannot be used as given.
+    #[error("WebSocket: {0}")]
+    WebSocket(String),
 }
 
 /// `http` or `https`.
@@ -523,6 +528,8 @@ pub struct ProbeSpec {
     /// gives them (Linux, `SO_TIMESTAMPNS`); `false` keeps user-space
     /// stamps only (`clock: "user"`), e.g. to compare the two.
     pub kernel_clock: bool,
+    /// HTTP requests, or text frames on a WebSocket.
+    pub transport: Transport,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -559,6 +566,7 @@ impl ProbeSpec {
             compressed: false,
             trace_context: false,
             kernel_clock: true,
+            transport: Transport::Http,
         }
     }
 
@@ -593,6 +601,14 @@ impl ProbeSpec {
                 bound: "at least 1024",
                 got: self.max_event_bytes as u64,
             });
+        }
+        if let Transport::WebSocket(w) = &self.transport {
+            w.validate()?;
+            if self.http == HttpVersion::Http2 {
+                return Err(PlanError::WebSocket(
+                    "a WebSocket opens over HTTP/1.1's upgrade; leave out --http 2 and --http2-prior-knowledge".into(),
+                ));
+            }
         }
         Ok(self)
     }

@@ -167,6 +167,9 @@ impl Source {
                 &cfg.session,
             )?;
             spec.route_field.clone_from(&p.route_field);
+            if let Some(w) = &p.websocket {
+                spec.transport = firsttoken_plan::Transport::WebSocket(w.spec());
+            }
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();
             }

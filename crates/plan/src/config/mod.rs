@@ -297,6 +297,10 @@ pub struct PathSection {
     /// endpoint, or one measured as a visitor who has not signed in).
     #[serde(default)]
     pub anonymous: bool,
+    /// Measure this path over a WebSocket (`[app.paths.websocket]`): the
+    /// body is sent as a text frame and each frame back is one event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketSection>,
 }
 
 impl PathSection {
@@ -313,6 +317,7 @@ impl PathSection {
             route_header: None,
             route_field: None,
             anonymous: false,
+            websocket: None,
         }
     }
 
@@ -680,6 +685,9 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 }
 
 mod validate;
+mod websocket;
+
+pub use websocket::WebSocketSection;
 
 #[cfg(test)]
 mod tests;

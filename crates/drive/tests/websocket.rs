@@ -1,0 +1,228 @@
+//! WebSocket as a transport (issue 26): the Responses API's WebSocket mode
+//! against the emulator's `GET /v1/responses` upgrade, on drive's own
+//! connection path. TTFT agrees with the emulator's truth log within the
+//! bounds the HTTP path is held to (`tool_calls.rs`), warm sockets are
+//! reused and fresh ones carry every phase, and failures are named samples.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use firsttoken_emulator::{Settings, TruthLog};
+use firsttoken_plan::{ConnectionMode, StreamFormat, Transport, WebSocketSpec};
+use firsttoken_record::{Connection, Sample};
+use http::{HeaderName, HeaderValue};
+
+const CREATE: &str = r#"{"type":"response.create","model":"m","input":"hi there"}"#;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn ws_spec(url: &str, mode: ConnectionMode, requests: u64) -> firsttoken_plan::ProbeSpec {
+    let mut s = spec(url);
+    s.request.body = Some(CREATE.as_bytes().to_vec().into());
+    s.format = StreamFormat::Responses;
+    s.transport = Transport::WebSocket(WebSocketSpec::default());
+    s.mode = mode;
+    s.requests = requests;
+    s
+}
+
+fn header(s: &mut firsttoken_plan::ProbeSpec, name: &'static str, value: &'static str) {
+    s.request.headers.push((
+        HeaderName::from_static(name),
+        HeaderValue::from_static(value),
+    ));
+}
+
+#[track_caller]
+fn assert_ws_ok(s: &Sample) {
+    assert!(s.is_ok(), "expected success: {s:#?}");
+    assert_eq!(s.status, Some(101), "{s:#?}");
+    assert_eq!(s.http_version.as_deref(), Some("WebSocket"), "{s:#?}");
+}
+
+#[tokio::test]
+async fn websocket_ttft_agrees_with_the_emulators_truth_log_warm_and_fresh() {
+    let (log, truth) = TruthLog::in_memory();
+    let emu = emulator(
+        Settings {
+            ttft: ms(120),
+            itl: ms(10),
+            tokens: 4,
+            truth: log,
+            ..Settings::default()
+        },
+        None,
+    )
+    .await;
+    let url = format!("http://{}/v1/responses", emu.addr);
+    for mode in [ConnectionMode::Warm, ConnectionMode::Fresh] {
+        let samples = probe(ws_spec(&url, mode, 3)).await;
+        // One worker: requests (and their truth records) in order.
+        let records: Vec<_> = samples
+            .iter()
+            .map(|_| truth.recv_timeout(ms(5000)).expect("a truth record"))
+            .collect();
+        for (s, t) in samples.iter().zip(&records) {
+            assert_ws_ok(s);
+            assert_eq!(t.path, "/v1/responses");
+            let truth_ttft = t.ttft_ms.expect("a first token was sent");
+            let ttft = s.ttft_ms.unwrap_or_else(|| panic!("{s:#?}"));
+            let sent = s.sent_ms.expect("the request frame was sent");
+            // The truth counts from the frame's arrival, the client from
+            // before its send (and, fresh, before DNS): never less.
+            let overhead = (ttft - sent) - truth_ttft;
+            assert!(
+                (-1.0..=50.0).contains(&overhead),
+                "{mode:?}: client {ttft} ms (sent at {sent}) vs emulator {truth_ttft} ms: {s:#?}"
+            );
+            assert_eq!(s.output_tokens, Some(4), "{s:#?}");
+            assert_eq!(s.content_chunks, 4, "{s:#?}");
+            let ttfb = s.ttfb_ms.expect("a first frame");
+            let ttfe = s.ttfe_ms.expect("a first event");
+            assert!(sent <= ttfb && ttfb <= ttfe && ttfe <= ttft, "{s:#?}");
+            assert!(s.e2e_ms.expect("an end") >= s.last_token_ms.expect("a last token"));
+        }
+        let counted = counted(&samples);
+        assert_eq!(counted.len(), 3);
+        match mode {
+            ConnectionMode::Warm => {
+                for s in &counted {
+                    assert_eq!(s.connection, Connection::Reused, "{s:#?}");
+                    assert_eq!(s.connect_ms, None, "a reused socket has no set-up: {s:#?}");
+                    assert_eq!(s.headers_ms, None, "no upgrade on a reused socket: {s:#?}");
+                }
+            }
+            ConnectionMode::Fresh => {
+                for s in &counted {
+                    assert_eq!(s.connection, Connection::Fresh, "{s:#?}");
+                    let connect = s.connect_ms.expect("TCP connect");
+                    let upgraded = s.headers_ms.expect("the 101 arrived");
+                    assert!(
+                        connect <= upgraded && upgraded <= s.sent_ms.unwrap(),
+                        "{s:#?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_sessions_opening_is_sent_and_its_reply_awaited_before_the_request() {
+    let emu = emulator(
+        Settings {
+            ttft: ms(30),
+            itl: ms(5),
+            tokens: 3,
+            ..Settings::default()
+        },
+        None,
+    )
+    .await;
+    let url = format!("http://{}/v1/responses", emu.addr);
+    // The emulator answers an unknown client event with an `error` event:
+    // awaited as the opening's reply, it shows the opening went out first.
+    let mut s = ws_spec(&url, ConnectionMode::Fresh, 1);
+    s.transport = Transport::WebSocket(WebSocketSpec {
+        opening: Some(r#"{"type":"session.update"}"#.into()),
+        await_type: Some("error".into()),
+    });
+    let samples = probe(s).await;
+    assert_eq!(samples.len(), 1);
+    let s = &samples[0];
+    assert_ws_ok(s);
+    assert!(s.headers_ms.unwrap() <= s.sent_ms.unwrap(), "{s:#?}");
+    // A reply that never comes is a timeout named for the opening.
+    let mut s = ws_spec(&url, ConnectionMode::Fresh, 1);
+    s.transport = Transport::WebSocket(WebSocketSpec {
+        opening: None,
+        await_type: Some("session.created".into()),
+    });
+    s.timeouts.request = ms(400);
+    let samples = probe(s).await;
+    let m = assert_failed(&samples[0], "timeout");
+    assert!(m.contains("opening"), "{m}");
+}
+
+#[tokio::test]
+async fn websocket_failures_are_named_samples() {
+    let emu = emulator(
+        Settings {
+            ttft: ms(20),
+            itl: ms(5),
+            tokens: 6,
+            ..Settings::default()
+        },
+        None,
+    )
+    .await;
+    // The upgrade refused: its status.
+    let s = &probe(ws_spec(
+        &format!("http://{}/v1/nope", emu.addr),
+        ConnectionMode::Fresh,
+        1,
+    ))
+    .await[0];
+    let m = assert_failed(s, "http_status");
+    assert!(m.contains("404"), "{m}");
+    assert_eq!(s.status, Some(404), "{s:#?}");
+    let url = format!("http://{}/v1/responses", emu.addr);
+    // The socket dropped mid-stream, without a close frame.
+    let mut spec = ws_spec(&url, ConnectionMode::Fresh, 1);
+    header(&mut spec, "x-emulator-fault", "drop");
+    header(&mut spec, "x-emulator-fault-after-tokens", "2");
+    let s = &probe(spec).await[0];
+    let m = assert_failed(s, "truncated");
+    assert!(m.contains("closed"), "{m}");
+    assert!(s.ttft_ms.is_some(), "two tokens came first: {s:#?}");
+    // An error event in the stream.
+    let mut spec = ws_spec(&url, ConnectionMode::Fresh, 1);
+    header(&mut spec, "x-emulator-fault", "stream-error");
+    assert_failed(&probe(spec).await[0], "stream_error");
+    // An error status before the stream comes as an `error` event.
+    let mut spec = ws_spec(&url, ConnectionMode::Fresh, 1);
+    header(&mut spec, "x-emulator-fault", "429");
+    assert_failed(&probe(spec).await[0], "stream_error");
+    // A server that accepts and never answers the upgrade.
+    let silent = silent_server().await;
+    let mut spec = ws_spec(
+        &format!("http://{}/v1/responses", silent.addr),
+        ConnectionMode::Fresh,
+        1,
+    );
+    spec.timeouts.request = ms(300);
+    let s = &probe(spec).await[0];
+    assert_failed(s, "timeout");
+    assert!(s.connect_ms.is_some(), "{s:#?}");
+}
+
+#[tokio::test]
+async fn wss_carries_the_tls_phase_and_the_same_stream() {
+    let (emu, pki) = tls_emulator(Settings {
+        ttft: ms(40),
+        itl: ms(5),
+        tokens: 3,
+        ..Settings::default()
+    })
+    .await;
+    let mut s = tls_spec(&emu, &pki);
+    let port = emu.addr.port();
+    s.request = ws_spec(
+        &format!("https://localhost:{port}/v1/responses"),
+        ConnectionMode::Fresh,
+        1,
+    )
+    .request;
+    s.format = StreamFormat::Responses;
+    s.transport = Transport::WebSocket(WebSocketSpec::default());
+    let samples = probe(s).await;
+    let s = &samples[0];
+    assert_ws_ok(s);
+    let tls = s.tls_ms.expect("a TLS handshake");
+    assert!(tls <= s.headers_ms.unwrap() && s.headers_ms.unwrap() <= s.ttft_ms.unwrap());
+    assert_eq!(s.output_tokens, Some(3));
+}
