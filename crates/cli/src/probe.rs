@@ -12,8 +12,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use firsttoken_analyze::RunSummary;
 use firsttoken_drive::{DriveError, Finished};
 use firsttoken_plan::{
-    ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
-    Timeouts, Transport, WebSocketSpec,
+    ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, SocketIoSpec, StreamFormat,
+    Target, Timeouts, Transport, WebSocketSpec,
 };
 use firsttoken_record::Sample;
 use firsttoken_session::Pause;
@@ -88,6 +88,28 @@ pub struct ProbeArgs {
     /// session.created) before the first request.
     #[arg(long, value_name = "TYPE")]
     ws_await: Option<String>,
+    /// Socket.IO (Engine.IO v4) over the WebSocket: emit the body as this event (e.g. chat). The
+    /// URL is the Engine.IO endpoint, e.g. ws://host/socket.io/ (EIO=4&transport=websocket is
+    /// added when missing); the handshake (open packet, CONNECT) is timed before the request.
+    #[arg(long, value_name = "NAME", requires = "sio_reply")]
+    sio_event: Option<String>,
+    /// Socket.IO: the event carrying the answer (e.g. chat-events, or Chainlit's stream_token);
+    /// its payload is read with --format (e.g. sse-json:/data/content).
+    #[arg(long, value_name = "NAME", requires = "sio_event")]
+    sio_reply: Option<String>,
+    /// Socket.IO: a JSON pointer into a reply's payload whose `true` ends the answer (e.g. /data/done).
+    #[arg(long, value_name = "POINTER")]
+    sio_done_pointer: Option<String>,
+    /// Socket.IO: an event whose arrival ends the answer (e.g. stream_end).
+    #[arg(long, value_name = "NAME")]
+    sio_end_event: Option<String>,
+    /// Socket.IO: a JSON pointer into a reply's payload where a value other than null or false is
+    /// an error (e.g. /data/error).
+    #[arg(long, value_name = "POINTER")]
+    sio_error_pointer: Option<String>,
+    /// Socket.IO: the CONNECT packet's auth payload, a JSON object (e.g. '{"token":"$TOKEN"}').
+    #[arg(long, value_name = "JSON")]
+    sio_auth: Option<String>,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
@@ -145,9 +167,39 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
                     .map(read_inline_or_file)
                     .transpose()?,
                 await_type: a.ws_await.clone(),
+                socketio: match (&a.sio_event, &a.sio_reply) {
+                    (Some(event), Some(reply_event)) => Some(SocketIoSpec {
+                        event: event.clone(),
+                        reply_event: reply_event.clone(),
+                        done_pointer: a.sio_done_pointer.clone(),
+                        end_event: a.sio_end_event.clone(),
+                        error_pointer: a.sio_error_pointer.clone(),
+                        // A secret from the environment ($TOKEN) is read here.
+                        auth: a
+                            .sio_auth
+                            .as_deref()
+                            .map(firsttoken_plan::env::expand_env)
+                            .transpose()?,
+                    }),
+                    (None, None)
+                        if a.sio_done_pointer.is_none()
+                            && a.sio_end_event.is_none()
+                            && a.sio_error_pointer.is_none()
+                            && a.sio_auth.is_none() =>
+                    {
+                        None
+                    }
+                    _ => bail!(
+                        "Socket.IO needs both --sio-event (the event to emit) and --sio-reply (the event carrying the answer)"
+                    ),
+                },
             }),
-            None if a.ws_opening.is_some() || a.ws_await.is_some() => {
-                bail!("--ws-opening and --ws-await are for ws:// and wss:// URLs")
+            None if a.ws_opening.is_some()
+                || a.ws_await.is_some()
+                || a.sio_event.is_some()
+                || a.sio_reply.is_some() =>
+            {
+                bail!("--ws-* and --sio-* options are for ws:// and wss:// URLs")
             }
             None => Transport::Http,
         };

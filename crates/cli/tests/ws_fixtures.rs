@@ -3,7 +3,9 @@
 //! and against a real third-party WebSocket server: `ws_responses.py`,
 //! built on the pinned `websockets` package, serving the Responses API's
 //! WebSocket mode in front of the emulator's chat completions
-//! (`tests/fixtures/WIRE-NOTES.md` documents its bytes).
+//! (`tests/fixtures/WIRE-NOTES.md` documents its bytes); and Socket.IO
+//! against `socketio_chat.py` (pinned python-socketio), an Open WebUI-style
+//! app that streams its tokens as `chat-events`.
 //!
 //! The Python environment is the venv `.ci/run` creates from
 //! `tests/fixtures/wire.requirements.txt` and names in
@@ -152,10 +154,11 @@ impl Drop for WsFixture {
 }
 
 impl WsFixture {
-    fn start(python: &Path, upstream: &str) -> WsFixture {
+    fn start(python: &Path, script: &str, upstream: &str, extra: &[&str]) -> WsFixture {
         let mut child = Command::new(python)
-            .arg(format!("{FIXTURES}/ws_responses.py"))
+            .arg(format!("{FIXTURES}/{script}"))
             .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(extra)
             .env_remove("HTTP_PROXY")
             .env_remove("HTTPS_PROXY")
             .env_remove("ALL_PROXY")
@@ -189,7 +192,7 @@ fn probe_measures_the_responses_websocket_mode_of_a_websockets_server() {
     let truth = dir.path().join("truth.jsonl");
     let ttft = 200.0;
     let emu = emulator(200, &truth);
-    let fixture = WsFixture::start(&python, &emu.base);
+    let fixture = WsFixture::start(&python, "ws_responses.py", &emu.base, &[]);
     let url = format!("ws://127.0.0.1:{}/v1/responses", fixture.port);
     let mut seen = 0;
     for mode in [&[][..], &["--fresh"][..]] {
@@ -221,4 +224,131 @@ fn probe_measures_the_responses_websocket_mode_of_a_websockets_server() {
             assert!((10.0..=60.0).contains(&itl), "{s}");
         }
     }
+}
+
+#[test]
+fn probe_measures_a_python_socketio_app_over_socketio() {
+    let Some(python) = python("probe_measures_a_python_socketio_app_over_socketio") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let truth = dir.path().join("truth.jsonl");
+    let ttft = 200.0;
+    let emu = emulator(200, &truth);
+    let mut seen = 0;
+    // The brief's flat payload with the text so far, and Open WebUI's own
+    // nesting with deltas.
+    for (shape, content, root) in [
+        ("flat", "accumulated", "/data"),
+        ("openwebui", "delta", "/data/data"),
+    ] {
+        let fixture = WsFixture::start(
+            &python,
+            "socketio_chat.py",
+            &emu.base,
+            &["--shape", shape, "--content", content],
+        );
+        let url = format!("ws://127.0.0.1:{}/socket.io/", fixture.port);
+        let format = format!("sse-json:{root}/content");
+        let done = format!("{root}/done");
+        let error = format!("{root}/error");
+        for mode in [&[][..], &["--fresh"][..]] {
+            let mut args = vec![
+                "probe",
+                &url,
+                "--body",
+                r#"{"chat_id":"c1","prompt":"Where did the time go?"}"#,
+                "--format",
+                &format,
+                "--sio-event",
+                "chat",
+                "--sio-reply",
+                "chat-events",
+                "--sio-done-pointer",
+                &done,
+                "--sio-error-pointer",
+                &error,
+                "-n",
+                "3",
+                "--json",
+            ];
+            args.extend_from_slice(mode);
+            let out = firsttoken(&args, &[]);
+            assert_code(&out, 0);
+            let samples: Vec<Value> = text(&out.stdout)
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+                .collect();
+            seen += samples.len();
+            let records = truth_records(&truth, seen);
+            let records = &records[seen - samples.len()..seen];
+            for (s, t) in samples.iter().zip(records) {
+                let what = format!("{shape}/{content} {mode:?}");
+                assert!(s["error"].is_null(), "{what}: {s}");
+                assert_eq!(s["http_version"], "WebSocket", "{s}");
+                // One event per upstream chunk; the done event is not content.
+                assert_eq!(s["content_chunks"], 6, "{what}: {s}");
+                assert_eq!(t["path"], "/v1/chat/completions", "{t}");
+                let upstream = f(t, "ttft_ms");
+                assert!(upstream >= ttft, "{t}");
+                let client = f(s, "ttft_ms") - f(s, "sent_ms");
+                assert!(
+                    client >= upstream && client < upstream + 1000.0,
+                    "{what}: client {client} ms vs upstream {upstream} ms: {s}"
+                );
+                if mode.is_empty() && s["warmup"] == false {
+                    assert_eq!(s["connection"], "reused", "{s}");
+                } else {
+                    assert_eq!(s["connection"], "fresh", "{s}");
+                    // The upgrade, then the Engine.IO and Socket.IO handshake, then the emit.
+                    assert!(f(s, "headers_ms") < f(s, "sent_ms"), "{s}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_socketio_apps_error_event_is_a_stream_error() {
+    let Some(python) = python("a_socketio_apps_error_event_is_a_stream_error") else {
+        return;
+    };
+    // An upstream on a closed loopback port: the app reports `chat:error`.
+    let closed = common::edge::free_port();
+    let fixture = WsFixture::start(
+        &python,
+        "socketio_chat.py",
+        &format!("http://127.0.0.1:{closed}"),
+        &[],
+    );
+    let url = format!("ws://127.0.0.1:{}/socket.io/", fixture.port);
+    let out = firsttoken(
+        &[
+            "probe",
+            &url,
+            "--body",
+            r#"{"chat_id":"bad","prompt":"hi"}"#,
+            "--format",
+            "sse-json:/data/content",
+            "--sio-event",
+            "chat",
+            "--sio-reply",
+            "chat-events",
+            "--sio-done-pointer",
+            "/data/done",
+            "--sio-error-pointer",
+            "/data/error",
+            "-n",
+            "1",
+            "--fresh",
+            "--json",
+        ],
+        &[],
+    );
+    assert_code(&out, 1);
+    let s: Value =
+        serde_json::from_str(text(&out.stdout).lines().next().expect("a sample")).expect("JSON");
+    assert_eq!(s["error"]["kind"], "stream_error", "{s}");
+    assert!(s["ttft_ms"].is_null(), "{s}");
+    assert!(s["ttfe_ms"].is_number(), "the error event is an event: {s}");
 }

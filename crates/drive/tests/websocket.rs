@@ -130,6 +130,7 @@ async fn the_sessions_opening_is_sent_and_its_reply_awaited_before_the_request()
     s.transport = Transport::WebSocket(WebSocketSpec {
         opening: Some(r#"{"type":"session.update"}"#.into()),
         await_type: Some("error".into()),
+        socketio: None,
     });
     let samples = probe(s).await;
     assert_eq!(samples.len(), 1);
@@ -141,6 +142,7 @@ async fn the_sessions_opening_is_sent_and_its_reply_awaited_before_the_request()
     s.transport = Transport::WebSocket(WebSocketSpec {
         opening: None,
         await_type: Some("session.created".into()),
+        socketio: None,
     });
     s.timeouts.request = ms(400);
     let samples = probe(s).await;

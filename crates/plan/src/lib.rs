@@ -35,7 +35,7 @@ mod stream_format;
 pub mod transport;
 
 pub use stream_format::StreamFormat;
-pub use transport::{Transport, WebSocketSpec};
+pub use transport::{SocketIoSpec, Transport, WebSocketSpec};
 
 pub use proxy::Proxy;
 

@@ -33,12 +33,59 @@ pub struct WebSocketSpec {
     /// Wait, on each new socket, for a text frame whose JSON `type` is this
     /// (e.g. `session.created`) before sending the request; `None`: no wait.
     pub await_type: Option<String>,
+    /// Speak Socket.IO (Engine.IO v4) on the socket; `None`: plain frames.
+    pub socketio: Option<SocketIoSpec>,
+}
+
+/// A Socket.IO conversation: the request is emitted as an event whose
+/// payload is the request body, and the answer's tokens come back as
+/// events of another name, read with the path's format (e.g.
+/// `sse-json:/data/content` for Open WebUI's `chat-events`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SocketIoSpec {
+    /// The event the request is emitted as (e.g. `chat`).
+    pub event: String,
+    /// The event that carries the answer (e.g. `chat-events`; Chainlit's `stream_token`).
+    pub reply_event: String,
+    /// A JSON pointer into a reply event's payload whose value `true`
+    /// ends the answer (e.g. `/data/done`); that event is not content.
+    pub done_pointer: Option<String>,
+    /// An event whose arrival ends the answer (e.g. Chainlit's `stream_end`).
+    pub end_event: Option<String>,
+    /// A JSON pointer into a reply event's payload where a value other than
+    /// `null` or `false` is an error (e.g. `/data/error`).
+    pub error_pointer: Option<String>,
+    /// The Socket.IO CONNECT packet's auth payload, a JSON object (e.g.
+    /// `{"token":"…"}`); `None`: a bare `40`.
+    pub auth: Option<String>,
 }
 
 impl WebSocketSpec {
     /// Check that the opening frame, when given, is not empty and that the
     /// awaited type, when given, names one.
     pub fn validate(&self) -> Result<(), crate::PlanError> {
+        if let Some(sio) = &self.socketio {
+            let bad = |m: String| Err(crate::PlanError::WebSocket(format!("Socket.IO: {m}")));
+            if sio.event.is_empty() || sio.reply_event.is_empty() {
+                return bad("name the event to emit and the reply event".into());
+            }
+            for p in [&sio.done_pointer, &sio.error_pointer]
+                .into_iter()
+                .flatten()
+            {
+                if !p.starts_with('/') {
+                    return bad(format!("{p:?} is not a JSON pointer (e.g. \"/data/done\")"));
+                }
+            }
+            if let Some(a) = &sio.auth
+                && !serde_json::from_str::<serde_json::Value>(a).is_ok_and(|v| v.is_object())
+            {
+                // Not echoed: it may hold a token.
+                return bad(
+                    "the auth payload is not a JSON object (e.g. '{\"token\":\"…\"}')".into(),
+                );
+            }
+        }
         if self.opening.as_deref().is_some_and(|o| o.trim().is_empty()) {
             return Err(crate::PlanError::WebSocket(
                 "the opening message is empty: give the text frame to send, or leave it out".into(),

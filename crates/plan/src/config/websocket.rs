@@ -14,10 +14,27 @@
 //! await_type = "session.created"   # optional: wait for it on a new socket
 //! opening = '{"type":"session.update","session":{}}'  # optional: sent first
 //! ```
+//!
+//! A Socket.IO app (Open WebUI, Chainlit, Flask-SocketIO) adds
+//! `[app.paths.websocket.socketio]`; the path is its Engine.IO endpoint
+//! (`/socket.io/`, `EIO=4&transport=websocket` is added when missing):
+//!
+//! ```toml
+//! [[app.paths]]
+//! name = "chat"
+//! path = "/socket.io/"
+//! format = "sse-json:/data/content"
+//! body = '{"chat_id":"c1","prompt":"{prompt}"}'
+//! [app.paths.websocket.socketio]
+//! event = "chat"
+//! reply_event = "chat-events"
+//! done_pointer = "/data/done"
+//! error_pointer = "/data/error"
+//! ```
 
 use serde::{Deserialize, Serialize};
 
-use crate::WebSocketSpec;
+use crate::{SocketIoSpec, WebSocketSpec};
 
 /// `[app.paths.websocket]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -31,6 +48,32 @@ pub struct WebSocketSection {
     /// (e.g. `session.created`) before the first request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub await_type: Option<String>,
+    /// Speak Socket.IO (Engine.IO v4) on the socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socketio: Option<SocketIoSection>,
+}
+
+/// `[app.paths.websocket.socketio]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketIoSection {
+    /// The event the request body is emitted as (e.g. `chat`).
+    pub event: String,
+    /// The event that carries the answer's tokens (e.g. `chat-events`).
+    pub reply_event: String,
+    /// JSON pointer into a reply's payload whose `true` ends the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_pointer: Option<String>,
+    /// An event whose arrival ends the answer (e.g. `stream_end`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_event: Option<String>,
+    /// JSON pointer into a reply's payload where a value other than null
+    /// or false is an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_pointer: Option<String>,
+    /// The CONNECT packet's auth payload, a JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
 }
 
 impl WebSocketSection {
@@ -39,6 +82,14 @@ impl WebSocketSection {
         WebSocketSpec {
             opening: self.opening.clone(),
             await_type: self.await_type.clone(),
+            socketio: self.socketio.as_ref().map(|s| SocketIoSpec {
+                event: s.event.clone(),
+                reply_event: s.reply_event.clone(),
+                done_pointer: s.done_pointer.clone(),
+                end_event: s.end_event.clone(),
+                error_pointer: s.error_pointer.clone(),
+                auth: s.auth.clone(),
+            }),
         }
     }
 }
@@ -81,6 +132,33 @@ mod tests {
             e.contains("app.paths[0].websocket") && e.contains("awaited"),
             "{e}"
         );
+        let c = Config::parse(
+            &with_chat_line(
+                r#"websocket = { socketio = { event = "chat", reply_event = "chat-events", done_pointer = "/data/done" } }"#,
+            ),
+            "f.toml",
+        )
+        .unwrap();
+        let sio = c.app.paths[0]
+            .websocket
+            .as_ref()
+            .unwrap()
+            .spec()
+            .socketio
+            .unwrap();
+        assert_eq!(
+            (sio.event.as_str(), sio.reply_event.as_str()),
+            ("chat", "chat-events")
+        );
+        let e = Config::parse(
+            &with_chat_line(
+                r#"websocket = { socketio = { event = "chat", reply_event = "r", done_pointer = "done" } }"#,
+            ),
+            "f.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("JSON pointer"), "{e}");
         let e = Config::parse(&with_chat_line(r#"websocket = { wait = "x" }"#), "f.toml")
             .unwrap_err()
             .to_string();

@@ -24,12 +24,20 @@
 //!   `response.completed`); the socket then stays open for the next
 //!   request (warm), unless the run asks for fresh connections.
 //!
+//! Over Socket.IO ([`socketio`]) the handshake (the Engine.IO open packet,
+//! CONNECT and its answer) is part of the session's opening, the request
+//! is an EVENT, `ttfb_ms` is the answer's first event, and only events of
+//! the reply name are decoded.
+//!
 //! A format without a terminator (`sse-json:…`, `text`) ends when the
 //! server closes the socket. Failures are samples: an upgrade refused
 //! (`http_status`, with its status), the socket closed before the
 //! terminator (`truncated`, with the close code), a timeout, a binary
 //! frame (`decode`).
 
+mod socketio;
+
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::{SinkExt, StreamExt};
@@ -41,12 +49,12 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use firsttoken_plan::{RequestTemplate, WebSocketSpec};
+use firsttoken_plan::{RequestTemplate, SocketIoSpec, WebSocketSpec};
 use firsttoken_record::ErrorKind;
 
 use crate::Failure;
 use crate::connect::{BoxIo, Connector};
-use crate::decode::Decoder;
+use crate::decode::{ChunkFacts, Decoder};
 use crate::request::Stamps;
 use crate::tap::{Arrival, Tap, TimedIo};
 
@@ -56,6 +64,8 @@ pub(crate) struct WsConn {
     tap: Tap,
     /// The server closed the socket, or it broke: it carries no more requests.
     closed: bool,
+    /// The Socket.IO conversation on it, if it speaks one.
+    sio: Option<Arc<SocketIoSpec>>,
 }
 
 impl WsConn {
@@ -73,10 +83,15 @@ impl WsConn {
 
 /// The upgrade request for `t`: `GET` of its path with the WebSocket
 /// headers, and the template's own headers (authorization, cookies).
-fn upgrade_request(t: &RequestTemplate) -> Result<Request<()>, Failure> {
+fn upgrade_request(t: &RequestTemplate, sio: bool) -> Result<Request<()>, Failure> {
     let scheme = if t.target.tls() { "wss" } else { "ws" };
     let authority = t.target.authority();
-    let uri = format!("{scheme}://{authority}{}", t.target.path_and_query);
+    let path = if sio {
+        socketio::endpoint_path(&t.target.path_and_query)
+    } else {
+        t.target.path_and_query.clone()
+    };
+    let uri = format!("{scheme}://{authority}{path}");
     let bad = |e: &dyn std::fmt::Display| {
         Failure::new(
             ErrorKind::Connect,
@@ -183,7 +198,7 @@ pub(crate) async fn upgrade(
     max_event_bytes: usize,
     st: &mut Stamps,
 ) -> Result<WsConn, Failure> {
-    let req = upgrade_request(request)?;
+    let req = upgrade_request(request, spec.socketio.is_some())?;
     let config = WebSocketConfig::default()
         .max_message_size(Some(max_event_bytes))
         .max_frame_size(Some(max_event_bytes));
@@ -213,8 +228,12 @@ pub(crate) async fn upgrade(
         ws,
         tap,
         closed: false,
+        sio: spec.socketio.clone().map(Arc::new),
     };
     opening(&mut conn, spec).await?;
+    if let Some(sio) = &spec.socketio {
+        sio_handshake(&mut conn, sio).await?;
+    }
     Ok(conn)
 }
 
@@ -269,6 +288,67 @@ async fn opening(conn: &mut WsConn, spec: &WebSocketSpec) -> Result<(), Failure>
     }
 }
 
+/// Socket.IO's own opening: the Engine.IO open packet, then CONNECT and
+/// its answer. Pings on the way are answered.
+async fn sio_handshake(conn: &mut WsConn, sio: &SocketIoSpec) -> Result<(), Failure> {
+    use socketio::Packet;
+    let fail = |m: String| Failure::new(ErrorKind::Connect, m);
+    let mut opened = false;
+    loop {
+        let next = conn.ws.next().await;
+        let text = match next {
+            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Close(c))) => {
+                conn.closed = true;
+                return Err(fail(format!(
+                    "the WebSocket closed ({}) during the Socket.IO handshake",
+                    close_words(c.as_ref())
+                )));
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => {
+                conn.closed = true;
+                return Err(fail(format!(
+                    "during the Socket.IO handshake: {}",
+                    ws_error(&e).1
+                )));
+            }
+            None => {
+                conn.closed = true;
+                return Err(fail(
+                    "the connection closed during the Socket.IO handshake".into(),
+                ));
+            }
+        };
+        match socketio::parse(text.as_str()) {
+            Packet::Open if !opened => {
+                opened = true;
+                conn.ws
+                    .send(Message::text(socketio::connect_frame(sio)))
+                    .await
+                    .map_err(|e| fail(ws_error(&e).1))?;
+            }
+            Packet::Ping => pong(conn).await,
+            Packet::Connected if opened => return Ok(()),
+            Packet::ConnectError(m) => {
+                return Err(fail(format!("the Socket.IO CONNECT was refused: {m}")));
+            }
+            Packet::Closed => {
+                conn.closed = true;
+                return Err(fail(
+                    "the server closed the Socket.IO session during its handshake".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Answer an Engine.IO ping; a failure shows at the next read.
+async fn pong(conn: &mut WsConn) {
+    let _ = conn.ws.send(Message::text("3")).await;
+}
+
 fn close_words(c: Option<&tungstenite::protocol::CloseFrame>) -> String {
     match c {
         None => "no close code".into(),
@@ -292,6 +372,11 @@ pub(crate) async fn exchange(
 ) {
     st.websocket = true;
     st.status = Some(101);
+    let sio = conn.sio.clone();
+    let frame = match &sio {
+        Some(s) => socketio::emit_frame(s, &frame),
+        None => frame,
+    };
     conn.tap.arm();
     if let Err(e) = conn.ws.send(Message::text(frame)).await {
         conn.closed = true;
@@ -315,10 +400,67 @@ pub(crate) async fn exchange(
         });
         match next {
             Some(Ok(Message::Text(t))) => {
-                if st.ttfb.is_none() {
-                    st.ttfb = Some(st.arrived(at));
-                }
-                let cf = decoder.feed_event(t.as_str());
+                let reply: String;
+                let payload = match &sio {
+                    None => {
+                        if st.ttfb.is_none() {
+                            st.ttfb = Some(st.arrived(at));
+                        }
+                        t.as_str()
+                    }
+                    Some(sio) => {
+                        use socketio::{Packet, Reply};
+                        let (name, payload) = match socketio::parse(t.as_str()) {
+                            Packet::Ping => {
+                                pong(conn).await;
+                                continue;
+                            }
+                            Packet::Closed => {
+                                conn.closed = true;
+                                st.end = Some(handled);
+                                return ended(
+                                    decoder,
+                                    st,
+                                    "the server closed the Socket.IO session",
+                                );
+                            }
+                            Packet::Event { name, payload } => (name, payload),
+                            _ => continue,
+                        };
+                        // The answer's first packet: an event of any name.
+                        if st.ttfb.is_none() {
+                            st.ttfb = Some(st.arrived(at));
+                        }
+                        if sio.end_event.as_deref() == Some(name.as_str()) {
+                            st.end = Some(at.user);
+                            return ended(decoder, st, "the end event came");
+                        }
+                        if name != sio.reply_event {
+                            continue;
+                        }
+                        let event = ChunkFacts {
+                            events: 1,
+                            ..ChunkFacts::default()
+                        };
+                        match socketio::reply(sio, &payload) {
+                            Reply::Error(m) => {
+                                st.on_chunk(at, handled, event);
+                                st.end = Some(at.user);
+                                return st.fail(Failure::new(ErrorKind::StreamError, m));
+                            }
+                            Reply::Done => {
+                                st.on_chunk(at, handled, event);
+                                st.end = Some(at.user);
+                                return ended(decoder, st, "the answer's done event came");
+                            }
+                            Reply::Content => {
+                                reply = payload.to_string();
+                                reply.as_str()
+                            }
+                        }
+                    }
+                };
+                let cf = decoder.feed_event(payload);
                 st.on_chunk(at, handled, cf);
                 if let Some((kind, message)) = decoder.facts().error.clone() {
                     st.end = Some(at.user);
