@@ -228,3 +228,59 @@ async fn wss_carries_the_tls_phase_and_the_same_stream() {
     assert!(tls <= s.headers_ms.unwrap() && s.headers_ms.unwrap() <= s.ttft_ms.unwrap());
     assert_eq!(s.output_tokens, Some(3));
 }
+
+/// A WebSocket server (tungstenite's accept) that answers each
+/// `response.create` with a short Responses stream, and closes each socket
+/// after its first answer: the next request on it meets a stale socket.
+async fn one_answer_per_socket() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let _ = tcp.set_nodelay(true);
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                if let Some(Ok(Message::Text(_))) = ws.next().await {
+                    for frame in [
+                        r#"{"type":"response.created","sequence_number":0,"response":{}}"#,
+                        r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"Hi"}"#,
+                        r#"{"type":"response.completed","sequence_number":2,"response":{"usage":{"input_tokens":1,"output_tokens":1}}}"#,
+                    ] {
+                        if ws.send(Message::text(frame)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                let _ = ws.close(None).await;
+            });
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn a_socket_the_server_closed_while_idle_is_retried_once_on_a_new_one() {
+    let (addr, server) = one_answer_per_socket().await;
+    let mut s = ws_spec(
+        &format!("http://{addr}/v1/responses"),
+        ConnectionMode::Warm,
+        2,
+    );
+    s.format = StreamFormat::Responses;
+    let samples = probe(s).await;
+    server.abort();
+    for s in counted(&samples) {
+        assert_ws_ok(s);
+        // The warm-up's socket was closed after its answer: each counted
+        // request found its socket stale and went again on a new one.
+        assert!(s.retried_stale, "{s:#?}");
+        assert_eq!(s.connection, Connection::Fresh, "{s:#?}");
+        assert!(s.headers_ms.is_some(), "{s:#?}");
+    }
+}

@@ -489,6 +489,10 @@ pub(crate) async fn exchange(
             Some(Ok(Message::Close(c))) => {
                 conn.closed = true;
                 st.end = Some(handled);
+                // Closed before any answer: on a reused socket, a stale one.
+                if st.ttfb.is_none() {
+                    st.unanswered = true;
+                }
                 return ended(
                     decoder,
                     st,
