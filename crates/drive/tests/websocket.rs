@@ -79,6 +79,17 @@ async fn websocket_ttft_agrees_with_the_emulators_truth_log_warm_and_fresh() {
                 (-1.0..=50.0).contains(&overhead),
                 "{mode:?}: client {ttft} ms (sent at {sent}) vs emulator {truth_ttft} ms: {s:#?}"
             );
+            // The wire truth sees the upgraded socket: the frame's kernel
+            // arrival and the first token's write.
+            #[cfg(target_os = "linux")]
+            if let Some(wire) = t.wire_ttft_ms {
+                let wire_overhead = (ttft - sent) - wire;
+                assert!(
+                    (-1.0..=50.0).contains(&wire_overhead),
+                    "{mode:?}: client {ttft} ms (sent at {sent}) vs wire {wire} ms: {s:#?}"
+                );
+            }
+            assert!(t.wire_first_token_ms.is_some(), "{t:?}");
             assert_eq!(s.output_tokens, Some(4), "{s:#?}");
             assert_eq!(s.content_chunks, 4, "{s:#?}");
             let ttfb = s.ttfb_ms.expect("a first frame");
@@ -86,6 +97,13 @@ async fn websocket_ttft_agrees_with_the_emulators_truth_log_warm_and_fresh() {
             assert!(sent <= ttfb && ttfb <= ttfe && ttfe <= ttft, "{s:#?}");
             assert!(s.e2e_ms.expect("an end") >= s.last_token_ms.expect("a last token"));
         }
+        // Linux stamps the frames' arrival in the kernel (once it has
+        // turned stamping on, a moment after the first socket asks).
+        #[cfg(target_os = "linux")]
+        assert!(
+            records.iter().any(|t| t.wire_ttft_ms.is_some()),
+            "{records:?}"
+        );
         let counted = counted(&samples);
         assert_eq!(counted.len(), 3);
         match mode {
