@@ -161,7 +161,19 @@ pub(crate) fn reply(spec: &SocketIoSpec, payload: &Value) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        /// Any frame a hostile server sends is a packet, never a panic.
+        #[test]
+        fn any_frame_parses(frame in "\\PC{0,40}", tail in "[0-9/,\\[\\]\"a-z{}:]{0,20}") {
+            let _ = parse(&frame);
+            for prefix in ["4", "42", "40", "44", "42/", "421", "0"] {
+                let _ = parse(&format!("{prefix}{tail}"));
+            }
+        }
+    }
 
     fn spec() -> SocketIoSpec {
         SocketIoSpec {
