@@ -24,6 +24,7 @@ use common::{EmulatorProcess, assert_code, firsttoken, text};
 use serde_json::Value;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+const SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
 const CREATE: &str =
     r#"{"type":"response.create","model":"emulated-model","input":"Where did the time go?"}"#;
 
@@ -95,9 +96,17 @@ fn probe_ws(url: &str, extra: &[&str]) -> Vec<Value> {
     args.extend_from_slice(extra);
     let out = firsttoken(&args, &[]);
     assert_code(&out, 0);
+    let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     text(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .map(|l| {
+            let v = serde_json::from_str::<Value>(l).expect("a JSON line");
+            // A WebSocket sample is a sample of the published schema.
+            let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{errors:?}\n{l}");
+            v
+        })
         .collect()
 }
 
