@@ -247,6 +247,12 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             (HttpArg::Http11, false) => HttpVersion::Http1,
             (HttpArg::Http2, false) => HttpVersion::Http2,
         };
+        // The spec refuses it too; said first, before the h2c advice.
+        if spec.http == HttpVersion::Http2 && spec.transport.websocket().is_some() {
+            bail!(
+                "a WebSocket opens over HTTP/1.1's upgrade; leave out --http 2 and --http2-prior-knowledge"
+            );
+        }
         if spec.http == HttpVersion::Http2 && !spec.request.target.tls() && !a.http2_prior_knowledge
         {
             bail!("HTTP/2 over cleartext needs --http2-prior-knowledge (h2c)");

@@ -361,3 +361,51 @@ fn a_socketio_apps_error_event_is_a_stream_error() {
     assert!(s["ttft_ms"].is_null(), "{s}");
     assert!(s["ttfe_ms"].is_number(), "the error event is an event: {s}");
 }
+
+#[test]
+fn websocket_options_that_cannot_apply_are_usage_errors() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "probe",
+                "http://127.0.0.1:1/v1",
+                "--ws-await",
+                "session.created",
+            ],
+            "ws://",
+        ),
+        (
+            &["probe", "ws://127.0.0.1:1/v1", "--http", "2"],
+            "HTTP/1.1's upgrade",
+        ),
+        (
+            &[
+                "probe",
+                "ws://127.0.0.1:1/socket.io/",
+                "--sio-event",
+                "chat",
+            ],
+            "--sio-reply",
+        ),
+        (
+            &[
+                "probe",
+                "ws://127.0.0.1:1/socket.io/",
+                "--sio-event",
+                "chat",
+                "--sio-reply",
+                "r",
+                "--sio-auth",
+                "sk-not-json-secret",
+            ],
+            "auth payload",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = firsttoken(args, &[]);
+        assert_code(&out, 2);
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("sk-not-json-secret"), "never echoed: {err}");
+    }
+}
