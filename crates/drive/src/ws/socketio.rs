@@ -7,7 +7,10 @@
 //! character: `0` CONNECT (`40` from the client, `40{"sid":…}` back), `1`
 //! DISCONNECT, `2` EVENT (`42["name",payload]`), `3` ACK, `4` CONNECT_ERROR.
 //! A namespace other than `/` (`42/admin,[…]`) and binary packets are not
-//! spoken here.
+//! spoken here, and neither is the long-polling transport: the client goes
+//! straight to `?EIO=4&transport=websocket`, as a browser whose WebSocket
+//! works ends up doing (python-socketio's server then opens with
+//! `"upgrades":[]`).
 //!
 //! The handshake (upgrade 101, the open packet, CONNECT and its answer)
 //! runs before the request and is timed with it on a new socket. The
