@@ -247,10 +247,30 @@ async fn wss_carries_the_tls_phase_and_the_same_stream() {
     assert_eq!(s.output_tokens, Some(3));
 }
 
-/// A WebSocket server (tungstenite's accept) that answers each
-/// `response.create` with a short Responses stream, and closes each socket
-/// after its first answer: the next request on it meets a stale socket.
-async fn one_answer_per_socket() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+/// What the scripted WebSocket server sends for each request frame.
+#[derive(Clone)]
+enum Out {
+    Text(String),
+    Binary(Vec<u8>),
+}
+
+fn responses_answer() -> Vec<Out> {
+    [
+        r#"{"type":"response.created","sequence_number":0,"response":{}}"#,
+        r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"Hi"}"#,
+        r#"{"type":"response.completed","sequence_number":2,"response":{"usage":{"input_tokens":1,"output_tokens":1}}}"#,
+    ]
+    .into_iter()
+    .map(|f| Out::Text(f.into()))
+    .collect()
+}
+
+/// A WebSocket server (tungstenite's accept) that answers the first
+/// request frame on each socket with `frames`, then closes the socket:
+/// the next request on it meets a stale socket.
+async fn one_answer_per_socket(
+    frames: Vec<Out>,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -259,18 +279,19 @@ async fn one_answer_per_socket() -> (std::net::SocketAddr, tokio::task::JoinHand
     let addr = listener.local_addr().expect("addr");
     let task = tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
+            let frames = frames.clone();
             tokio::spawn(async move {
                 let _ = tcp.set_nodelay(true);
                 let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
                     return;
                 };
                 if let Some(Ok(Message::Text(_))) = ws.next().await {
-                    for frame in [
-                        r#"{"type":"response.created","sequence_number":0,"response":{}}"#,
-                        r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"Hi"}"#,
-                        r#"{"type":"response.completed","sequence_number":2,"response":{"usage":{"input_tokens":1,"output_tokens":1}}}"#,
-                    ] {
-                        if ws.send(Message::text(frame)).await.is_err() {
+                    for frame in frames {
+                        let m = match frame {
+                            Out::Text(t) => Message::text(t),
+                            Out::Binary(b) => Message::binary(b),
+                        };
+                        if ws.send(m).await.is_err() {
                             return;
                         }
                     }
@@ -283,8 +304,52 @@ async fn one_answer_per_socket() -> (std::net::SocketAddr, tokio::task::JoinHand
 }
 
 #[tokio::test]
+async fn hostile_frames_are_named_failures_and_a_close_ends_a_stream_without_terminator() {
+    let cases: [(Vec<Out>, &str, Option<&str>); 3] = [
+        // Over the event bound: refused while reading, as decode.
+        (
+            vec![Out::Text(format!(r#"{{"delta":"{}"}}"#, "a".repeat(4096)))],
+            "responses",
+            Some("decode"),
+        ),
+        (
+            vec![Out::Binary(vec![0, 1, 2])],
+            "responses",
+            Some("decode"),
+        ),
+        // A custom stream has no terminator: the close is its end.
+        (
+            vec![
+                Out::Text(r#"{"t":"one"}"#.into()),
+                Out::Text(r#"{"t":"two"}"#.into()),
+            ],
+            "sse-json:/t",
+            None,
+        ),
+    ];
+    for (frames, format, fails) in cases {
+        let (addr, server) = one_answer_per_socket(frames).await;
+        let mut s = ws_spec(&format!("http://{addr}/x"), ConnectionMode::Fresh, 1);
+        s.format = format.parse().unwrap();
+        s.max_event_bytes = 1024;
+        let samples = probe(s).await;
+        server.abort();
+        let s = &samples[0];
+        match fails {
+            Some(kind) => {
+                assert_failed(s, kind);
+            }
+            None => {
+                assert_ws_ok(s);
+                assert_eq!(s.content_chunks, 2, "{s:#?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_socket_the_server_closed_while_idle_is_retried_once_on_a_new_one() {
-    let (addr, server) = one_answer_per_socket().await;
+    let (addr, server) = one_answer_per_socket(responses_answer()).await;
     let mut s = ws_spec(
         &format!("http://{addr}/v1/responses"),
         ConnectionMode::Warm,
