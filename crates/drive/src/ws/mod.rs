@@ -418,6 +418,9 @@ pub(crate) async fn exchange(
                             Packet::Closed => {
                                 conn.closed = true;
                                 st.end = Some(handled);
+                                if st.ttfb.is_none() {
+                                    st.unanswered = true;
+                                }
                                 return ended(
                                     decoder,
                                     st,
