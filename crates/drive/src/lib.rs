@@ -36,6 +36,7 @@
 mod connect;
 pub mod decode;
 pub mod exec;
+mod flow;
 mod inline;
 mod itl;
 mod kstamp;

@@ -28,6 +28,7 @@
 
 pub mod config;
 pub mod env;
+pub mod flow;
 pub mod protocol;
 pub mod proxy;
 pub mod segment;

@@ -117,6 +117,50 @@ pub(crate) async fn conversation_messages(
     Ok(Json(json!({"conversation_id": id, "messages": messages})).into_response())
 }
 
+/// The body of `POST /api/conversations` (all optional).
+#[derive(serde::Deserialize, Default)]
+struct NewConversation {
+    /// The conversation's title (default `New chat`).
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// `POST /api/conversations` → 201 `{"conversation_id": N}`: an empty
+/// conversation, as a chat UI creates one before the first message is
+/// sent (`/api/chat` with that `conversation_id` then continues it).
+pub(crate) async fn create_conversation(
+    State(state): State<AppState>,
+    Extension(ctx): Extension<crate::http::RequestCtx>,
+    headers: HeaderMap,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let user_id = authenticate(&state, &headers, &mut 0, &ctx.span).await?;
+    let req: NewConversation = if body.0.is_empty() {
+        NewConversation::default()
+    } else {
+        body.json()?
+    };
+    let title: String = req
+        .title
+        .as_deref()
+        .unwrap_or("New chat")
+        .chars()
+        .take(80)
+        .collect();
+    state.db_call().await;
+    let id = state
+        .inner
+        .store
+        .create_conversation(user_id, &title)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        [("x-conversation-id", id.to_string())],
+        Json(json!({"conversation_id": id, "title": title})),
+    )
+        .into_response())
+}
+
 /// `GET /health` → 200 when the database answers, 503 otherwise.
 pub(crate) async fn health(State(state): State<AppState>) -> Response {
     let store = &state.inner.store;

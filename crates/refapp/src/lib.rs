@@ -272,6 +272,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/chat", post(answer::chat))
         .route("/api/docs/ask", post(answer::docs_ask))
         .route("/api/message", post(answer::message))
+        .route("/api/conversations", post(api::create_conversation))
         .route(
             "/api/conversations/{id}/messages",
             get(api::conversation_messages),

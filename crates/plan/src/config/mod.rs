@@ -297,6 +297,17 @@ pub struct PathSection {
     /// endpoint, or one measured as a visitor who has not signed in).
     #[serde(default)]
     pub anonymous: bool,
+    /// HTTP method of the measured request (default: POST; with `GET`,
+    /// `body` must be empty and none is sent), e.g. `GET` for a flow whose
+    /// last step reads a stream by the id an earlier step returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// A flow: requests sent, in order, before this path's measured
+    /// request (see [`StepSection`]); their captured values fill `{name}`
+    /// in later steps and in this path's `path` and `body`. The sample
+    /// keeps each step's time and the wait from the flow's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepSection>,
 }
 
 impl PathSection {
@@ -313,6 +324,8 @@ impl PathSection {
             route_header: None,
             route_field: None,
             anonymous: false,
+            method: None,
+            steps: Vec::new(),
         }
     }
 
@@ -679,7 +692,10 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     })
 }
 
+mod flow;
 mod validate;
+
+pub use flow::StepSection;
 
 #[cfg(test)]
 mod tests;

@@ -78,6 +78,7 @@ impl Config {
                     "an empty list: give prompts, or leave it out for the session's".into(),
                 ));
             }
+            super::flow::check(i, p).map_err(|(key, m)| invalid(&key, m))?;
             if p.expect_route.as_deref().is_some_and(str::is_empty) {
                 return Err(invalid(
                     &format!("app.paths[{i}].expect_route"),
@@ -319,7 +320,7 @@ impl Config {
 /// Why a template that looks like JSON (it opens with `{` or `[`) is not
 /// JSON once its placeholders are filled with sample values (a prompt with
 /// a quote and a newline, an e-mail, a password), or `None`.
-fn json_template_error(template: &str) -> Option<String> {
+pub(super) fn json_template_error(template: &str) -> Option<String> {
     let t = template.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -333,6 +334,12 @@ fn json_template_error(template: &str) -> Option<String> {
         .replace("{prompt}", &esc("a sample \"prompt\"\nwith a new line"))
         .replace("{email}", &esc("bench-0@bench.invalid"))
         .replace("{password}", &esc("p@ss\"word"));
+    // A flow's captured values, as a sample value that fits in quotes
+    // and, for a numeric id, outside them.
+    let mut filled = filled;
+    for name in crate::flow::placeholders(&filled.clone()) {
+        filled = filled.replace(&format!("{{{name}}}"), "1");
+    }
     serde_json::from_str::<serde_json::Value>(&filled)
         .err()
         .map(|e| {

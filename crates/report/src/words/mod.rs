@@ -27,6 +27,7 @@ mod cold;
 mod comparison;
 pub mod demo;
 mod findings;
+pub mod flow;
 mod limits;
 pub mod plan;
 mod routes;
