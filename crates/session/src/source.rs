@@ -167,6 +167,7 @@ impl Source {
                 &cfg.session,
             )?;
             spec.route_field.clone_from(&p.route_field);
+            spec.timing_headers = cfg.app.timing_headers();
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();
             }
