@@ -320,7 +320,7 @@ fn server_total(model_parts: &[TimingPart]) -> Option<ServerTotal> {
                 source,
                 name: name.to_string(),
                 n: p.n,
-                median: p.median.clone(),
+                median: p.median,
             })
     };
     pick(TotalSource::ServerTiming).or_else(|| pick(TotalSource::Header))
