@@ -538,5 +538,11 @@ fn a_timing_header_reads_as_the_apps_total_server_time_in_every_format() {
         "{s}"
     );
     assert!(!s.contains("no Server-Timing"), "{s}");
-    outputs(&ReportInput::new(&sessions, &analysis, &[])).all_show("the header total", &s);
+    let input = ReportInput::new(&sessions, &analysis, &[]);
+    outputs(&input).all_show("the header total", &s);
+    // The JSON report carries it, in its documented shape.
+    let json = common::valid_report(&render(Format::Json, &input).unwrap());
+    let total = &json["analysis"]["overhead"][0]["server_timing"]["total"];
+    assert_eq!(total["source"], "header", "{total}");
+    assert_eq!(total["name"], "x-process-time", "{total}");
 }
