@@ -89,6 +89,13 @@ fn clean(text: &str) -> String {
         .replace("`]", "`")
 }
 
+/// A doc comment that only names its table (`` `[app]`. ``), which the
+/// heading already says.
+fn bare_name(doc: &str) -> bool {
+    let t = doc.trim().trim_end_matches('.');
+    t.len() > 1 && t.starts_with('`') && t.ends_with('`') && !t.contains(' ')
+}
+
 struct Renderer {
     defs: Map<String, Value>,
 }
@@ -294,11 +301,11 @@ impl Renderer {
         }
         if let (Some(own), Some(def)) = (
             schema.get("description").and_then(Value::as_str),
-            self.resolve(schema)
-                .get("description")
+            self.keyed(schema)
+                .and_then(|k| k.get("description"))
                 .and_then(Value::as_str),
         ) && own != def
-            && !(def.starts_with("`[") && def.trim_end_matches('.').ends_with("]`"))
+            && !bare_name(def)
         {
             out.push_str(&format!("\n{}\n", clean(def)));
         }
