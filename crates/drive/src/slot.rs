@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 
-use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Timeouts};
+use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Timeouts, TimingHeader};
 use firsttoken_record::{Connection, ErrorKind, Sample};
 
 use crate::connect::{Conn, Connector, Sender};
@@ -32,6 +32,8 @@ pub(crate) struct Endpoint {
     route_header: String,
     /// JSON pointer to the route in the stream's events, if any.
     route_field: Option<String>,
+    /// Response headers read as the app's total server time.
+    timing_headers: Arc<[TimingHeader]>,
 }
 
 impl Endpoint {
@@ -45,6 +47,7 @@ impl Endpoint {
             compressed: spec.compressed,
             route_header: spec.route_header.to_ascii_lowercase(),
             route_field: spec.route_field.clone(),
+            timing_headers: spec.timing_headers.clone().into(),
         }))
     }
 
@@ -178,6 +181,7 @@ impl Slot {
         let mut st = Stamps::new(start);
         st.route_header = Some(ep.route_header.clone());
         st.route_field.clone_from(&ep.route_field);
+        st.timing_headers = Some(ep.timing_headers.clone());
         if !reusable {
             self.conn = None;
             match open(&ep.connector, ep.timeouts, &mut st, start, until).await {

@@ -146,6 +146,24 @@ pub struct FlowStepTime {
     pub status: Option<u16>,
 }
 
+/// The prefix of a [`Sample::server_timing`] entry read from a timing
+/// response header (`x-process-time`, `openai-processing-ms`…) rather than
+/// from `Server-Timing`: `header:x-process-time`. A `:` is no token
+/// character, so no `Server-Timing` name can take this shape.
+pub const HEADER_TIMING_PREFIX: &str = "header:";
+
+/// The [`Sample::server_timing`] name of the total server time an app
+/// reported in the response header `header` (lower case).
+pub fn header_timing_name(header: &str) -> String {
+    format!("{HEADER_TIMING_PREFIX}{header}")
+}
+
+/// The header a [`Sample::server_timing`] name was read from, when it is
+/// a header entry ([`header_timing_name`]); `None` for `Server-Timing`.
+pub fn timing_header(name: &str) -> Option<&str> {
+    name.strip_prefix(HEADER_TIMING_PREFIX)
+}
+
 /// A number as an error message shows it: plain when it reads well, else
 /// in scientific notation (never the 309 digits of `-1e308`).
 pub fn short_number(v: f64) -> String {
@@ -340,7 +358,9 @@ pub struct Sample {
     /// The route the app reports it took (`X-Route` header), if any.
     pub route: Option<String>,
     /// The app's own phase durations in ms, from its `Server-Timing` header and
-    /// a final `event: server-timing` SSE event; `None` when it sent neither.
+    /// a final `event: server-timing` SSE event, and the total server time
+    /// of each configured timing header it sent (`x-process-time`…, named
+    /// `header:<name>`, see [`header_timing_name`]); `None` when it sent none.
     pub server_timing: Option<BTreeMap<String, f64>>,
     /// The response's `Content-Encoding` (e.g. `gzip`), `None` when identity.
     #[serde(default)]

@@ -174,6 +174,7 @@ impl Source {
                 spec.request.target.path_and_query = joined(base, &p.path)?;
             }
             spec.route_field.clone_from(&p.route_field);
+            spec.timing_headers = cfg.app.timing_headers();
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();
             }

@@ -38,8 +38,14 @@ impl EmulatorProcess {
 
     /// Any `firsttoken` server subcommand that prints `listening on URL` first.
     pub fn start_with(args: &[&str]) -> EmulatorProcess {
+        EmulatorProcess::start_with_env(args, &[])
+    }
+
+    /// [`EmulatorProcess::start_with`] with `env` set for the server.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> EmulatorProcess {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

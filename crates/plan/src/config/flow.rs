@@ -13,7 +13,7 @@ use crate::flow::{CaptureFrom, placeholders};
 /// whole flow: e.g. create a chat, then send). A failed step (no
 /// response, a status outside 2xx, a capture not found) fails the sample,
 /// the step named.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepSection {
     /// Name in reports, e.g. `create`.
