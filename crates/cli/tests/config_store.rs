@@ -133,6 +133,12 @@ fn init_writes_emulated_false_unless_the_target_is_the_emulator() {
         (written, cfg.session.emulated)
     };
     // No terminal to ask: a real app's samples are `measured`.
+    let said = in_dir(d, &["init", "said.toml"]);
+    assert!(
+        text(&said.stdout).contains("samples are labelled measured"),
+        "{}",
+        text(&said.stdout)
+    );
     let (written, emulated) = label(&["init", "real.toml"], "real.toml");
     assert!(written.contains("\nemulated = false\n"), "{written}");
     assert!(!written.contains("\nemulated = true\n"));

@@ -79,8 +79,13 @@ pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("firsttoken run -c {}", a.path.display())
     };
+    let label = if emulated {
+        "emulated = true: the target is the emulator"
+    } else {
+        "emulated = false: samples are labelled measured; init --emulated when the target is the emulator"
+    };
     outln!(
-        "wrote {} — edit the [app] and [direct] sections, then run `{run}`",
+        "wrote {} ({label}) — edit the [app] and [direct] sections, then run `{run}`",
         a.path.display()
     );
     Ok(ExitCode::SUCCESS)
