@@ -35,6 +35,11 @@ pub struct Analysis {
     /// (and left out of the JSON) when no turn called a tool.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub first_output: Vec<PooledGroup>,
+    /// Flow paths: the wait before the first token from the flow's start,
+    /// split by step ([`crate::flows`]); empty (and left out of the JSON)
+    /// when no sample is a flow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<crate::flows::FlowShares>,
     /// App overhead per provenance kind.
     pub overhead: Vec<Overhead>,
     /// Connection cost per provenance kind.
@@ -119,6 +124,7 @@ pub fn analyze(
             keys: headline_keys(keys),
             groups: Vec::new(),
             first_output: Vec::new(),
+            flows: crate::flows::flow_shares(frame, settings),
             overhead: part.overhead,
             connection: part.connection,
             concurrency: part.concurrency,

@@ -16,13 +16,11 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::{UtcDay, UtcTime};
 use firsttoken_record::{Clock, ErrorKind, HandshakeKind, SampleView};
-use serde::Serialize;
 
 use crate::AnalyzeError;
 
@@ -32,106 +30,7 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// Protocol phase of a row: record's stored vocabulary, re-exported.
 pub use firsttoken_record::vocab::PhaseKind;
 
-/// What is measured. Durations in ms except `tokens_per_s`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// Time to first content token.
-    Ttft,
-    /// Time to first response byte.
-    Ttfb,
-    /// Request start to stream end (completion time).
-    E2e,
-    /// Output tokens per second after the first token.
-    TokensPerS,
-    /// DNS lookup duration (fresh connections).
-    Dns,
-    /// TCP handshake duration after DNS.
-    Connect,
-    /// TLS handshake duration after TCP.
-    Tls,
-    /// Round trip of a ping: its ttfb, or its e2e when it has no ttfb.
-    Rtt,
-    /// First output: a text token or a tool call, whichever came first.
-    FirstOutput,
-}
-
-impl Metric {
-    /// Every metric.
-    pub const ALL: [Metric; 9] = [
-        Metric::Ttft,
-        Metric::Ttfb,
-        Metric::E2e,
-        Metric::TokensPerS,
-        Metric::Dns,
-        Metric::Connect,
-        Metric::Tls,
-        Metric::Rtt,
-        Metric::FirstOutput,
-    ];
-
-    /// snake_case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Ttft => "ttft",
-            Metric::Ttfb => "ttfb",
-            Metric::E2e => "e2e",
-            Metric::TokensPerS => "tokens_per_s",
-            Metric::Dns => "dns",
-            Metric::Connect => "connect",
-            Metric::Tls => "tls",
-            Metric::Rtt => "rtt",
-            Metric::FirstOutput => "first_output",
-        }
-    }
-
-    /// Unit of its values: `ms` or `tokens/s`.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Metric::TokensPerS => "tokens/s",
-            _ => "ms",
-        }
-    }
-
-    /// True when a larger value is better (throughput).
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::TokensPerS)
-    }
-
-    /// This metric of an observation; NaN when it did not happen.
-    pub(crate) fn of(self, o: &Obs) -> f64 {
-        match self {
-            Metric::Ttft => o.ttft,
-            Metric::Ttfb => o.ttfb,
-            Metric::E2e => o.e2e,
-            Metric::TokensPerS => o.tps,
-            Metric::Dns => o.dns,
-            Metric::Connect => o.connect,
-            Metric::Tls => o.tls,
-            Metric::FirstOutput => o.first_output,
-            Metric::Rtt => {
-                if o.ttfb.is_nan() {
-                    o.e2e
-                } else {
-                    o.ttfb
-                }
-            }
-        }
-    }
-}
-
-impl FromStr for Metric {
-    type Err = AnalyzeError;
-    fn from_str(s: &str) -> Result<Metric, AnalyzeError> {
-        let s = s.strip_suffix("_ms").unwrap_or(s);
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| AnalyzeError::UnknownMetric {
-                name: s.to_string(),
-            })
-    }
-}
+pub use crate::metric::Metric;
 
 /// One row as analysis sees it.
 #[derive(Debug, Clone)]
@@ -187,6 +86,9 @@ pub(crate) struct Obs {
     pub client_lag: f32,
     /// Stream events in the first content token's read (0: not recorded).
     pub ttft_read_events: u16,
+    /// In a flow, from its start to the measured request's start, ms
+    /// (NaN for a single request); its steps are in the frame's flow rows.
+    pub flow_wait: f32,
 }
 
 impl Obs {
@@ -241,6 +143,16 @@ pub struct Frame {
     pub(crate) timing_shapes: Arc<Vec<Vec<u32>>>,
     /// Row indices per (provenance, phase): `index[prov * 7 + phase]`.
     pub(crate) index: Vec<Vec<u32>>,
+    /// The flow rows, in row order, with their steps (few rows have any,
+    /// so they are kept apart from [`Obs`]).
+    pub(crate) flows: Arc<Vec<FlowRow>>,
+}
+
+/// A flow row's earlier steps: (interned name, ms), in order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FlowRow {
+    pub row: u32,
+    pub steps: Vec<(u32, f64)>,
 }
 
 fn prov_index(p: Provenance) -> usize {
@@ -375,6 +287,7 @@ pub struct FrameBuilder {
     timings: Vec<f64>,
     shapes: Vec<Vec<u32>>,
     shape_ix: HashMap<Vec<u32>, u32, FxBuild>,
+    flows: Vec<FlowRow>,
     /// The names of the row being added, reused.
     names: Vec<u32>,
     /// The last id interned per field (see [`FrameBuilder::intern_at`]).
@@ -398,6 +311,7 @@ impl FrameBuilder {
             timings: Vec::new(),
             shapes: Vec::new(),
             shape_ix: HashMap::default(),
+            flows: Vec::new(),
             names: Vec::new(),
             recent: Vec::new(),
             interned: HashMap::default(),
@@ -544,6 +458,14 @@ impl FrameBuilder {
         }
         let timing_shape = self.shape(&names);
         self.names = names;
+        let flow_wait = val("flow_wait_ms", v.flow_wait_ms)?;
+        let mut steps = Vec::with_capacity(v.flow_steps.len());
+        for (name, ms) in &v.flow_steps {
+            if !(ms.is_finite() && *ms >= 0.0) {
+                return Err(bad("flow_steps", *ms));
+            }
+            steps.push((self.intern(name), *ms));
+        }
         let obs = Obs {
             ttft: val("ttft_ms", v.ttft_ms)?,
             ttftc: val("ttftc_ms", v.ttftc_ms)?,
@@ -581,8 +503,12 @@ impl FrameBuilder {
             ttft_read_events: v
                 .ttft_read_events
                 .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
+            flow_wait: flow_wait as f32,
         };
         let i = self.obs.len() as u32;
+        if !flow_wait.is_nan() {
+            self.flows.push(FlowRow { row: i, steps });
+        }
         self.frame.index[prov_index(v.provenance) * 7 + phase.index()].push(i);
         self.obs.push(obs);
         Ok(())
@@ -610,6 +536,7 @@ impl FrameBuilder {
             strings: Arc::new(self.strings),
             timings: Arc::new(self.timings),
             timing_shapes: Arc::new(self.shapes),
+            flows: Arc::new(self.flows),
             ..self.frame
         }
     }

@@ -18,7 +18,7 @@ use firsttoken_read::pilot::{Ask, PilotRun, Pilots};
 use firsttoken_record::store::Store;
 use firsttoken_report::plan::{json, markdown};
 use firsttoken_report::words;
-use firsttoken_session::{DEFAULT_STORE, Overrides, SessionSpec};
+use firsttoken_session::{Overrides, SessionSpec};
 
 use crate::measure;
 
@@ -47,9 +47,10 @@ in which the report's rule would state the difference (for the median: `compare`
 for p95: the interval of the p95 difference excluding 0). See docs/METHODOLOGY.md.
 EXIT STATUS: 0 plan printed; 2 usage error, or a pilot group with too few values.")]
 pub struct PlanArgs {
-    /// Result store: a SQLite file or a postgres:// URL.
-    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
-    store: String,
+    /// Result store: a SQLite file or a postgres:// URL (default: the config's session.store
+    /// when the config exists, else firsttoken.db).
+    #[arg(long, env = "FIRSTTOKEN_STORE")]
+    store: Option<String>,
     /// Pilot session id or unique prefix (repeatable); default: every session in the store.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -62,7 +63,8 @@ pub struct PlanArgs {
     /// count detects (from stored pilot rows of the same phase and path) and the time.
     #[arg(long, conflicts_with_all = ["pilot", "between", "by", "width"])]
     claims: bool,
-    /// Session config for --pilot and --claims (write one with `firsttoken init`).
+    /// Session config for --pilot and --claims (write one with `firsttoken init`); its
+    /// [session] store is used when --store is not given.
     #[arg(long, short, default_value = "firsttoken.toml")]
     config: PathBuf,
     /// The difference to detect: `100ms`, `1.5s`, or `10%` of the baseline's quantile
@@ -135,12 +137,16 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         a.by.as_deref()
             .map(|k| k.parse().map_err(|e| anyhow::anyhow!("--by {k:?}: {e}")))
             .transpose()?;
+    let url = crate::session::store_url(
+        a.store.as_deref(),
+        a.config.is_file().then_some(a.config.as_path()),
+    )?;
     let doc = if a.claims {
         let cfg = Config::load(&a.config).map_err(|e| anyhow::anyhow!("{e}"))?;
         let spec = SessionSpec::new(cfg, Overrides::default())
             .with_context(|| format!("{}", a.config.display()))?;
         firsttoken_read::pilot::claims_at(
-            &a.store,
+            &url,
             &a.sessions,
             (&spec.config, &a.config.display().to_string()),
             (&spec.protocol, spec.seed),
@@ -150,11 +156,11 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         let (store, selected) = match a.pilot {
             Some(n) => {
-                let store = Store::open(&a.store).await?;
-                let id = run_pilot(&a.config, n, &a.store, &store).await?;
+                let store = Store::open(&url).await?;
+                let id = run_pilot(&a.config, n, &url, &store).await?;
                 (store, vec![id])
             }
-            None => (Store::open_existing(&a.store).await?, a.sessions.clone()),
+            None => (Store::open_existing(&url).await?, a.sessions.clone()),
         };
         let pilots = match (&a.between, key) {
             (Some(ab), None) => Pilots::Sessions(ab[0].clone(), ab[1].clone()),

@@ -13,7 +13,7 @@ use firsttoken_refapp::{AppState, Config, DbFaultScope, Options, RouterRule, Tls
 #[command(
     after_help = "Routes: POST /api/auth/signup, /api/auth/login ({\"email\", \"password\"});
 POST /api/chat, /api/docs/ask, /api/message ({\"conversation_id\"?, \"message\"}, bearer token, SSE);
-GET /api/conversations/{id}/messages, /health, /version.
+GET /api/conversations/{id}/messages, /health, /version; DELETE /api/admin/users/{id} (the admin token).
 The first line on stdout is the address it listens on, e.g. `listening on http://127.0.0.1:8090`.
 Known-bad modes (--serial, --blocking-db, --db-roundtrips, --buffered, --cold-start-ms) are off by default."
 )]
@@ -134,6 +134,15 @@ pub struct RefappArgs {
     /// Export the app's OpenTelemetry spans (auth, each database call, retrieval, the provider call) over OTLP/HTTP to this base URL; `/v1/traces` is appended. `OTEL_SERVICE_NAME` and `OTEL_BSP_SCHEDULE_DELAY` are honoured (default export delay 200 ms).
     #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
+    /// Send X-Process-Time on every response: the seconds (a float) from the request's arrival to its response head, as FastAPI apps (Open WebUI) send it.
+    #[arg(long)]
+    process_time_header: bool,
+    /// Name of the environment variable holding the admin token DELETE /api/admin/users/{id} accepts (never logged; unset: that endpoint refuses every request).
+    #[arg(long, value_name = "NAME")]
+    admin_token_env: Option<String>,
+    /// Accept this many sign-ups, then answer 403 (sign-up closed) while sign-in goes on.
+    #[arg(long, value_name = "N")]
+    signup_limit: Option<u64>,
 }
 
 /// `--db-faults`.
@@ -170,6 +179,15 @@ impl TryFrom<RefappArgs> for RefappSpec {
                 Ok(k) if !k.trim().is_empty() => Some(k),
                 _ => anyhow::bail!(
                     "--upstream-key-env {name}: the environment variable {name} is not set or empty"
+                ),
+            },
+        };
+        let admin_token = match &a.admin_token_env {
+            None => None,
+            Some(name) => match std::env::var(name) {
+                Ok(k) if !k.trim().is_empty() => Some(k),
+                _ => anyhow::bail!(
+                    "--admin-token-env {name}: the environment variable {name} is not set or empty"
                 ),
             },
         };
@@ -213,6 +231,9 @@ impl TryFrom<RefappArgs> for RefappSpec {
             },
             worker_threads: a.worker_threads,
             otlp_endpoint: a.otlp_endpoint.filter(|e| !e.trim().is_empty()),
+            process_time_header: a.process_time_header,
+            admin_token,
+            signup_limit: a.signup_limit,
             tls: match (a.tls_self_signed, a.tls_cert, a.tls_key) {
                 (true, _, _) => Some(TlsSource::SelfSigned {
                     ca_out: a.tls_ca_out,

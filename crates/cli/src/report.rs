@@ -9,16 +9,20 @@ use clap::Args;
 use firsttoken_analyze::GroupKey;
 use firsttoken_read::{LoadOptions, Selection, analyse, load};
 use firsttoken_record::store::Store;
-use firsttoken_session::DEFAULT_STORE;
 
 use crate::render::{Format, render_out};
 
 /// `firsttoken report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result store: a SQLite file or a postgres:// URL.
-    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
-    store: String,
+    /// Result store: a SQLite file or a postgres:// URL (default: the config's session.store,
+    /// else firsttoken.db).
+    #[arg(long, env = "FIRSTTOKEN_STORE")]
+    store: Option<String>,
+    /// Session config whose [session] store is read when --store is not given (default:
+    /// ./firsttoken.toml when it exists).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
     /// Session id or unique prefix (repeatable); default: every session in the store.
     #[arg(long = "session", value_name = "ID")]
     sessions: Vec<String>,
@@ -48,7 +52,11 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let options = LoadOptions {
         rows: a.format == Format::Html,
     };
-    let store = Store::open_existing(&a.store).await?;
+    let url = crate::session::store_url(
+        a.store.as_deref(),
+        crate::session::config_or_default(a.config.as_deref()),
+    )?;
+    let store = Store::open_existing(&url).await?;
     let loaded = load(&store, &selection, options).await?;
     let analysis = analyse(&loaded, &keys);
     render_out(a.format, &loaded, &analysis, &[], a.out.as_deref())?;

@@ -39,6 +39,7 @@
 mod connect;
 pub mod decode;
 pub mod exec;
+mod flow;
 mod inline;
 mod itl;
 mod kstamp;

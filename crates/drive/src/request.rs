@@ -69,6 +69,8 @@ pub(crate) struct Stamps {
     /// JSON pointer to the route in the stream's events; when set and
     /// found, it names the route (the header is the fallback).
     pub route_field: Option<String>,
+    /// Response headers read as the app's total server time.
+    pub timing_headers: Option<std::sync::Arc<[firsttoken_plan::TimingHeader]>>,
     pub server_timing: Vec<(String, f64)>,
     pub facts: StreamFacts,
     /// The response's `Content-Encoding`, when not identity.
@@ -108,6 +110,7 @@ impl Stamps {
             route: None,
             route_header: None,
             route_field: None,
+            timing_headers: None,
             server_timing: Vec::new(),
             facts: StreamFacts::default(),
             content_encoding: None,
@@ -392,6 +395,10 @@ pub(crate) async fn exchange(
             .flat_map(crate::decode::parse_server_timing)
             .take(crate::decode::MAX_SERVER_TIMING)
             .collect();
+        if let Some(timing) = st.timing_headers.clone() {
+            st.server_timing
+                .extend(crate::decode::timing_headers(resp.headers(), &timing));
+        }
         let content_type = header("content-type");
         let encoding = resp
             .headers()

@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 
-use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Timeouts, WebSocketSpec};
+use firsttoken_plan::{
+    ProbeSpec, RequestTemplate, StreamFormat, Timeouts, TimingHeader, WebSocketSpec,
+};
 use firsttoken_record::{Connection, ErrorKind, Sample};
 
 use crate::connect::{Conn, Connector, Sender};
 use crate::decode::Decoder;
-use crate::request::{Stamps, build_request, exchange, hyper_error};
+use crate::request::{Stamps, build_request, exchange, hyper_error, no_response_kind};
 use crate::ws::{self, WsConn};
 use crate::{DriveError, Failure};
 
@@ -36,6 +38,8 @@ pub(crate) struct Endpoint {
     route_field: Option<String>,
     /// The WebSocket settings, when requests go as text frames on one.
     websocket: Option<WebSocketSpec>,
+    /// Response headers read as the app's total server time.
+    timing_headers: Arc<[TimingHeader]>,
 }
 
 impl Endpoint {
@@ -50,6 +54,7 @@ impl Endpoint {
             route_header: spec.route_header.to_ascii_lowercase(),
             route_field: spec.route_field.clone(),
             websocket: spec.transport.websocket().cloned(),
+            timing_headers: spec.timing_headers.clone().into(),
         }))
     }
 
@@ -191,6 +196,7 @@ impl Slot {
         let mut st = Stamps::new(start);
         st.route_header = Some(ep.route_header.clone());
         st.route_field.clone_from(&ep.route_field);
+        st.timing_headers = Some(ep.timing_headers.clone());
         if ep.websocket.is_some() {
             return self.attempt_ws(request, reusable, st, until).await;
         }
@@ -343,47 +349,74 @@ impl Slot {
     /// body: for set-up calls (sign-up, version, cleanup), not measurements.
     /// Uses the slot's connection when it is open.
     pub async fn fetch(&mut self, request: &RequestTemplate) -> Result<(u16, Bytes), String> {
+        self.whole(request)
+            .await
+            .map(|(status, _, body)| (status, body))
+            .map_err(|f| f.message)
+    }
+
+    /// Send `request` and read its whole response (status, headers, up to
+    /// 1 MiB of body, no content coding) within the request timeout, on
+    /// the open connection when it can take a request, else on a new one
+    /// kept in the slot. A failure names its kind; the connection is then
+    /// dropped.
+    pub(crate) async fn whole(
+        &mut self,
+        request: &RequestTemplate,
+    ) -> Result<(u16, http::HeaderMap, Bytes), Failure> {
         let timeout = self.endpoint.timeouts.request;
+        let start = Instant::now();
+        let until = deadline(start, timeout);
         if !self.is_warm().await {
             self.conn = None;
             let ep = &*self.endpoint;
-            let start = Instant::now();
             let mut st = Stamps::new(start);
-            let until = deadline(start, timeout);
-            let opened = open(&ep.connector, ep.timeouts, &mut st, start, until).await;
-            self.conn = Some(opened.map_err(|f| f.message)?);
+            self.conn = Some(open(&ep.connector, ep.timeouts, &mut st, start, until).await?);
         }
         let Some(conn) = self.conn.as_mut() else {
-            return Err("no connection".into());
+            return Err(Failure::new(ErrorKind::Connect, "no connection"));
         };
-        // Set-up calls read their body whole: no content coding.
+        // Whole bodies are read as sent: no content coding.
         let req = build_request(request, conn.http2, false)
-            .map(|r| self.endpoint.connector.via_proxy(r, request))
-            .map_err(|f| f.message)?;
+            .map(|r| self.endpoint.connector.via_proxy(r, request))?;
         let (sender, driver) = conn.parts();
         let work = Conn::drive(driver, async {
+            let failed = |e: &hyper::Error| Failure::new(no_response_kind(e), hyper_error(e));
             let resp = match sender {
                 Sender::H1(s) => s.send_request(req).await,
                 Sender::H2(s) => s.send_request(req).await,
             }
-            .map_err(|e| hyper_error(&e))?;
+            .map_err(|e| failed(&e))?;
             let status = resp.status().as_u16();
-            let mut body = resp.into_body();
+            let (parts, mut body) = resp.into_parts();
             let mut buf = Vec::new();
             while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| hyper_error(&e))?;
+                let frame = frame.map_err(|e| {
+                    Failure::new(
+                        ErrorKind::Truncated,
+                        format!("the body broke off: {}", hyper_error(&e)),
+                    )
+                })?;
                 if let Some(d) = frame.data_ref() {
                     if buf.len() + d.len() > FETCH_LIMIT {
-                        return Err(format!("response body over {FETCH_LIMIT} bytes"));
+                        return Err(Failure::new(
+                            ErrorKind::Decode,
+                            format!("response body over {FETCH_LIMIT} bytes"),
+                        ));
                     }
                     buf.extend_from_slice(d);
                 }
             }
-            Ok::<_, String>((status, Bytes::from(buf)))
+            Ok::<_, Failure>((status, parts.headers, Bytes::from(buf)))
         });
-        let out = tokio::time::timeout_at(deadline(Instant::now(), timeout), work)
+        let out = tokio::time::timeout_at(until, work)
             .await
-            .map_err(|_| format!("no complete response within {timeout:?}"))?;
+            .unwrap_or_else(|_| {
+                Err(Failure::new(
+                    ErrorKind::Timeout,
+                    format!("no complete response within {timeout:?}"),
+                ))
+            });
         if out.is_err() {
             self.conn = None;
         }

@@ -6,6 +6,8 @@
 //!   `ProbeSpec` (counts, concurrency, warm/fresh, HTTP version, TLS,
 //!   timeouts checked against `MAX_TIMEOUT`, `--resolve`, `StreamFormat`);
 //! - [`env`]: `$NAME` in header values;
+//! - [`timing`]: response headers read as the app's total server time
+//!   (`x-process-time`…), each with its unit;
 //! - [`config`]: the session file `firsttoken.toml` (its validation names
 //!   file, line and key; timeouts, idle gaps and open-loop spans at most a
 //!   day, rates 0.001–10,000/s, at most 100,000 requests a phase and
@@ -28,16 +30,19 @@
 
 pub mod config;
 pub mod env;
+pub mod flow;
 pub mod protocol;
 pub mod proxy;
 pub mod segment;
 mod stream_format;
+pub mod timing;
 pub mod transport;
 
 pub use stream_format::StreamFormat;
 pub use transport::{SocketIoSpec, Transport, WebSocketSpec};
 
 pub use proxy::Proxy;
+pub use timing::{TimeUnit, TimingHeader};
 
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -530,6 +535,10 @@ pub struct ProbeSpec {
     pub kernel_clock: bool,
     /// HTTP requests, or text frames on a WebSocket.
     pub transport: Transport,
+    /// Response headers read as the app's total server time (the four of
+    /// [`timing::DEFAULT_TIMING_HEADERS`] by default), stored beside the
+    /// `Server-Timing` entries as `header:<name>`.
+    pub timing_headers: Vec<TimingHeader>,
 }
 
 /// Smallest accepted event bound: below a kilobyte ordinary events would fail.
@@ -567,6 +576,7 @@ impl ProbeSpec {
             trace_context: false,
             kernel_clock: true,
             transport: Transport::Http,
+            timing_headers: timing::default_timing_headers(),
         }
     }
 

@@ -133,6 +133,37 @@ impl std::str::FromStr for FirstOutput {
     }
 }
 
+/// One earlier step of a flow (an app path of several requests, the last
+/// one measured): its name, how long it took from its start to its whole
+/// response, and its HTTP status (`None` when no response came).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowStepTime {
+    /// The step's name in the config, e.g. `create`.
+    pub name: String,
+    /// From the step's start to its whole response (or its failure), ms.
+    pub ms: f64,
+    /// HTTP status, `None` when no response arrived.
+    pub status: Option<u16>,
+}
+
+/// The prefix of a [`Sample::server_timing`] entry read from a timing
+/// response header (`x-process-time`, `openai-processing-ms`…) rather than
+/// from `Server-Timing`: `header:x-process-time`. A `:` is no token
+/// character, so no `Server-Timing` name can take this shape.
+pub const HEADER_TIMING_PREFIX: &str = "header:";
+
+/// The [`Sample::server_timing`] name of the total server time an app
+/// reported in the response header `header` (lower case).
+pub fn header_timing_name(header: &str) -> String {
+    format!("{HEADER_TIMING_PREFIX}{header}")
+}
+
+/// The header a [`Sample::server_timing`] name was read from, when it is
+/// a header entry ([`header_timing_name`]); `None` for `Server-Timing`.
+pub fn timing_header(name: &str) -> Option<&str> {
+    name.strip_prefix(HEADER_TIMING_PREFIX)
+}
+
 /// A number as an error message shows it: plain when it reads well, else
 /// in scientific notation (never the 309 digits of `-1e308`).
 pub fn short_number(v: f64) -> String {
@@ -327,7 +358,9 @@ pub struct Sample {
     /// The route the app reports it took (`X-Route` header), if any.
     pub route: Option<String>,
     /// The app's own phase durations in ms, from its `Server-Timing` header and
-    /// a final `event: server-timing` SSE event; `None` when it sent neither.
+    /// a final `event: server-timing` SSE event, and the total server time
+    /// of each configured timing header it sent (`x-process-time`…, named
+    /// `header:<name>`, see [`header_timing_name`]); `None` when it sent none.
     pub server_timing: Option<BTreeMap<String, f64>>,
     /// The response's `Content-Encoding` (e.g. `gzip`), `None` when identity.
     #[serde(default)]
@@ -362,6 +395,18 @@ pub struct Sample {
     /// kernel stamp is the latest segment's (see docs/METHODOLOGY.md).
     #[serde(default)]
     pub ttft_read_events: Option<u64>,
+    /// In a flow (an app path whose measured request follows earlier
+    /// steps, e.g. create a chat, then send), the time from the flow's
+    /// start — the user's action, the first step's start — to the measured
+    /// request's start, ms: every earlier step and the gaps between them.
+    /// The TTFT the user waits is `flow_wait_ms + ttft_ms`
+    /// ([`Sample::flow_ttft_ms`]). `None` for a single request.
+    #[serde(default)]
+    pub flow_wait_ms: Option<f64>,
+    /// In a flow, each earlier step in order (a failed step is the last
+    /// listed); `None` for a single request.
+    #[serde(default)]
+    pub flow_steps: Option<Vec<FlowStepTime>>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -411,8 +456,16 @@ impl Sample {
             ttft_user_ms: None,
             client_lag_ms: None,
             ttft_read_events: None,
+            flow_wait_ms: None,
+            flow_steps: None,
             error: None,
         }
+    }
+
+    /// The time to first token from the flow's start (the user's action):
+    /// `flow_wait_ms + ttft_ms` in a flow, `ttft_ms` for a single request.
+    pub fn flow_ttft_ms(&self) -> Option<f64> {
+        Some(self.flow_wait_ms.unwrap_or(0.0) + self.ttft_ms?)
     }
 
     /// True when the request succeeded.

@@ -88,7 +88,9 @@ pub struct Cleanup {
     pub created_ids: Vec<String>,
     /// Rows the delete reported.
     pub deleted: u64,
-    /// Rows left afterwards by the configured count query; `None` if it did not run.
+    /// Rows left afterwards by the configured count query (for an HTTP
+    /// cleanup without one: the accounts it did not see gone); `None` if
+    /// neither ran.
     pub residual: Option<i64>,
     /// Why cleanup failed, if it did.
     pub error: Option<String>,

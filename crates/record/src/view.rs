@@ -83,6 +83,11 @@ pub struct SampleView<'r> {
     pub client_lag_ms: Option<f64>,
     /// Stream events that shared the first content token's read.
     pub ttft_read_events: Option<u64>,
+    /// In a flow, from the flow's start to the measured request's start, ms.
+    pub flow_wait_ms: Option<f64>,
+    /// In a flow, each earlier step's name and duration, ms, in order
+    /// (empty for a single request).
+    pub flow_steps: Vec<(Cow<'r, str>, f64)>,
 }
 
 impl<'r> SampleView<'r> {
@@ -126,6 +131,13 @@ impl<'r> SampleView<'r> {
             clock: s.clock,
             client_lag_ms: s.client_lag_ms,
             ttft_read_events: s.ttft_read_events,
+            flow_wait_ms: s.flow_wait_ms,
+            flow_steps: s
+                .flow_steps
+                .iter()
+                .flatten()
+                .map(|t| (Cow::Borrowed(t.name.as_str()), t.ms))
+                .collect(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Accounts, history, health and version endpoints.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -53,24 +54,79 @@ pub(crate) async fn signup(
     let c: Credentials = body.json()?;
     let email = auth::normalize_email(&c.email).map_err(ApiError::bad_request)?;
     auth::check_password(&c.password).map_err(ApiError::bad_request)?;
-    let hash = state.inner.hashing.hash(c.password).await?;
-    state.db_call().await;
-    let user_id = match state.inner.store.create_user(&email, &hash).await {
-        Err(StoreError::Conflict) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                "an account with this email already exists",
-            ));
+    // A place under the sign-up limit is taken now, and given back when
+    // the account is not created.
+    let signups = &state.inner.signups;
+    if let Some(limit) = state.inner.config.options.signup_limit
+        && signups
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_err()
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "signup_closed",
+            "sign-up is closed; sign in to an existing account",
+        ));
+    }
+    let created = async {
+        let hash = state.inner.hashing.hash(c.password).await?;
+        state.db_call().await;
+        let user_id = match state.inner.store.create_user(&email, &hash).await {
+            Err(StoreError::Conflict) => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "conflict",
+                    "an account with this email already exists",
+                ));
+            }
+            r => r?,
+        };
+        let (token, expires_at) = issue_token(&state, user_id).await?;
+        Ok((user_id, token, expires_at))
+    }
+    .await;
+    let (user_id, token, expires_at) = created.inspect_err(|_| {
+        if state.inner.config.options.signup_limit.is_some() {
+            signups.fetch_sub(1, Ordering::SeqCst);
         }
-        r => r?,
-    };
-    let (token, expires_at) = issue_token(&state, user_id).await?;
+    })?;
     Ok((
         StatusCode::CREATED,
         Json(account(user_id, &email, &token, expires_at)),
     )
         .into_response())
+}
+
+/// `DELETE /api/admin/users/{id}` → 204 with the admin token, 404 when
+/// there is no such user; 401 without a token, 403 with any other (a
+/// user's own token cannot delete accounts).
+pub(crate) async fn admin_delete_user(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let token =
+        auth::bearer(&headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+    // Compared as hashes: the time taken says nothing about the token.
+    let admin = state.inner.config.options.admin_token.as_deref();
+    if admin.map(auth::token_hash) != Some(auth::token_hash(token)) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "deleting users needs the admin token",
+        ));
+    }
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("no user {id:?}")))?;
+    state.db_call().await;
+    if state.inner.store.delete_user(id).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::not_found(format!("no user {id}")))
+    }
 }
 
 /// `POST /api/auth/login` → 200 with a new token, or 401.
@@ -115,6 +171,50 @@ pub(crate) async fn conversation_messages(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no conversation {id}")))?;
     Ok(Json(json!({"conversation_id": id, "messages": messages})).into_response())
+}
+
+/// The body of `POST /api/conversations` (all optional).
+#[derive(serde::Deserialize, Default)]
+struct NewConversation {
+    /// The conversation's title (default `New chat`).
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// `POST /api/conversations` → 201 `{"conversation_id": N}`: an empty
+/// conversation, as a chat UI creates one before the first message is
+/// sent (`/api/chat` with that `conversation_id` then continues it).
+pub(crate) async fn create_conversation(
+    State(state): State<AppState>,
+    Extension(ctx): Extension<crate::http::RequestCtx>,
+    headers: HeaderMap,
+    body: RawBody,
+) -> Result<Response, ApiError> {
+    let user_id = authenticate(&state, &headers, &mut 0, &ctx.span).await?;
+    let req: NewConversation = if body.0.is_empty() {
+        NewConversation::default()
+    } else {
+        body.json()?
+    };
+    let title: String = req
+        .title
+        .as_deref()
+        .unwrap_or("New chat")
+        .chars()
+        .take(80)
+        .collect();
+    state.db_call().await;
+    let id = state
+        .inner
+        .store
+        .create_conversation(user_id, &title)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        [("x-conversation-id", id.to_string())],
+        Json(json!({"conversation_id": id, "title": title})),
+    )
+        .into_response())
 }
 
 /// `GET /health` → 200 when the database answers, 503 otherwise.

@@ -182,6 +182,17 @@ pub struct Options {
     /// URL (what `OTEL_EXPORTER_OTLP_ENDPOINT` holds; `/v1/traces` is
     /// appended); `None`: no spans are made.
     pub otlp_endpoint: Option<String>,
+    /// Send `X-Process-Time` on every response: the seconds (a float) from
+    /// the request's arrival to its response head, as FastAPI's example
+    /// middleware (and Open WebUI) send it.
+    pub process_time_header: bool,
+    /// The bearer token `DELETE /api/admin/users/{id}` accepts (never
+    /// logged); `None`: that endpoint refuses every request.
+    pub admin_token: Option<String>,
+    /// Sign-ups accepted while the app runs; past them sign-up answers 403
+    /// (closed, as on apps that allow only the first account or an
+    /// admin's invitations) while sign-in goes on. `None`: open.
+    pub signup_limit: Option<u64>,
 }
 
 /// Which answer paths the known-bad database modes apply to.
@@ -254,6 +265,9 @@ impl Default for Options {
             tls: None,
             worker_threads: None,
             otlp_endpoint: None,
+            process_time_header: false,
+            admin_token: None,
+            signup_limit: None,
         }
     }
 }
@@ -287,6 +301,9 @@ impl fmt::Debug for Options {
             .field("router", &self.router)
             .field("tls", &self.tls)
             .field("worker_threads", &self.worker_threads)
+            .field("process_time_header", &self.process_time_header)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
+            .field("signup_limit", &self.signup_limit)
             .finish()
     }
 }
@@ -411,6 +428,15 @@ impl Config {
             }
             k => k.clone(),
         };
+        if let Some(t) = &options.admin_token
+            && (t.trim().is_empty()
+                || reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).is_err())
+        {
+            return Err(ConfigError::new(
+                "admin_token",
+                "is empty or has characters not allowed in an HTTP header",
+            ));
+        }
         if options.model.trim().is_empty() {
             return Err(ConfigError::new("model", "is empty"));
         }
@@ -668,6 +694,11 @@ mod tests {
             ..Options::default()
         };
         assert!(!format!("{o:?}").contains("very-secret"));
+        let a = Options {
+            admin_token: Some("admin-very-secret".into()),
+            ..Options::default()
+        };
+        assert!(!format!("{a:?}").contains("very-secret"));
         let c = Config::new(o).map(|c| format!("{c:?}")).unwrap_or_default();
         assert!(!c.is_empty() && !c.contains("very-secret"));
     }

@@ -192,6 +192,13 @@ pub(crate) async fn stamp(State(state): State<AppState>, mut req: Request, next:
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
+    if state.inner.config.options.process_time_header {
+        // A float of seconds, as FastAPI's `str(time.perf_counter() - start)`.
+        let secs = start.elapsed().as_secs_f64().to_string();
+        if let Ok(v) = HeaderValue::from_str(&secs) {
+            resp.headers_mut().insert("x-process-time", v);
+        }
+    }
     resp
 }
 

@@ -11,12 +11,17 @@
 //!   `{"conversation_id"?: int, "message": string}` with a bearer token →
 //!   an SSE stream of OpenAI `chat.completion.chunk`s.
 //! - `GET /api/conversations/{id}/messages`, `GET /health`, `GET /version`.
+//! - `DELETE /api/admin/users/{id}` with the admin token (`admin_token`)
+//!   → 204 (404: no such user); a user's token gets 403, none 401. With
+//!   `signup_limit`, sign-up closes (403) after that many accounts.
 //!
 //! Every answer carries `Server-Timing` (`auth`, `db` with their database
 //! round trips as `desc="N rt"`, `retrieve`, `upstream_connect`: what
 //! happened before the stream), `X-Route`,
 //! `X-Request-Id`, and ends with `event: server-timing` (`upstream_ttft`,
-//! `stream`, `store`, `total`) after `data: [DONE]`.
+//! `stream`, `store`, `total`) after `data: [DONE]`; with
+//! `process_time_header`, also `X-Process-Time` (seconds to the response
+//! head, a float, as FastAPI apps send it).
 //!
 //! Known-bad modes, all off by default, reproduce common latency mistakes:
 //! serial handling, blocking database calls on the runtime, extra database
@@ -114,6 +119,8 @@ struct Shared {
     db: remote::DbLink,
     tls: Option<tls::Edge>,
     telemetry: Option<telemetry::Telemetry>,
+    /// Sign-ups accepted so far (for `signup_limit`).
+    signups: std::sync::atomic::AtomicU64,
 }
 
 struct ColdStart {
@@ -177,6 +184,7 @@ impl AppState {
                 db: remote::DbLink::new(&config),
                 tls,
                 telemetry,
+                signups: Default::default(),
                 index: DocIndex::bundled(),
                 upstream,
                 store,
@@ -272,9 +280,14 @@ pub fn app(state: AppState) -> Router {
         .route("/api/chat", post(answer::chat))
         .route("/api/docs/ask", post(answer::docs_ask))
         .route("/api/message", post(answer::message))
+        .route("/api/conversations", post(api::create_conversation))
         .route(
             "/api/conversations/{id}/messages",
             get(api::conversation_messages),
+        )
+        .route(
+            "/api/admin/users/{id}",
+            axum::routing::delete(api::admin_delete_user),
         )
         .route("/health", get(api::health))
         .route("/version", get(api::version))

@@ -505,3 +505,44 @@ fn a_phase_that_did_not_happen_is_not_done_in_every_format() {
     assert_eq!(c["connect"]["status"], "ok", "{c}");
     common::valid_report(&render(Format::Json, &input).unwrap());
 }
+
+/// Issue 25: an app that reports its total server time only in a timing
+/// header (`x-process-time`, as FastAPI apps do) has it read as its total
+/// server time, in every format, beside its TTFT; no phase is invented.
+#[test]
+fn a_timing_header_reads_as_the_apps_total_server_time_in_every_format() {
+    let sessions = vec![common::meta("s", "v1")];
+    let mut rows = common::session_rows("s", 900.0);
+    for r in rows.iter_mut().filter(|r| r.phase.as_str() == "warm") {
+        r.sample.server_timing = Some(
+            [("header:x-process-time".to_string(), 700.0)]
+                .into_iter()
+                .collect(),
+        );
+    }
+    let keys = firsttoken_analyze::GroupKey::parse_list("code_version,path").unwrap();
+    let frame = firsttoken_analyze::Frame::from_rows(&rows, &sessions).unwrap();
+    let analysis = firsttoken_analyze::analyze(
+        &frame,
+        &sessions,
+        &keys,
+        &firsttoken_analyze::Settings::new(7),
+    );
+    let o = &analysis.overhead[0];
+    let st = o.server_timing.as_ref().expect("a breakdown");
+    assert!(st.parts.is_empty(), "{st:?}");
+    let s = words::overhead(o);
+    assert!(
+        s.contains("the app's own total server time 700 ms")
+            && s.contains("(its x-process-time header, 30 requests) against its TTFT"),
+        "{s}"
+    );
+    assert!(!s.contains("no Server-Timing"), "{s}");
+    let input = ReportInput::new(&sessions, &analysis, &[]);
+    outputs(&input).all_show("the header total", &s);
+    // The JSON report carries it, in its documented shape.
+    let json = common::valid_report(&render(Format::Json, &input).unwrap());
+    let total = &json["analysis"]["overhead"][0]["server_timing"]["total"];
+    assert_eq!(total["source"], "header", "{total}");
+    assert_eq!(total["name"], "x-process-time", "{total}");
+}

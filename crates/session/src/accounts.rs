@@ -1,6 +1,12 @@
 //! Test hygiene: sign up the session's own test accounts
 //! (`bench-<session>-<n>@bench.invalid`), and at the end delete exactly
-//! those ids and count what is left.
+//! those ids and count what is left; or sign in to pre-provisioned
+//! accounts ([`sign_in`]), which are never deleted and whose passwords are
+//! never stored, logged or printed.
+//!
+//! Credentials: sign-up and sign-in send none; the cleanup's HTTP request
+//! sends the admin token of `admin_token_env` (else each account's own
+//! token), its SQL the app database URL.
 
 use bytes::Bytes;
 
@@ -45,19 +51,25 @@ pub async fn sign_up(
     created: &mut Accounts,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<(), SessionError> {
+    let Ok(firsttoken_plan::config::AuthMode::SignUp {
+        path,
+        id_pointer,
+        accounts,
+    }) = auth.mode()
+    else {
+        return Err(SessionError::Invalid(
+            "app.auth has no signup_path: it signs in (sign_in)".into(),
+        ));
+    };
     let mut spec = app.clone();
-    spec.request.target = Target::parse(&format!(
-        "{}{}",
-        base_url.trim_end_matches('/'),
-        auth.signup_path
-    ))?;
+    spec.request.target = Target::parse(&format!("{}{path}", base_url.trim_end_matches('/')))?;
     let mut slot = Slot::new(&spec)?;
     let short: String = session_id
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect::<String>()
         .to_ascii_lowercase();
-    for n in 0..auth.accounts {
+    for n in 0..accounts {
         let email = format!("bench-{short}-{n}@bench.invalid");
         // A per-account password nobody needs to know again: the session keeps the token.
         let password = format!("ft-{short}-{n}-{}", std::process::id());
@@ -73,7 +85,7 @@ pub async fn sign_up(
             accounts_error(format!(
                 "interrupted (Ctrl-C or SIGTERM) after {} of {} test accounts were signed up",
                 created.ids.len(),
-                auth.accounts
+                accounts
             ))
         };
         if cancel.is_cancelled() {
@@ -95,10 +107,9 @@ pub async fn sign_up(
                     .collect::<String>()
             )));
         }
-        let id = pointer_text(&v, &auth.id_pointer).ok_or_else(|| {
+        let id = pointer_text(&v, id_pointer).ok_or_else(|| {
             accounts_error(format!(
-                "the sign-up response has no id at {} (app.auth.id_pointer)",
-                auth.id_pointer
+                "the sign-up response has no id at {id_pointer} (app.auth.id_pointer)"
             ))
         })?;
         // Kept before it is stored: if the store refuses it (a full disk),
@@ -176,6 +187,7 @@ pub async fn check_cleanup(cfg: &CleanupSection, base_url: &str) -> Result<(), S
             base_url.trim_end_matches('/'),
             path.replace("{id}", "0")
         ))?;
+        admin_token(cfg)?;
     }
     let Some(url) = cleanup_url(cfg)? else {
         return Ok(());
@@ -189,6 +201,83 @@ pub async fn check_cleanup(cfg: &CleanupSection, base_url: &str) -> Result<(), S
     crate::appdb::dry_run(&url, &none(&cfg.delete_sql), &none(&cfg.count_sql)).await
 }
 
+/// The admin token of `admin_token_env`, when the cleanup names one.
+fn admin_token(cfg: &CleanupSection) -> Result<Option<(String, String)>, SessionError> {
+    let Some(var) = &cfg.admin_token_env else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(t) if !t.trim().is_empty() => Ok(Some((var.clone(), t))),
+        _ => Err(SessionError::Invalid(format!(
+            "app.cleanup.admin_token_env names {var}, which is not set or empty"
+        ))),
+    }
+}
+
+/// One `http_delete` request per id, with the admin token (else each
+/// account's own). A 2xx or 404 answer counts the account as gone; the
+/// first other answer stops, naming the credential it carried. Returns
+/// how many are gone, and why it stopped if it did.
+async fn http_cleanup(
+    cfg: &CleanupSection,
+    path: &str,
+    (base_url, app): (&str, &ProbeSpec),
+    ids: &[String],
+    tokens: &[String],
+    out: &mut Cleanup,
+) -> (u64, Option<SessionError>) {
+    let mut gone = 0;
+    let r: Result<(), SessionError> = async {
+        let admin = admin_token(cfg)?;
+        let method = cfg.http_method();
+        let url = |id: &str| {
+            Target::parse(&format!(
+                "{}{}",
+                base_url.trim_end_matches('/'),
+                path.replace("{id}", id)
+            ))
+        };
+        let mut spec = app.clone();
+        spec.request.target = url("0")?;
+        let mut slot = Slot::new(&spec)?;
+        for (i, id) in ids.iter().enumerate() {
+            let mut req = RequestTemplate::new(url(id)?, Some(method), None)?;
+            let credential = match (&admin, tokens.get(i)) {
+                (Some((var, t)), _) => {
+                    req.add_secret_header_line(&format!("Authorization: Bearer {t}"))?;
+                    format!("the admin token from {var}")
+                }
+                (None, Some(t)) => {
+                    req.add_secret_header_line(&format!("Authorization: Bearer {t}"))?;
+                    "the test account's own token".to_string()
+                }
+                (None, None) => "no token".to_string(),
+            };
+            let (status, _) = slot.fetch(&req).await.map_err(|e| {
+                accounts_error(format!("{method} for id {id}: {}", req.scrub(&e)))
+            })?;
+            if (200..300).contains(&status) || status == 404 {
+                gone += 1;
+                out.deleted += u64::from(status != 404);
+                continue;
+            }
+            let hint = match (status, &admin) {
+                (401 | 403, None) => {
+                    "; deleting an account usually needs an admin: set app.cleanup.admin_token_env to the env var holding an admin's token"
+                }
+                (401 | 403, Some(_)) => "; the app refused the admin token (expired, or not an admin's)",
+                _ => "",
+            };
+            return Err(accounts_error(format!(
+                "{method} for id {id} answered HTTP {status} with {credential}{hint}"
+            )));
+        }
+        Ok(())
+    }
+    .await;
+    (gone, r.err())
+}
+
 async fn run_cleanup(
     cfg: &CleanupSection,
     base_url: &str,
@@ -198,34 +287,13 @@ async fn run_cleanup(
     out: &mut Cleanup,
 ) -> Result<(), SessionError> {
     if let Some(path) = &cfg.http_delete {
-        let mut spec = app.clone();
-        spec.request.target = Target::parse(&format!(
-            "{}{}",
-            base_url.trim_end_matches('/'),
-            path.replace("{id}", "0")
-        ))?;
-        let mut slot = Slot::new(&spec)?;
-        for (i, id) in ids.iter().enumerate() {
-            let target = Target::parse(&format!(
-                "{}{}",
-                base_url.trim_end_matches('/'),
-                path.replace("{id}", id)
-            ))?;
-            let mut req = RequestTemplate::new(target, Some("DELETE"), None)?;
-            if let Some(t) = tokens.get(i) {
-                req.add_header_line(&format!("Authorization: Bearer {t}"))?;
-            }
-            let (status, _) = slot
-                .fetch(&req)
-                .await
-                .map_err(|e| accounts_error(format!("DELETE for id {id}: {e}")))?;
-            if (200..300).contains(&status) || status == 404 {
-                out.deleted += u64::from(status != 404);
-            } else {
-                return Err(accounts_error(format!(
-                    "DELETE for id {id} answered HTTP {status}"
-                )));
-            }
+        let (gone, error) = http_cleanup(cfg, path, (base_url, app), ids, tokens, out).await;
+        // Without a count query, the accounts not gone are the residue.
+        if cfg.count_sql.is_none() {
+            out.residual = Some(ids.len() as i64 - gone as i64);
+        }
+        if let Some(e) = error {
+            return Err(e);
         }
     }
     let url = cleanup_url(cfg)?;

@@ -2,7 +2,8 @@
 //!
 //! A [`SessionSpec`] is validated from a config and its overrides before
 //! anything is sent; [`run_session`] then checks the app answers, creates the
-//! session row, signs up test accounts (each id stored the moment it exists),
+//! session row, signs up test accounts (each id stored the moment it exists)
+//! or signs in to pre-provisioned ones (never deleted),
 //! runs the protocol on drive's one executor, and records every sample: the
 //! recorder prices it from the config's price table, stores it, and only then
 //! charges the [`Budget`] that the executor asks before each request. At the
@@ -36,6 +37,7 @@ mod observe;
 mod pause;
 mod recorder;
 mod run;
+mod signin;
 mod source;
 mod spec;
 mod traces;
@@ -47,6 +49,7 @@ pub use error::SessionError;
 pub use observe::{Observer, Quiet};
 pub use pause::Pause;
 pub use run::{Outcome, run_session};
+pub use signin::{Credential, read_accounts};
 pub use source::{Source, prompt_ref};
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};
 pub use traces::TraceOutcome;

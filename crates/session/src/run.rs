@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use firsttoken_drive::Slot;
 use firsttoken_drive::{Stop, run_session as execute};
+use firsttoken_plan::config::AuthMode;
 use firsttoken_plan::{RequestTemplate, Target};
 use firsttoken_record::session::{
     Cleanup, LAG_FLAG_MS, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
@@ -67,6 +68,13 @@ pub async fn run_session(
 ) -> Result<Outcome, SessionError> {
     let cfg = &spec.config;
     let mut source = spec.source.clone();
+    // Pre-provisioned accounts are read before anything is sent: a missing
+    // variable or file stops the session here.
+    let signin_accounts = match cfg.app.auth.as_ref().map(|a| a.mode()) {
+        Some(Ok(AuthMode::SignIn { accounts, .. })) => crate::signin::read_accounts(accounts)?,
+        Some(Err((key, m))) => return Err(SessionError::Invalid(format!("{key}: {m}"))),
+        _ => Vec::new(),
+    };
     preflight(&source, spec).await?;
     // Bound before anything is created, so a taken port stops nothing half-way.
     let listener = traces::bind(&cfg.traces).await?;
@@ -146,17 +154,30 @@ pub async fn run_session(
     let mut accounts = Accounts::default();
     let mut failure: Option<String> = None;
     if let Some(auth) = &cfg.app.auth {
-        if let Err(e) = sign_up(
-            source.app_spec(),
-            &cfg.app.base_url,
-            auth,
-            (store, &meta.id),
-            &mut accounts,
-            &cancel,
-        )
-        .await
-        {
-            failure = Some(format!("test-account sign-up failed: {e}"));
+        let r = match auth.mode() {
+            Ok(AuthMode::SignIn { path, .. }) => crate::signin::sign_in(
+                source.app_spec(),
+                (&cfg.app.base_url, path),
+                auth,
+                &signin_accounts,
+                &mut accounts.tokens,
+                &cancel,
+            )
+            .await
+            .map_err(|e| format!("sign-in to the accounts failed: {e}")),
+            _ => sign_up(
+                source.app_spec(),
+                &cfg.app.base_url,
+                auth,
+                (store, &meta.id),
+                &mut accounts,
+                &cancel,
+            )
+            .await
+            .map_err(|e| format!("test-account sign-up failed: {e}")),
+        };
+        if let Err(e) = r {
+            failure = Some(e);
         }
         source.set_tokens(accounts.tokens.clone());
     }
@@ -270,6 +291,8 @@ async fn finish_accounts(
 ) -> Option<Cleanup> {
     let cfg = &spec.config;
     match (&cfg.app.auth, &cfg.app.cleanup) {
+        // Accounts signed in to existed before the session and stay.
+        (Some(a), _) if matches!(a.mode(), Ok(AuthMode::SignIn { .. })) => None,
         (Some(_), Some(c)) => Some(
             clean_up(
                 c,
@@ -329,7 +352,8 @@ async fn preflight(source: &Source, spec: &SessionSpec) -> Result<(), SessionErr
     get(source, &url, Duration::from_secs(10))
         .await
         .map_err(|message| SessionError::Unreachable { url, message })?;
-    // Test accounts are created only when they can be deleted again.
+    // Test accounts are created only when they can be deleted again
+    // (validation refuses a cleanup beside accounts signed in to).
     if let (Some(_), Some(cleanup)) = (&cfg.app.auth, &cfg.app.cleanup) {
         crate::accounts::check_cleanup(cleanup, &cfg.app.base_url).await?;
     }

@@ -9,6 +9,7 @@ use firsttoken_drive::RequestSource;
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::env::expand_env;
+use firsttoken_plan::flow::{Capture, Flow, FlowStep};
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
 use firsttoken_record::session::PromptRef;
@@ -29,6 +30,8 @@ pub struct Source {
     tokens: Vec<String>,
     /// Per app path: its requests carry no token.
     anonymous: Vec<bool>,
+    /// Per app path: the earlier steps of its flow (empty: one request).
+    flows: Vec<Vec<FlowStep>>,
     /// Where the trace id of every traced request is registered, when a
     /// span receiver runs.
     traces: Option<TraceRegistry>,
@@ -157,19 +160,24 @@ impl Source {
             None => None,
         };
         let mut app = Vec::new();
+        let mut flows = Vec::new();
         for p in &cfg.app.paths {
             let mut spec = base_spec(
-                &format!("{base}{}", p.path),
+                &format!("{base}{}", untemplated(&p.path)),
                 p.format.parse()?,
                 timeout,
                 compressed,
                 true,
                 &cfg.session,
             )?;
+            if !firsttoken_plan::flow::placeholders(&p.path).is_empty() {
+                spec.request.target.path_and_query = joined(base, &p.path)?;
+            }
             spec.route_field.clone_from(&p.route_field);
             if let Some(w) = &p.websocket {
                 spec.transport = firsttoken_plan::Transport::WebSocket(w.spec());
             }
+            spec.timing_headers = cfg.app.timing_headers();
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();
             }
@@ -184,7 +192,48 @@ impl Source {
                 }
             }
             spec.request.body = Some(Bytes::from(p.body.clone()));
+            if let Some(m) = &p.method {
+                let r = RequestTemplate::new(spec.request.target.clone(), Some(m), None)?;
+                spec.request.method = r.method;
+                if matches!(spec.request.method, http::Method::GET | http::Method::HEAD) {
+                    spec.request.body = None;
+                }
+            }
             spec.tls.ca_pem.clone_from(&ca_pem);
+            let mut steps = Vec::new();
+            for st in &p.steps {
+                let mut r = RequestTemplate::new(
+                    spec.request.target.clone(),
+                    st.method.as_deref(),
+                    st.body.as_ref().map(|b| Bytes::from(b.clone())),
+                )?;
+                r.target.path_and_query = joined(base, &st.path)?;
+                // The app's headers (secrets kept secret), then the step's own.
+                r.headers.clone_from(&spec.request.headers);
+                for (k, v) in &st.headers {
+                    let line = format!("{k}: {}", expand_env(v)?);
+                    if v.contains('$') {
+                        r.add_secret_header_line(&line)?;
+                    } else {
+                        r.add_header_line(&line)?;
+                    }
+                }
+                steps.push(FlowStep {
+                    name: st.name.clone(),
+                    request: r,
+                    captures: st
+                        .capture
+                        .iter()
+                        .map(|(var, from)| {
+                            Ok(Capture {
+                                var: var.clone(),
+                                from: from.parse().map_err(SessionError::Invalid)?,
+                            })
+                        })
+                        .collect::<Result<_, SessionError>>()?,
+                });
+            }
+            flows.push(steps);
             app.push(spec);
         }
         let mut direct = Vec::new();
@@ -254,6 +303,7 @@ impl Source {
             path_prompts,
             tokens: Vec::new(),
             anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
+            flows,
             traces: None,
         })
     }
@@ -336,6 +386,41 @@ pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
     }
 }
 
+impl Source {
+    /// True when app path `i` is a flow.
+    fn is_flow(&self, i: usize) -> bool {
+        self.flows.get(i).is_some_and(|f| !f.is_empty())
+    }
+
+    /// Add the test account's token, unless path `i` is anonymous.
+    fn authorize(&self, i: usize, planned: &Planned, r: &mut RequestTemplate) {
+        if !self.tokens.is_empty() && !self.anonymous.get(i).copied().unwrap_or(false) {
+            let token = &self.tokens[planned.prompt % self.tokens.len()];
+            if let Ok(h) = sensitive("authorization", &format!("Bearer {token}")) {
+                r.headers.push(h);
+            }
+        }
+    }
+}
+
+/// The path of an app URL without its `{name}` placeholders, for parsing
+/// (a placeholder is not URL text until filled).
+fn untemplated(path: &str) -> String {
+    let mut out = path.to_string();
+    for name in firsttoken_plan::flow::placeholders(path) {
+        out = out.replace(&format!("{{{name}}}"), "x");
+    }
+    out
+}
+
+/// The app's base URL's path joined with `path`, placeholders kept (the
+/// whole URL checked with them filled by a sample value).
+fn joined(base: &str, path: &str) -> Result<String, SessionError> {
+    Target::parse(&format!("{base}{}", untemplated(path)))?;
+    let prefix = Target::parse(base)?.path_and_query;
+    Ok(format!("{}{path}", prefix.trim_end_matches('/')))
+}
+
 impl RequestSource for Source {
     fn traced(&self, trace: &TraceContext) {
         if let Some(r) = &self.traces {
@@ -357,18 +442,16 @@ impl RequestSource for Source {
         match planned.dest {
             Dest::App(i) => {
                 let mut r = self.spec(planned.dest).request.clone();
-                let template = r
-                    .body
-                    .as_ref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-                    .unwrap_or_default();
-                r.body = Some(Bytes::from(fill(&template, &[("prompt", prompt)])));
-                if !self.tokens.is_empty() && !self.anonymous.get(i).copied().unwrap_or(false) {
-                    let token = &self.tokens[planned.prompt % self.tokens.len()];
-                    if let Ok(h) = sensitive("authorization", &format!("Bearer {token}")) {
-                        r.headers.push(h);
-                    }
+                // A flow's lane fills every variable, the prompt's included, in one pass.
+                if !self.is_flow(i) {
+                    let template = r
+                        .body
+                        .as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .unwrap_or_default();
+                    r.body = Some(Bytes::from(fill(&template, &[("prompt", prompt)])));
                 }
+                self.authorize(i, planned, &mut r);
                 r
             }
             Dest::Direct(i) => {
@@ -379,6 +462,28 @@ impl RequestSource for Source {
             }
             Dest::Ping => self.spec(Dest::Ping).request.clone(),
         }
+    }
+
+    fn flow(&self, planned: &Planned) -> Option<Flow> {
+        let Dest::App(i) = planned.dest else {
+            return None;
+        };
+        if !self.is_flow(i) {
+            return None;
+        }
+        let (_, prompt) = self.prompt_text(planned);
+        let steps = self.flows[i]
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                self.authorize(i, planned, &mut s.request);
+                s
+            })
+            .collect();
+        Some(Flow {
+            steps,
+            vars: vec![("prompt".into(), prompt.into())],
+        })
     }
 }
 

@@ -38,7 +38,7 @@ async fn residual_rows_are_counted_in_every_table_named() {
         database_url: Some(db.display().to_string()),
         delete_sql: Some("DELETE FROM users WHERE id IN ({ids})".into()),
         count_sql: Some(counts.clone()),
-        http_delete: None,
+        ..CleanupSection::default()
     };
     let out = clean_up(&cfg, "http://127.0.0.1:9", &spec(), &ids, &[]).await;
     assert_eq!(out.error, None);
@@ -117,7 +117,7 @@ async fn the_check_before_a_run_rolls_back_and_names_bad_sql() {
                     .as_str()
                     .into(),
             ),
-            http_delete: None,
+            ..CleanupSection::default()
         };
         check_cleanup(&cfg, "http://127.0.0.1:9").await.unwrap();
         let bad = CleanupSection {

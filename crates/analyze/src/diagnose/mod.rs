@@ -48,7 +48,9 @@ pub use concurrency::{ConcurrencyLevel, ConcurrencyWall, WallVerdict, concurrenc
 pub use connection::{ConnectionCost, HandshakeTls, PhaseTime, connection_cost};
 pub use drift::{DayChange, DayStats, Drift, drift};
 pub use limits::{Limit, LimitKind, Limits, limits};
-pub use overhead::{Overhead, ServerTimingBreakdown, TimingPart, overhead};
+pub use overhead::{
+    Overhead, ServerTimingBreakdown, ServerTotal, TimingPart, TotalSource, overhead,
+};
 pub use providers::{ProviderStats, Providers, Share, providers};
 pub use routes::{
     Astray, BUFFERED_SPREAD_MS, Buffering, Funnel, PathStats, PromptId, RouteStats, Routes, routes,

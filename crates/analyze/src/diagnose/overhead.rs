@@ -17,6 +17,12 @@
 //! containing `upstream`, `llm`, `model`, `provider`, `inference`, `ttft`,
 //! `total`, `stream` or `store`) are listed apart in `model_parts` and not
 //! counted as overhead.
+//!
+//! The app's total server time ([`ServerTotal`]) is its Server-Timing
+//! phase named like a total (`total`, `app_total`…) when it sends one,
+//! else the total it reports in a timing header (`x-process-time`… stored
+//! as `header:<name>`, [`firsttoken_record::timing_header`]); header
+//! totals are listed with the model parts, never counted as overhead.
 
 use std::collections::HashMap;
 
@@ -99,6 +105,32 @@ pub struct ServerTimingBreakdown {
     pub explained_ms: f64,
     /// Overhead median − `explained_ms`; `None` without an overhead estimate.
     pub unexplained_ms: Option<f64>,
+    /// The app's own total server time, where it reports one.
+    pub total: Option<ServerTotal>,
+}
+
+/// The app's own total server time: a Server-Timing phase named like a
+/// total, else a timing header's (the one most requests sent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerTotal {
+    /// Where it was read.
+    pub source: TotalSource,
+    /// Its name as sent: the Server-Timing phase's or the header's.
+    pub name: String,
+    /// Requests reporting it.
+    pub n: usize,
+    /// Its median, ms, with CI.
+    pub median: Stat,
+}
+
+/// Where the app's total server time was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TotalSource {
+    /// A `Server-Timing` phase (header or stream event).
+    ServerTiming,
+    /// A timing response header such as `x-process-time`.
+    Header,
 }
 
 /// One Server-Timing phase.
@@ -242,7 +274,8 @@ fn breakdown(
             name,
         };
         let lower = part.name.to_ascii_lowercase();
-        if MODEL_TIMING.iter().any(|m| lower.contains(m)) {
+        let header = firsttoken_record::timing_header(&part.name).is_some();
+        if header || MODEL_TIMING.iter().any(|m| lower.contains(m)) {
             model_parts.push(part);
         } else {
             parts.push(part);
@@ -256,10 +289,41 @@ fn breakdown(
         requests,
         requests_with_timing: with_timing,
         unexplained_ms: overhead.point().map(|o| o - explained_ms),
+        total: server_total(&model_parts),
         parts,
         model_parts,
         explained_ms,
     })
+}
+
+/// The app's total server time among the parts not counted as overhead:
+/// a Server-Timing phase named like a total, else a timing header; of
+/// several, the one most requests reported (then the first by name).
+fn server_total(model_parts: &[TimingPart]) -> Option<ServerTotal> {
+    let pick = |source: TotalSource| {
+        model_parts
+            .iter()
+            .filter_map(|p| {
+                let name = match firsttoken_record::timing_header(&p.name) {
+                    Some(h) if source == TotalSource::Header => h,
+                    None if source == TotalSource::ServerTiming
+                        && p.name.to_ascii_lowercase().contains("total") =>
+                    {
+                        &p.name
+                    }
+                    _ => return None,
+                };
+                Some((p, name))
+            })
+            .max_by(|(a, an), (b, bn)| a.n.cmp(&b.n).then_with(|| bn.cmp(an)))
+            .map(|(p, name)| ServerTotal {
+                source,
+                name: name.to_string(),
+                n: p.n,
+                median: p.median,
+            })
+    };
+    pick(TotalSource::ServerTiming).or_else(|| pick(TotalSource::Header))
 }
 
 #[cfg(test)]
@@ -328,6 +392,44 @@ mod tests {
         assert_eq!(st.model_parts[0].name, "upstream_ttft");
         assert!((st.explained_ms - 805.0).abs() < 5.0, "{}", st.explained_ms);
         assert!((st.unexplained_ms.unwrap() - 1095.0).abs() < 45.0);
+        assert_eq!(st.total, None, "no phase named a total, no timing header");
+    }
+
+    /// Issue 25: a timing header (`x-process-time`) is the app's total
+    /// server time where Server-Timing names no total, is never counted
+    /// as overhead, and gives way to a Server-Timing total.
+    #[test]
+    fn a_timing_header_is_the_total_where_server_timing_has_none() {
+        let with = |extra: &[(&str, f64)]| {
+            let mut rows = rows_with_timing();
+            for r in rows.iter_mut().filter(|r| r.sample.server_timing.is_some()) {
+                let t = r.sample.server_timing.as_mut().unwrap();
+                t.extend(extra.iter().map(|(k, v)| (k.to_string(), *v)));
+            }
+            let o = overhead(&frame(&rows), &Settings::new(5));
+            o[2].server_timing.clone().unwrap()
+        };
+        let st = with(&[("header:x-process-time", 1200.0)]);
+        let names: Vec<&str> = st.parts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["db", "retrieve"],
+            "a header total is no overhead part"
+        );
+        assert!((st.explained_ms - 805.0).abs() < 5.0);
+        let total = st.total.expect("the header's total");
+        assert_eq!(
+            (total.source, total.name.as_str(), total.n),
+            (TotalSource::Header, "x-process-time", 60)
+        );
+        assert_eq!(total.median.point(), Some(1200.0));
+        let st = with(&[("header:x-process-time", 1200.0), ("total", 1500.0)]);
+        let total = st.total.expect("the Server-Timing total");
+        assert_eq!(
+            (total.source, total.name.as_str()),
+            (TotalSource::ServerTiming, "total")
+        );
+        assert_eq!(total.median.point(), Some(1500.0));
     }
 
     #[test]

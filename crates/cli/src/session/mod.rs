@@ -27,6 +27,41 @@ pub struct InitArgs {
     /// Overwrite an existing file.
     #[arg(long)]
     force: bool,
+    /// The target is firsttoken's emulator or an app over it: write `emulated = true`, so its
+    /// samples are labelled emulated. Without it, init asks on a terminal, else writes
+    /// `emulated = false` (a real app's samples are `measured`).
+    #[arg(long)]
+    emulated: bool,
+}
+
+/// The line of the example config that labels its samples.
+const EMULATED_LINE: &str = "\nemulated = true\n";
+
+/// The commented default config, its samples labelled `emulated` or not.
+fn default_config(emulated: bool) -> String {
+    let text = firsttoken_plan::config::DEFAULT_CONFIG;
+    if emulated {
+        text.to_string()
+    } else {
+        text.replacen(EMULATED_LINE, "\nemulated = false\n", 1)
+    }
+}
+
+/// Whether the target is the emulator: `--emulated`, else the answer on
+/// a terminal, else no.
+fn target_is_emulated(flag: bool) -> anyhow::Result<bool> {
+    use std::io::IsTerminal;
+    if flag || !std::io::stdin().is_terminal() {
+        return Ok(flag);
+    }
+    eprint!(
+        "Is the target firsttoken's emulator, or an app whose model upstream is the emulator? [y/N] "
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("cannot read the answer")?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
 /// Write the commented default config.
@@ -34,7 +69,8 @@ pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
     if a.path.exists() && !a.force {
         bail!("{} exists; pass --force to overwrite it", a.path.display());
     }
-    std::fs::write(&a.path, firsttoken_plan::config::DEFAULT_CONFIG)
+    let emulated = target_is_emulated(a.emulated)?;
+    std::fs::write(&a.path, default_config(emulated))
         .with_context(|| format!("cannot write {}", a.path.display()))?;
     // The command as it works from here: `run` reads firsttoken.toml
     // unless told otherwise.
@@ -43,31 +79,69 @@ pub fn init(a: InitArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("firsttoken run -c {}", a.path.display())
     };
+    let label = if emulated {
+        "emulated = true: the target is the emulator"
+    } else {
+        "emulated = false: samples are labelled measured; init --emulated when the target is the emulator"
+    };
     outln!(
-        "wrote {} — edit the [app] and [direct] sections, then run `{run}`",
+        "wrote {} ({label}) — edit the [app] and [direct] sections, then run `{run}`",
         a.path.display()
     );
     Ok(ExitCode::SUCCESS)
 }
 
+/// The config file `run` reads unless told otherwise.
+pub const DEFAULT_CONFIG_FILE: &str = "firsttoken.toml";
+
 /// The store option shared by the session commands.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// Result store: a SQLite file or a postgres:// URL.
-    #[arg(long, env = "FIRSTTOKEN_STORE", default_value = DEFAULT_STORE)]
-    store: String,
+    /// Result store: a SQLite file or a postgres:// URL (default: the config's session.store
+    /// where the command reads a config, else firsttoken.db).
+    #[arg(long, env = "FIRSTTOKEN_STORE")]
+    store: Option<String>,
 }
 
 impl StoreArg {
-    async fn open(&self) -> anyhow::Result<Store> {
-        Ok(Store::open(&self.store).await?)
+    /// The store of a command that reads no config: `--store` (or
+    /// `FIRSTTOKEN_STORE`), else the default.
+    fn plain(&self) -> String {
+        self.store.clone().unwrap_or_else(|| DEFAULT_STORE.into())
     }
 
-    /// For commands that only read: a missing SQLite file is an error, not
-    /// a new empty store; a read-only one is read.
-    async fn open_existing(&self) -> anyhow::Result<Store> {
-        Ok(Store::open_existing(&self.store).await?)
+    /// The store of a command that takes `-c`: [`store_url`].
+    pub fn url(&self, config: Option<&std::path::Path>) -> anyhow::Result<String> {
+        store_url(self.store.as_deref(), config)
     }
+}
+
+/// The config a command that takes `-c` reads its store from: the one
+/// named, else ./firsttoken.toml when it exists (as `run` reads it).
+pub fn config_or_default(named: Option<&std::path::Path>) -> Option<&std::path::Path> {
+    named.or_else(|| {
+        let d = std::path::Path::new(DEFAULT_CONFIG_FILE);
+        d.is_file().then_some(d)
+    })
+}
+
+/// The store a command uses, as `run` picks it: `--store` (or
+/// `FIRSTTOKEN_STORE`) wins; else the `[session] store` of `config`; else
+/// firsttoken.db. `config` is read only when no store was named.
+pub fn store_url(flag: Option<&str>, config: Option<&std::path::Path>) -> anyhow::Result<String> {
+    if let Some(s) = flag {
+        return Ok(s.to_string());
+    }
+    let Some(path) = config else {
+        return Ok(DEFAULT_STORE.into());
+    };
+    let cfg = firsttoken_plan::config::Config::load(path).with_context(|| {
+        format!(
+            "reading the store ([session] store) from {} (or name one with --store)",
+            path.display()
+        )
+    })?;
+    Ok(cfg.session.store.unwrap_or_else(|| DEFAULT_STORE.into()))
 }
 
 /// `firsttoken sessions`.
@@ -75,6 +149,10 @@ impl StoreArg {
 pub struct SessionsArgs {
     #[command(flatten)]
     store: StoreArg,
+    /// Session config whose [session] store is listed when --store is not given (default:
+    /// ./firsttoken.toml when it exists).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
     /// Delete this session (its id or a unique prefix) with its samples,
     /// spans and test-account ids, after asking on the terminal. Refused
     /// while it runs or while its test accounts were not all deleted.
@@ -91,13 +169,14 @@ pub struct SessionsArgs {
 
 /// List sessions, newest first (or delete one).
 pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
+    let url = a.store.url(config_or_default(a.config.as_deref()))?;
     if let Some(id) = &a.delete {
-        return delete(&a, id).await;
+        return delete(&a, id, &url).await;
     }
-    let store = a.store.open_existing().await?;
+    let store = Store::open_existing(&url).await?;
     let list = store.sessions().await?;
     if list.is_empty() {
-        outln!("no sessions in {}", mask_url(&a.store.store));
+        outln!("no sessions in {}", mask_url(&url));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = comfy_table::Table::new();
@@ -121,7 +200,7 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
     for s in list {
         // A session whose cleanup left its test accounts says so, with the
         // command that retries it.
-        cleanups.extend(firsttoken_report::cleanup_note(&s, &a.store.store));
+        cleanups.extend(firsttoken_report::cleanup_note(&s, &url));
         let cleanup = firsttoken_report::cleanup_cell(&s);
         let status = match &s.status {
             firsttoken_record::session::SessionStatus::Running => "running",
@@ -150,17 +229,17 @@ pub async fn sessions(a: SessionsArgs) -> anyhow::Result<ExitCode> {
 
 /// `sessions --delete ID`: the session found, the rule asked, the user
 /// asked, then the store's one transaction.
-async fn delete(a: &SessionsArgs, id: &str) -> anyhow::Result<ExitCode> {
+async fn delete(a: &SessionsArgs, id: &str, url: &str) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    let store = a.store.open_existing().await?;
+    let store = Store::open_existing(url).await?;
     let meta = store
         .session(id)
         .await?
-        .with_context(|| format!("no session {id:?} in {}", mask_url(&a.store.store)))?;
+        .with_context(|| format!("no session {id:?} in {}", mask_url(url)))?;
     match meta.keep_reason() {
         Some(firsttoken_record::session::KeepReason::AccountsLeft { .. }) if a.forget_accounts => {}
         Some(why) => {
-            let retry = firsttoken_report::cleanup_retry(&meta, &a.store.store);
+            let retry = firsttoken_report::cleanup_retry(&meta, url);
             bail!(words::session::delete_refused(&meta, &why, &retry));
         }
         None => {}
@@ -211,11 +290,12 @@ pub struct ExportArgs {
 /// Write a session's raw samples, each row as it is read from the store.
 pub async fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     use firsttoken_record::export::{Format, write_session};
-    let store = a.store.open_existing().await?;
+    let url = a.store.plain();
+    let store = Store::open_existing(&url).await?;
     let meta = store
         .session(&a.session)
         .await?
-        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
+        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&url)))?;
     let out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(std::io::BufWriter::with_capacity(
             1 << 16,
@@ -273,7 +353,7 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         eprint!("\r\x1b[K");
     }
     let import = checked.with_context(|| format!("cannot import {}", a.file.display()))?;
-    let store = a.store.open().await?;
+    let store = Store::open(&a.store.plain()).await?;
     let mut shown = 0;
     import
         .store(&store, &mut |e| match e {
@@ -324,19 +404,26 @@ pub struct CleanupArgs {
     /// Session id (or a unique prefix).
     #[arg(long)]
     session: String,
-    /// The session config that names how to clean up ([app.cleanup]).
-    #[arg(long, short, default_value = "firsttoken.toml")]
+    /// The session config that names how to clean up ([app.cleanup]); its [session] store is
+    /// used when --store is not given.
+    #[arg(long, short, default_value = DEFAULT_CONFIG_FILE)]
     config: PathBuf,
 }
 
 /// Retry deleting a session's test accounts and record the result.
 pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
     let cfg = firsttoken_plan::config::Config::load(&a.config)?;
-    let store = a.store.open().await?;
+    let url = a
+        .store
+        .store
+        .clone()
+        .or_else(|| cfg.session.store.clone())
+        .unwrap_or_else(|| DEFAULT_STORE.into());
+    let store = Store::open(&url).await?;
     let meta = store
         .session(&a.session)
         .await?
-        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&a.store.store)))?;
+        .with_context(|| format!("no session {:?} in {}", a.session, mask_url(&url)))?;
     let Some(previous) = meta.cleanup.clone() else {
         outln!("{}", words::session::nothing_to_clean(&meta.id));
         return Ok(ExitCode::SUCCESS);
@@ -363,5 +450,21 @@ pub async fn cleanup(a: CleanupArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("{said}");
         Ok(ExitCode::from(crate::EXIT_FAILED_REQUESTS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_labels_its_samples_in_one_line_init_can_change() {
+        let text = firsttoken_plan::config::DEFAULT_CONFIG;
+        assert_eq!(text.matches(EMULATED_LINE).count(), 1);
+        for emulated in [false, true] {
+            let cfg =
+                firsttoken_plan::config::Config::parse(&default_config(emulated), "init").unwrap();
+            assert_eq!(cfg.session.emulated, emulated);
+        }
     }
 }

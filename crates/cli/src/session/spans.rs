@@ -42,7 +42,7 @@ pub async fn import_spans(a: ImportSpansArgs) -> anyhow::Result<ExitCode> {
     let cap = SpanCap::new(a.max_spans)?;
     let file = std::fs::File::open(&a.file)
         .with_context(|| format!("cannot open {}", a.file.display()))?;
-    let store = a.store.open().await?;
+    let store = firsttoken_record::Store::open(&a.store.plain()).await?;
     let Some(session) = store.session(&a.session).await? else {
         bail!("no session {:?} in the store", a.session);
     };

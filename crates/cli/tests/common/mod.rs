@@ -38,8 +38,14 @@ impl EmulatorProcess {
 
     /// Any `firsttoken` server subcommand that prints `listening on URL` first.
     pub fn start_with(args: &[&str]) -> EmulatorProcess {
+        EmulatorProcess::start_with_env(args, &[])
+    }
+
+    /// [`EmulatorProcess::start_with`] with `env` set for the server.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> EmulatorProcess {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -49,18 +55,7 @@ impl EmulatorProcess {
             child,
             base: String::new(),
         };
-        let stdout = guard.child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        // Read the first line, then keep draining so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
-            }
-            for _ in lines {}
-        });
-        let first = rx
-            .recv_timeout(Duration::from_secs(30))
+        let first = first_line(&mut guard.child, Duration::from_secs(30))
             .expect("the emulator prints its address within 30 s");
         guard.base = first
             .trim()
@@ -98,6 +93,44 @@ impl Drop for EmulatorProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The first line `child` prints on its piped stdout, waiting at most
+/// `within`; the rest is drained on a thread so the child never blocks on
+/// a full pipe. `None` when nothing came in time.
+pub fn first_line(child: &mut Child, within: Duration) -> Option<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(first)) = lines.next() {
+            let _ = tx.send(first);
+        }
+        for _ in lines {}
+    });
+    rx.recv_timeout(within).ok()
+}
+
+/// The python of the wire fixtures' venv (`.ci/run` creates it from
+/// `tests/fixtures/wire.requirements.txt` and names it in
+/// `FIRSTTOKEN_TEST_WIRE_PYTHON`), or `None`, after saying why, when
+/// `test` must skip: only outside CI (`CI` set: it never skips).
+pub fn wire_python(test: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var("FIRSTTOKEN_TEST_WIRE_PYTHON")
+        .ok()
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        let why = "FIRSTTOKEN_TEST_WIRE_PYTHON does not name the wire fixtures' venv python \
+                   (.ci/run creates it: python3 -m venv, pip install -r \
+                   crates/cli/tests/fixtures/wire.requirements.txt)";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "in CI this test never skips: {why}"
+        );
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    found
 }
 
 /// Run `firsttoken ARGS…` with a deadline.

@@ -112,6 +112,28 @@ pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// The total server time an app reported in each of `headers` it sent
+/// (`x-process-time: 0.0123`…), in ms, as `(header:<name>, ms)` pairs
+/// ([`firsttoken_record::header_timing_name`]). A header sent twice, a
+/// value that is no number (with its unit or in the header's configured
+/// one), negative or over [`MAX_TIMING_MS`] is skipped.
+pub fn timing_headers(
+    headers: &http::HeaderMap,
+    wanted: &[firsttoken_plan::TimingHeader],
+) -> Vec<(String, f64)> {
+    wanted
+        .iter()
+        .filter_map(|h| {
+            let mut values = headers.get_all(h.name.as_str()).iter();
+            let (Some(v), None) = (values.next(), values.next()) else {
+                return None;
+            };
+            let ms = h.unit.parse_ms(v.to_str().ok()?)?;
+            (ms <= MAX_TIMING_MS).then(|| (firsttoken_record::header_timing_name(&h.name), ms))
+        })
+        .collect()
+}
+
 /// SSE dialects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SseKind {
@@ -616,6 +638,31 @@ mod tests {
         assert_eq!(
             parse_server_timing(&many.join(", ")).len(),
             MAX_SERVER_TIMING
+        );
+    }
+
+    #[test]
+    fn timing_headers_are_read_in_their_unit_and_garbage_skipped() {
+        let mut h = http::HeaderMap::new();
+        h.insert("x-process-time", "0.0125".parse().unwrap());
+        h.insert("x-response-time", "3.5ms".parse().unwrap());
+        h.insert("openai-processing-ms", "-4".parse().unwrap());
+        h.append("x-envoy-upstream-service-time", "1".parse().unwrap());
+        h.append("x-envoy-upstream-service-time", "2".parse().unwrap());
+        h.insert("x-other", "7".parse().unwrap());
+        let mut wanted = firsttoken_plan::timing::default_timing_headers();
+        wanted.push(firsttoken_plan::TimingHeader {
+            name: "x-huge".into(),
+            unit: firsttoken_plan::TimeUnit::Seconds,
+        });
+        h.insert("x-huge", "1e9".parse().unwrap());
+        assert_eq!(
+            timing_headers(&h, &wanted),
+            vec![
+                ("header:x-process-time".into(), 12.5),
+                ("header:x-response-time".into(), 3.5),
+            ],
+            "sent twice, negative, over a day or not asked for: skipped"
         );
     }
 

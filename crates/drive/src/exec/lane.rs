@@ -11,10 +11,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use firsttoken_plan::RequestTemplate;
+use firsttoken_plan::flow::Flow;
 use firsttoken_plan::protocol::{Dest, Planned};
+use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
 
 use super::slots::Home;
 use super::{Finished, Gate, RequestSource, SessionSample, Stop};
+use crate::flow::{StepFailed, run_steps};
 use crate::slot::Slot;
 use crate::trace::{TRACEPARENT as TRACE_HEADER, TraceContext};
 
@@ -154,8 +157,9 @@ where
         }
     }
 
-    /// Send one request on `slot`, stamp it on the session clock and emit
-    /// it. `None` when it was abandoned or nobody receives samples any more.
+    /// Send one request (a flow's steps first, when it has any) on
+    /// `slot`, stamp it on the session clock and emit it. `None` when it
+    /// was abandoned or nobody receives samples any more.
     async fn send(
         &self,
         slot: &mut Slot,
@@ -163,10 +167,16 @@ where
         request: &RequestTemplate,
         warmup: bool,
         trace: Option<&TraceContext>,
+        flow: Option<&Flow>,
     ) -> Option<()> {
         let fresh = lane.planned.fresh && !warmup;
         let started = Instant::now();
-        let sent = slot.send(request, fresh, lane.seq, lane.worker);
+        let sent = async {
+            match flow {
+                None => slot.send(request, fresh, lane.seq, lane.worker).await,
+                Some(f) => send_flow(slot, lane, request, fresh, trace, f).await,
+            }
+        };
         let Some(mut sample) = self.unless_abandoned(sent).await else {
             self.abandoned.fetch_add(1, Ordering::Relaxed);
             // The exchange stopped half-way: its connection cannot be reused.
@@ -189,6 +199,67 @@ where
         }
         Some(())
     }
+}
+
+/// A flow: its steps on `slot` (a fresh flow's first step opens a new
+/// connection, the rest of the flow reuses it, and it is closed after),
+/// then the measured request with every variable filled. The sample is the
+/// measured request's, with the flow's wait and steps; a failed step is a
+/// failed sample that names it.
+async fn send_flow(
+    slot: &mut Slot,
+    lane: &Lane,
+    request: &RequestTemplate,
+    fresh: bool,
+    trace: Option<&TraceContext>,
+    flow: &Flow,
+) -> Sample {
+    let start = std::time::Instant::now();
+    let wait_ms = || start.elapsed().as_secs_f64() * 1000.0;
+    if fresh {
+        slot.close();
+    }
+    let extra: Vec<_> = trace.map(TraceContext::header).into_iter().collect();
+    let mut vars = flow.vars.clone();
+    let connection = if fresh {
+        Connection::Fresh
+    } else {
+        Connection::Reused
+    };
+    let failed = |times, error| {
+        let mut s = Sample::empty(lane.seq, lane.worker, connection);
+        s.error = Some(error);
+        s.flow_wait_ms = Some(wait_ms());
+        s.flow_steps = Some(times);
+        s
+    };
+    let times = match run_steps(slot, &flow.steps, &mut vars, &extra).await {
+        Ok(times) => times,
+        Err(StepFailed { times, error }) => {
+            if fresh {
+                slot.close();
+            }
+            return failed(times, error);
+        }
+    };
+    let measured = match request.with_vars(&vars) {
+        Ok(r) => r,
+        Err(e) => {
+            let error = SampleError {
+                kind: ErrorKind::Decode,
+                message: request.scrub(&format!("the measured request: {e}")),
+            };
+            return failed(times, error);
+        }
+    };
+    let wait = wait_ms();
+    let mut sample = slot.send(&measured, false, lane.seq, lane.worker).await;
+    if fresh {
+        slot.close();
+    }
+    sample.flow_wait_ms = Some(wait);
+    sample.flow_steps = Some(times);
+    sample
 }
 
 /// The request for `lane`, with a fresh `traceparent` when `traced`: drawn
@@ -225,10 +296,18 @@ where
 {
     let _ = async {
         let traced = run.source.spec(lane.planned.dest).trace_context;
+        let flow = run.source.flow(&lane.planned);
         if warm_up {
             let (request, trace) = build(&*run.source, &lane, traced);
-            run.send(&mut slot, &lane, &request, true, trace.as_ref())
-                .await?;
+            run.send(
+                &mut slot,
+                &lane,
+                &request,
+                true,
+                trace.as_ref(),
+                flow.as_ref(),
+            )
+            .await?;
         }
         // Built before the barrier, so a burst's requests start together.
         let (request, trace) = build(&*run.source, &lane, traced);
@@ -236,8 +315,15 @@ where
             run.unless_abandoned(b.wait()).await?;
         }
         run.unless_abandoned(run.gate.release()).await?;
-        run.send(&mut slot, &lane, &request, false, trace.as_ref())
-            .await
+        run.send(
+            &mut slot,
+            &lane,
+            &request,
+            false,
+            trace.as_ref(),
+            flow.as_ref(),
+        )
+        .await
     }
     .await;
     (lane, slot)

@@ -54,8 +54,15 @@ use slots::Slots;
 pub trait RequestSource: Send + Sync {
     /// The connection spec of a destination: target, TLS, timeouts, format.
     fn spec(&self, dest: Dest) -> &ProbeSpec;
-    /// The request to send for `planned`.
+    /// The request to send for `planned`. For a flow, its `{name}`
+    /// placeholders (the prompt's included) are still in it: the lane
+    /// fills them, with the captured values, in one pass.
     fn request(&self, planned: &Planned) -> RequestTemplate;
+    /// The earlier steps of `planned`'s flow and the variables known
+    /// before them; `None` (the default) for a single request.
+    fn flow(&self, _planned: &Planned) -> Option<firsttoken_plan::flow::Flow> {
+        None
+    }
     /// Called with the trace context of a request (warm-ups included)
     /// before it is sent, when its spec asks for trace context: a span
     /// receiver learns the trace ids that are the session's.

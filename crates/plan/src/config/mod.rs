@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::PlanError;
+
+pub use accounts::{AccountSource, AuthMode, AuthSection, CleanupSection, SqlList};
 
 /// The longest request deadline, idle gap or open-loop schedule a config may
 /// ask for: a day. Longer values are mistakes (and overflow clock arithmetic).
@@ -75,7 +78,7 @@ pub enum ConfigError {
 }
 
 /// The whole file.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Labels and session-wide settings.
@@ -111,7 +114,7 @@ pub const DEFAULT_TRACES_GRACE: Duration = Duration::from_secs(2);
 pub const MAX_TRACES_GRACE: Duration = Duration::from_secs(600);
 
 /// `[traces]`: an OTLP/HTTP receiver for the app's spans.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TracesSection {
     /// Address to listen on for OTLP/HTTP (`POST /v1/traces`), e.g.
@@ -126,6 +129,7 @@ pub struct TracesSection {
         with = "humantime_serde",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub grace: Option<Duration>,
     /// The most spans the session stores (default and upper bound
     /// `firsttoken_record::span::MAX_SPANS_PER_SESSION`); the rest are
@@ -159,7 +163,7 @@ impl TracesSection {
 }
 
 /// `[session]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSection {
     /// Free text naming the network, e.g. "office-fibre".
@@ -179,6 +183,7 @@ pub struct SessionSection {
     pub store: Option<String>,
     /// Request deadline.
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
     pub timeout: Option<Duration>,
     /// Ask for compressed responses as a browser does (`Accept-Encoding:
     /// gzip, deflate, br, zstd`) and decode them, like `probe --compressed`.
@@ -228,7 +233,7 @@ impl SessionSection {
 }
 
 /// Phase order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Order {
     /// Phase after phase.
@@ -239,7 +244,7 @@ pub enum Order {
 }
 
 /// `[app]`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppSection {
     /// Base URL, e.g. `http://127.0.0.1:8090`.
@@ -252,16 +257,42 @@ pub struct AppSection {
     pub version_path: Option<String>,
     /// Named request paths (at least one).
     pub paths: Vec<PathSection>,
-    /// Test-account sign-up, if the app needs accounts.
+    /// The accounts requests are sent as, if the app needs accounts:
+    /// test accounts signed up, or pre-provisioned ones signed in to.
     #[serde(default)]
     pub auth: Option<AuthSection>,
-    /// How to delete the session's test accounts afterwards.
+    /// How to delete the session's signed-up test accounts afterwards.
     #[serde(default)]
     pub cleanup: Option<CleanupSection>,
+    /// Response headers read as the app's total server time, each with
+    /// the unit of a bare number in it (`"s"`, `"ms"` or `"us"`; a value
+    /// naming its unit, like `12ms`, is read in that unit), stored in ms
+    /// as `header:<name>` beside the `Server-Timing` entries. Given, it
+    /// replaces the default (`x-process-time` in s, `x-response-time`,
+    /// `x-envoy-upstream-service-time` and `openai-processing-ms` in ms);
+    /// `{}` reads none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_headers: Option<BTreeMap<String, crate::TimeUnit>>,
+}
+
+impl AppSection {
+    /// The timing headers to read: the config's, else the defaults.
+    pub fn timing_headers(&self) -> Vec<crate::TimingHeader> {
+        match &self.timing_headers {
+            None => crate::timing::default_timing_headers(),
+            Some(m) => m
+                .iter()
+                .map(|(name, unit)| crate::TimingHeader {
+                    name: name.to_ascii_lowercase(),
+                    unit: *unit,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// `[[app.paths]]`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathSection {
     /// Name used in reports, e.g. `chat`.
@@ -301,6 +332,17 @@ pub struct PathSection {
     /// body is sent as a text frame and each frame back is one event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WebSocketSection>,
+    /// HTTP method of the measured request (default: POST; with `GET`,
+    /// `body` must be empty and none is sent), e.g. `GET` for a flow whose
+    /// last step reads a stream by the id an earlier step returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// A flow: requests sent, in order, before this path's measured
+    /// request (see [`StepSection`]); their captured values fill `{name}`
+    /// in later steps and in this path's `path` and `body`. The sample
+    /// keeps each step's time and the wait from the flow's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepSection>,
 }
 
 impl PathSection {
@@ -318,6 +360,8 @@ impl PathSection {
             route_field: None,
             anonymous: false,
             websocket: None,
+            method: None,
+            steps: Vec::new(),
         }
     }
 
@@ -331,82 +375,8 @@ fn default_format() -> String {
     "auto".into()
 }
 
-/// `[app.auth]`: sign up `accounts` test users `bench-<session>-<n>@bench.invalid`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuthSection {
-    /// Sign-up path, e.g. `/api/auth/signup`.
-    pub signup_path: String,
-    /// Body template; `{email}` and `{password}` are replaced.
-    pub body: String,
-    /// JSON pointer of the bearer token in the response.
-    pub token_pointer: String,
-    /// JSON pointer of the created account id in the response.
-    pub id_pointer: String,
-    /// Accounts to create (requests rotate over them).
-    #[serde(default = "one")]
-    pub accounts: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// `[app.cleanup]`: delete exactly the created ids, then count what is left.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CleanupSection {
-    /// Env var holding the app database URL (postgres://… or a SQLite path).
-    #[serde(default)]
-    pub database_url_env: Option<String>,
-    /// The app database URL itself, for local set-ups without secrets (a
-    /// SQLite path); use `database_url_env` for anything with a password.
-    #[serde(default)]
-    pub database_url: Option<String>,
-    /// Delete statement, or several run in order (e.g. child tables
-    /// first); `{ids}` becomes the comma-separated quoted id list.
-    #[serde(default)]
-    pub delete_sql: Option<SqlList>,
-    /// Count statement for residual rows, or several (one per table the
-    /// accounts leave rows in): the residual is their sum. `{ids}` as above.
-    #[serde(default)]
-    pub count_sql: Option<SqlList>,
-    /// Alternatively, an HTTP DELETE path per id, e.g. `/api/admin/users/{id}`.
-    #[serde(default)]
-    pub http_delete: Option<String>,
-}
-
-/// One SQL statement or a list of them: `"DELETE …"` or `["DELETE …", "DELETE …"]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "an SQL statement (a string) or a list of statements"
-)]
-pub enum SqlList {
-    /// One statement.
-    One(String),
-    /// Several, in order.
-    Many(Vec<String>),
-}
-
-impl SqlList {
-    /// The statements, in order.
-    pub fn statements(&self) -> &[String] {
-        match self {
-            SqlList::One(s) => std::slice::from_ref(s),
-            SqlList::Many(v) => v,
-        }
-    }
-}
-
-impl From<&str> for SqlList {
-    fn from(s: &str) -> SqlList {
-        SqlList::One(s.to_string())
-    }
-}
-
 /// `[direct]`: the provider's OpenAI-compatible endpoint.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DirectSection {
     /// Full URL of the chat completions endpoint.
@@ -422,18 +392,19 @@ pub struct DirectSection {
 }
 
 /// `[[direct.strategies]]`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StrategySection {
     /// Name used in reports.
     pub name: String,
     /// JSON object merged into the body, e.g. `{ provider = { ignore = ["bulk"] } }`.
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub extra: toml::Table,
 }
 
 /// `[ping]`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PingSection {
     /// URL answered quickly, e.g. the app's `/health`.
@@ -441,7 +412,7 @@ pub struct PingSection {
 }
 
 /// `[prompts]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptsSection {
     /// Prompts inline.
@@ -453,7 +424,7 @@ pub struct PromptsSection {
 }
 
 /// `[phases]`: counts per phase; missing phases run zero requests.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhasesSection {
     /// Network baseline pings.
@@ -492,6 +463,17 @@ pub struct PhaseCount {
     pub paths: PhasePaths,
 }
 
+// Written as a count or a table: its schema is that of the two forms.
+impl JsonSchema for PhaseCount {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PhaseCount".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        CountRepr::json_schema(g)
+    }
+}
+
 impl From<u32> for PhaseCount {
     fn from(count: u32) -> PhaseCount {
         PhaseCount { count, paths: None }
@@ -499,20 +481,25 @@ impl From<u32> for PhaseCount {
 }
 
 /// How a [`PhaseCount`] is written: a bare count or a table.
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(
     untagged,
     expecting = "a count of requests (e.g. 120) or a table { count = 120, paths = [\"chat\"] }"
 )]
 enum CountRepr {
+    /// Requests, to every app path round-robin.
     Count(u32),
+    /// Requests to chosen paths.
     Table(CountTable),
 }
 
-#[derive(Deserialize, Serialize)]
+/// `{ count = 120, paths = ["chat"] }`.
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CountTable {
+    /// Requests.
     count: u32,
+    /// The app paths they go to, round-robin; unset: every app path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     paths: PhasePaths,
 }
@@ -542,13 +529,14 @@ impl From<PhaseCount> for CountRepr {
 }
 
 /// `phases.cold`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ColdSection {
     /// Probes, split equally over the phase's paths.
     pub count: u32,
     /// Idle time before each.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub idle_gap: Duration,
     /// The app paths probed; `None`: every app path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -556,7 +544,7 @@ pub struct ColdSection {
 }
 
 /// `phases.concurrency`.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencySection {
     /// Levels, e.g. `[1, 3, 5]`.
@@ -573,7 +561,7 @@ pub struct ConcurrencySection {
 }
 
 /// `phases.rate`: open-loop arrivals.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RateSection {
     /// Requests per second.
@@ -589,7 +577,7 @@ pub struct RateSection {
 }
 
 /// Arrival process of the rate phase.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrival {
     /// Evenly spaced.
@@ -600,7 +588,7 @@ pub enum Arrival {
 }
 
 /// Price per million tokens.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// USD per million input tokens.
@@ -684,10 +672,15 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     })
 }
 
+mod accounts;
+mod flow;
+pub mod reference;
 mod validate;
 mod websocket;
 
 pub use websocket::WebSocketSection;
+
+pub use flow::StepSection;
 
 #[cfg(test)]
 mod tests;

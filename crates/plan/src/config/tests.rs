@@ -173,3 +173,110 @@ fn out_of_range_spans_are_config_errors() {
     let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
     assert!(e.contains("session.timeout"), "{e}");
 }
+
+/// Issue 25: `[app.auth]` signs up test accounts or signs in to
+/// pre-provisioned ones, never both; a sign-in's accounts come from one
+/// place; accounts signed in to are never deleted, so a cleanup beside
+/// them is refused; the cleanup's method and admin token apply to its
+/// HTTP request.
+#[test]
+fn auth_signs_up_or_in_and_cleanup_keys_are_checked() {
+    use super::{AccountSource, AuthMode};
+    let auth = |keys: &str| {
+        let text = DEFAULT_CONFIG.replacen(
+            "[app.auth]\nsignup_path = \"/api/auth/signup\"\n",
+            &format!("[app.auth]\n{keys}\n"),
+            1,
+        );
+        assert_ne!(text, DEFAULT_CONFIG);
+        Config::parse(&text, "f.toml").map_err(|e| e.to_string())
+    };
+    let signin = "signin_path = \"/api/auth/login\"";
+    let c = auth(&format!("{signin}\naccounts_env = \"FT_ACCOUNTS\"")).unwrap_err();
+    assert!(
+        c.contains("app.auth.accounts"),
+        "accounts = 1 is a sign-up key: {c}"
+    );
+    let without = |keys: &str| {
+        let text = DEFAULT_CONFIG
+            .replacen(
+                "[app.auth]\nsignup_path = \"/api/auth/signup\"\n",
+                &format!("[app.auth]\n{keys}\n"),
+                1,
+            )
+            .replacen("id_pointer = \"/user_id\"\naccounts = 1\n", "", 1);
+        Config::parse(&text, "f.toml").map_err(|e| e.to_string())
+    };
+    let c = without(&format!("{signin}\naccounts_env = \"FT_ACCOUNTS\"")).unwrap();
+    assert_eq!(
+        c.app.auth.as_ref().unwrap().mode(),
+        Ok(AuthMode::SignIn {
+            path: "/api/auth/login",
+            accounts: AccountSource::Env("FT_ACCOUNTS")
+        })
+    );
+    let c = without(&format!(
+        "{signin}\nemail = \"a@x.invalid\"\npassword_env = \"PW\""
+    ))
+    .unwrap();
+    assert!(matches!(
+        c.app.auth.as_ref().unwrap().mode(),
+        Ok(AuthMode::SignIn {
+            accounts: AccountSource::One { .. },
+            ..
+        })
+    ));
+    for (keys, says) in [
+        (signin.to_string(), "accounts_env, accounts_file, or email"),
+        (
+            format!("{signin}\naccounts_env = \"A\"\naccounts_file = \"f\""),
+            "from one place",
+        ),
+        (
+            format!("{signin}\nemail = \"a@x\""),
+            "app.auth.password_env",
+        ),
+        (
+            format!("{signin}\nsignup_path = \"/s\"\naccounts_env = \"A\""),
+            "one of the two",
+        ),
+        (String::new(), "one of the two"),
+    ] {
+        let e = without(&keys).unwrap_err();
+        assert!(e.contains(says), "{keys}: {e}");
+    }
+    // Sign-up keeps needing an id, and takes no sign-in keys.
+    let e = without("signup_path = \"/s\"").unwrap_err();
+    assert!(e.contains("app.auth.id_pointer"), "{e}");
+    let e = auth("signup_path = \"/s\"\naccounts_env = \"A\"").unwrap_err();
+    assert!(e.contains("use signin_path"), "{e}");
+    // Pre-provisioned accounts are never deleted: a cleanup is refused.
+    let text = DEFAULT_CONFIG
+        .replacen(
+            "signup_path = \"/api/auth/signup\"",
+            "signin_path = \"/l\"\naccounts_env = \"A\"",
+            1,
+        )
+        .replacen("id_pointer = \"/user_id\"\naccounts = 1\n", "", 1)
+        .replacen(
+            "# [app.cleanup]",
+            "[app.cleanup]\nhttp_delete = \"/u/{id}\"",
+            1,
+        );
+    let e = Config::parse(&text, "f.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("app.cleanup") && e.contains("never deleted"),
+        "{e}"
+    );
+    // The cleanup's method must be one, and applies to http_delete only.
+    let cleanup = |keys: &str| {
+        let text = DEFAULT_CONFIG.replacen("# [app.cleanup]", &format!("[app.cleanup]\n{keys}"), 1);
+        Config::parse(&text, "f.toml").map_err(|e| e.to_string())
+    };
+    let c = cleanup("http_delete = \"/u/{id}\"\nadmin_token_env = \"ADMIN\"").unwrap();
+    assert_eq!(c.app.cleanup.as_ref().unwrap().http_method(), "DELETE");
+    let e = cleanup("http_delete = \"/u/{id}\"\nhttp_method = \"DE LETE\"").unwrap_err();
+    assert!(e.contains("app.cleanup.http_method"), "{e}");
+    let e = cleanup("admin_token_env = \"ADMIN\"").unwrap_err();
+    assert!(e.contains("apply to http_delete"), "{e}");
+}

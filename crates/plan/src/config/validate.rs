@@ -83,10 +83,19 @@ impl Config {
             {
                 return Err(invalid(&format!("app.paths[{i}].websocket"), e.to_string()));
             }
+            super::flow::check(i, p).map_err(|(key, m)| invalid(&key, m))?;
             if p.expect_route.as_deref().is_some_and(str::is_empty) {
                 return Err(invalid(
                     &format!("app.paths[{i}].expect_route"),
                     "must name a route".into(),
+                ));
+            }
+        }
+        for name in self.app.timing_headers.iter().flat_map(|m| m.keys()) {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(invalid(
+                    "app.timing_headers",
+                    format!("{name:?} is not a valid header name"),
                 ));
             }
         }
@@ -97,10 +106,18 @@ impl Config {
             crate::Target::parse(&p.url).map_err(plan)?;
         }
         if let Some(a) = &self.app.auth {
+            let mode = a.mode().map_err(|(key, m)| invalid(key, m))?;
+            if let (AuthMode::SignIn { .. }, Some(_)) = (mode, &self.app.cleanup) {
+                return Err(invalid(
+                    "app.cleanup",
+                    "accounts signed in to (app.auth.signin_path) exist before the session and are never deleted; [app.cleanup] deletes only accounts the session signs up, so remove it".into(),
+                ));
+            }
             for (key, p) in [
-                ("app.auth.token_pointer", &a.token_pointer),
-                ("app.auth.id_pointer", &a.id_pointer),
+                ("app.auth.token_pointer", Some(&a.token_pointer)),
+                ("app.auth.id_pointer", a.id_pointer.as_ref()),
             ] {
+                let Some(p) = p else { continue };
                 if !p.is_empty() && !p.starts_with('/') {
                     return Err(invalid(
                         key,
@@ -110,6 +127,40 @@ impl Config {
             }
             if let Some(m) = json_template_error(&a.body) {
                 return Err(invalid("app.auth.body", m));
+            }
+            for (key, p) in [
+                ("app.auth.signup_path", &a.signup_path),
+                ("app.auth.signin_path", &a.signin_path),
+            ] {
+                if let Some(p) = p
+                    && !p.starts_with('/')
+                {
+                    return Err(invalid(key, format!("{p:?} must start with /")));
+                }
+            }
+        }
+        if let Some(c) = &self.app.cleanup {
+            if http::Method::from_bytes(c.http_method().as_bytes()).is_err() {
+                return Err(invalid(
+                    "app.cleanup.http_method",
+                    format!("{:?} is not an HTTP method", c.http_method()),
+                ));
+            }
+            if let Some(p) = &c.http_delete
+                && !p.starts_with('/')
+            {
+                return Err(invalid(
+                    "app.cleanup.http_delete",
+                    format!(
+                        "{p:?} must start with / (a path on the app, {{id}} for the account's id)"
+                    ),
+                ));
+            }
+            if c.http_delete.is_none() && (c.http_method.is_some() || c.admin_token_env.is_some()) {
+                return Err(invalid(
+                    "app.cleanup",
+                    "http_method and admin_token_env apply to http_delete, which is not set".into(),
+                ));
             }
         }
         if self.phases.direct > 0 && self.direct.is_none() {
@@ -324,7 +375,7 @@ impl Config {
 /// Why a template that looks like JSON (it opens with `{` or `[`) is not
 /// JSON once its placeholders are filled with sample values (a prompt with
 /// a quote and a newline, an e-mail, a password), or `None`.
-fn json_template_error(template: &str) -> Option<String> {
+pub(super) fn json_template_error(template: &str) -> Option<String> {
     let t = template.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
@@ -338,6 +389,12 @@ fn json_template_error(template: &str) -> Option<String> {
         .replace("{prompt}", &esc("a sample \"prompt\"\nwith a new line"))
         .replace("{email}", &esc("bench-0@bench.invalid"))
         .replace("{password}", &esc("p@ss\"word"));
+    // A flow's captured values, as a sample value that fits in quotes
+    // and, for a numeric id, outside them.
+    let mut filled = filled;
+    for name in crate::flow::placeholders(&filled.clone()) {
+        filled = filled.replace(&format!("{{{name}}}"), "1");
+    }
     serde_json::from_str::<serde_json::Value>(&filled)
         .err()
         .map(|e| {

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::{SocketIoSpec, WebSocketSpec};
 
 /// `[app.paths.websocket]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebSocketSection {
     /// A text frame sent once on each new socket, right after the upgrade
@@ -54,7 +54,7 @@ pub struct WebSocketSection {
 }
 
 /// `[app.paths.websocket.socketio]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SocketIoSection {
     /// The event the request body is emitted as (e.g. `chat`).

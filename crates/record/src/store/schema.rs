@@ -41,6 +41,9 @@
 //!   call (`ttftc_ms`), the first output (`first_output_ms`, and
 //!   `first_output` `CHECK`ed against the [`crate::FirstOutput`] names) and
 //!   the reason an answer stopped early (`incomplete_reason`).
+//! - version 11 adds flows: the wait from the flow's start to the measured
+//!   request's start (`flow_wait_ms`) and the earlier steps (`flow_steps`,
+//!   JSON: name, ms, status).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -66,6 +69,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("migrations/sqlite/0008_heartbeat.sql")),
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
     (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
+    (11, include_str!("migrations/sqlite/0011_flows.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -83,6 +87,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("migrations/postgres/0008_heartbeat.sql")),
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
     (10, include_str!("migrations/postgres/0010_tool_calls.sql")),
+    (11, include_str!("migrations/postgres/0011_flows.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -128,7 +133,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 54] = [
+pub const SAMPLE_COLUMNS: [&str; 56] = [
     "session_id",
     "seq",
     "phase",
@@ -183,12 +188,14 @@ pub const SAMPLE_COLUMNS: [&str; 54] = [
     "first_output_ms",
     "first_output",
     "incomplete_reason",
+    "flow_wait_ms",
+    "flow_steps",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
 /// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
-/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, the rest
-/// from version 10.
+/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, then
+/// [`V10_SAMPLE_COLUMNS`] from version 10, the rest from version 11.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
@@ -200,6 +207,9 @@ const V5_SAMPLE_COLUMNS: usize = 1;
 /// How many of [`SAMPLE_COLUMNS`] version 6 adds.
 #[cfg(test)]
 const V6_SAMPLE_COLUMNS: usize = 4;
+/// How many of [`SAMPLE_COLUMNS`] version 10 adds.
+#[cfg(test)]
+const V10_SAMPLE_COLUMNS: usize = 4;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -360,6 +370,9 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     for (k, v) in s.server_timing.iter().flatten() {
         duration(&format!("server_timing[{k:?}]"), Some(*v))?;
     }
+    for step in s.flow_steps.iter().flatten() {
+        duration(&format!("flow_steps[{:?}].ms", step.name), Some(step.ms))?;
+    }
     if r.concurrency == Some(0) {
         return Err("concurrency = 0: a level is at least 1".to_owned());
     }
@@ -468,6 +481,8 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         None => out.put(Cell::Null),
     }
     out.opt_text(&s.incomplete_reason);
+    out.put(duration("flow_wait_ms", s.flow_wait_ms)?);
+    out.opt_json(&s.flow_steps)?;
     Ok(())
 }
 
@@ -621,6 +636,8 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttft_user_ms: r.opt_f64("ttft_user_ms")?,
         client_lag_ms: r.opt_f64("client_lag_ms")?,
         ttft_read_events: r.opt_u64("ttft_read_events")?,
+        flow_wait_ms: r.opt_f64("flow_wait_ms")?,
+        flow_steps: r.typed_json::<Vec<crate::FlowStepTime>>("flow_steps")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -657,9 +674,22 @@ mod tests {
         let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
         let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
         let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
-        let (v6_cols, v11_cols) = later.split_at(V6_SAMPLE_COLUMNS);
-        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
+        let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
+        let (v10_cols, v11_cols) = later.split_at(V10_SAMPLE_COLUMNS);
+        let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
         for col in v11_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                v11(SQLITE_MIGRATIONS).contains(&pat),
+                "sqlite v11 lacks {col}"
+            );
+            assert!(
+                v11(POSTGRES_MIGRATIONS).contains(&pat),
+                "postgres v11 lacks {col}"
+            );
+        }
+        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
+        for col in v10_cols {
             let pat = format!("ADD COLUMN {col} ");
             assert!(
                 v10(SQLITE_MIGRATIONS).contains(&pat),

@@ -70,11 +70,13 @@ view_columns!(
     ttft_read_events,
     ttftc_ms,
     first_output_ms,
+    flow_wait_ms,
+    flow_steps,
 );
 
 /// The JSON columns of `samples`, read by a scan as their text
 /// (PostgreSQL's `jsonb` cast to text).
-pub(crate) const JSON_COLUMNS: [&str; 2] = ["server_timing", "tls"];
+pub(crate) const JSON_COLUMNS: [&str; 3] = ["server_timing", "tls", "flow_steps"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.
@@ -146,6 +148,14 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         }
         None => None,
     };
+    let flow_steps = match str_of(r, C::flow_steps)? {
+        Some(t) => serde_json::from_str::<Vec<StepView<'r>>>(t)
+            .map_err(|e| format!("flow_steps: {e}"))?
+            .into_iter()
+            .map(|s| (s.name, s.ms))
+            .collect(),
+        None => Vec::new(),
+    };
     let prompt = match (u32_of(r, C::prompt_index)?, str_of(r, C::prompt_hash)?) {
         (Some(i), Some(h)) => Some((i, h)),
         (None, None) => None,
@@ -189,7 +199,17 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
             .transpose()?,
         client_lag_ms: f64_of(r, C::client_lag_ms)?,
         ttft_read_events: u64_of(r, C::ttft_read_events)?,
+        flow_wait_ms: f64_of(r, C::flow_wait_ms)?,
+        flow_steps,
     })
+}
+
+/// A flow step as a view reads it (its status is not read).
+#[derive(serde::Deserialize)]
+struct StepView<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    ms: f64,
 }
 
 /// The `tls` column's handshake (the other members are not read).

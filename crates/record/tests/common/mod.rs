@@ -310,6 +310,19 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.first_output_ms = Some(150.25);
     s.first_output = Some(firsttoken_record::FirstOutput::ToolCall);
     s.incomplete_reason = Some("max_output_tokens".into());
+    s.flow_wait_ms = Some(12.625);
+    s.flow_steps = Some(vec![
+        firsttoken_record::FlowStepTime {
+            name: "create \"chat\"".into(),
+            ms: 11.5,
+            status: Some(201),
+        },
+        firsttoken_record::FlowStepTime {
+            name: "ñ".into(),
+            ms: 1e-7,
+            status: None,
+        },
+    ]);
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),

@@ -78,6 +78,15 @@ fn overhead_entry(a: &Analysis, o: &Overhead) -> Laid {
         ));
         facts.push(fact("explained by app phases", ms(st.explained_ms)));
         facts.push(fact("unexplained", opt(Unit::Ms, st.unexplained_ms)));
+        if let Some(t) = &st.total {
+            facts.push(fact(
+                &format!(
+                    "the app's own total server time ({})",
+                    words::server_total_source(t)
+                ),
+                stat(Unit::Ms, &t.median),
+            ));
+        }
         let mut t = TableData::new(
             header(&["phase", "counted as", "n", "median [95 % CI]"]),
             &[1],
@@ -90,7 +99,10 @@ fn overhead_entry(a: &Analysis, o: &Overhead) -> Laid {
         ] {
             for p in parts {
                 t.rows.push(vec![
-                    p.name.clone(),
+                    match firsttoken_record::timing_header(&p.name) {
+                        Some(h) => format!("{h} (header)"),
+                        None => p.name.clone(),
+                    },
                     kind.to_string(),
                     p.n.to_string(),
                     stat(Unit::Ms, &p.median),

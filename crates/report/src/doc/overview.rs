@@ -182,6 +182,36 @@ pub(super) fn ttft(a: &Analysis) -> Section {
         }
         s.tables.push(fo.captioned(words::FIRST_OUTPUT_CAPTION));
     }
+    // Flow paths: the user's wait from the flow's start, split by step.
+    if !a.flows.is_empty() {
+        let mut t = TableData::new(
+            header(&["flow", "part", "n", "median [95 % CI]", "mean", "share"]),
+            &[],
+        );
+        for f in &a.flows {
+            s.push(words::flow::sentence(f));
+            let label = words::flow::label(f);
+            for p in &f.parts {
+                t.rows.push(vec![
+                    label.clone(),
+                    words::flow::part(&p.kind),
+                    f.n.to_string(),
+                    stat(Unit::Ms, &p.median),
+                    format::ms(p.mean_ms),
+                    percent(Some(p.share)),
+                ]);
+            }
+            t.rows.push(vec![
+                label,
+                words::flow::WHOLE.into(),
+                f.n.to_string(),
+                stat(Unit::Ms, &f.flow_ttft),
+                format::DASH.into(),
+                percent(Some(1.0)),
+            ]);
+        }
+        s.tables.push(t.captioned(words::flow::CAPTION));
+    }
     s
 }
 

@@ -27,6 +27,7 @@ mod cold;
 mod comparison;
 pub mod demo;
 mod findings;
+pub mod flow;
 mod limits;
 pub mod plan;
 mod routes;
@@ -321,6 +322,15 @@ pub fn overhead_with(
                     s.push_str(&format!(", unexplained {}", ms(u)));
                 }
             }
+            if let Some(t) = &st.total {
+                s.push_str(&format!(
+                    "; the app's own total server time {} ({}, {} requests) against its TTFT {}",
+                    stat(Unit::Ms, &t.median),
+                    server_total_source(t),
+                    t.n,
+                    format::point(Unit::Ms, &o.app.p50)
+                ));
+            }
         }
         None => {
             s.push_str("; the app sends no Server-Timing to break it down");
@@ -334,6 +344,17 @@ pub fn overhead_with(
         }
     }
     s
+}
+
+/// Where the app's total server time was read: "its x-process-time
+/// header" or "its Server-Timing \"total\"".
+pub fn server_total_source(t: &firsttoken_analyze::diagnose::ServerTotal) -> String {
+    match t.source {
+        firsttoken_analyze::diagnose::TotalSource::Header => format!("its {} header", t.name),
+        firsttoken_analyze::diagnose::TotalSource::ServerTiming => {
+            format!("its Server-Timing {:?}", t.name)
+        }
+    }
 }
 
 /// Connection cost: fresh − warm TTFT, split into DNS, TCP and TLS.
