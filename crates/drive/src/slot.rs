@@ -177,6 +177,10 @@ impl Slot {
         // A server may echo the key it refused: never keep it.
         if let Some(e) = sample.error.as_mut() {
             e.message = request.scrub(&e.message);
+            // And a Socket.IO auth payload the server quotes back.
+            if let Some(w) = &self.endpoint.websocket {
+                e.message = w.scrub(&e.message);
+            }
         }
         sample
     }

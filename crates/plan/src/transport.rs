@@ -61,6 +61,41 @@ pub struct SocketIoSpec {
 }
 
 impl WebSocketSpec {
+    /// The secrets this socket's opening carries: the Socket.IO auth
+    /// payload whole and each string in it (a token a server may echo
+    /// back in an error).
+    pub fn secrets(&self) -> Vec<String> {
+        fn leaves(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::String(s) if !s.is_empty() => out.push(s.clone()),
+                serde_json::Value::Array(a) => a.iter().for_each(|x| leaves(x, out)),
+                serde_json::Value::Object(o) => o.values().for_each(|x| leaves(x, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(a) = self.socketio.as_ref().and_then(|s| s.auth.as_ref()) {
+            out.push(a.clone());
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(a) {
+                leaves(&v, &mut out);
+            }
+        }
+        // Longest first, so a secret inside another is masked whole.
+        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        out
+    }
+
+    /// `text` with every secret of [`WebSocketSpec::secrets`] (as written
+    /// and JSON-escaped) masked as `***`.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in self.secrets() {
+            let escaped = crate::flow::json_escape(&s);
+            out = out.replace(&s, "***").replace(&escaped, "***");
+        }
+        out
+    }
+
     /// Check that the opening frame, when given, is not empty and that the
     /// awaited type, when given, names one.
     pub fn validate(&self) -> Result<(), crate::PlanError> {
@@ -114,6 +149,27 @@ pub fn ws_url(url: &str) -> Option<String> {
         Some(format!("https://{}", &url[6..]))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod scrub_tests {
+    use super::*;
+
+    #[test]
+    fn the_socketio_auth_payload_and_its_strings_are_masked() {
+        let spec = WebSocketSpec {
+            socketio: Some(SocketIoSpec {
+                auth: Some(r#"{"token":"tok-\"secret\"-123","n":4}"#.into()),
+                ..SocketIoSpec::default()
+            }),
+            ..WebSocketSpec::default()
+        };
+        let echoed = r#"refused {"token":"tok-\"secret\"-123","n":4} and tok-"secret"-123"#;
+        let out = spec.scrub(echoed);
+        assert!(!out.contains("secret"), "{out}");
+        assert_eq!(out, "refused *** and ***");
+        assert_eq!(WebSocketSpec::default().scrub("x tok y"), "x tok y");
     }
 }
 

@@ -175,7 +175,12 @@ impl Source {
             }
             spec.route_field.clone_from(&p.route_field);
             if let Some(w) = &p.websocket {
-                spec.transport = firsttoken_plan::Transport::WebSocket(w.spec());
+                let mut ws = w.spec();
+                // A token in the auth payload comes from the environment.
+                if let Some(a) = ws.socketio.as_mut().and_then(|s| s.auth.as_mut()) {
+                    *a = expand_env(a)?;
+                }
+                spec.transport = firsttoken_plan::Transport::WebSocket(ws);
             }
             spec.timing_headers = cfg.app.timing_headers();
             if let Some(h) = &p.route_header {

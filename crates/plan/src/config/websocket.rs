@@ -71,7 +71,10 @@ pub struct SocketIoSection {
     /// or false is an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_pointer: Option<String>,
-    /// The CONNECT packet's auth payload, a JSON object.
+    /// The CONNECT packet's auth payload, a JSON object; a token in it is
+    /// named as `$NAME`, read from the environment at run time (the config
+    /// is stored with the session; the value never is), e.g.
+    /// `'{"token": "$APP_TOKEN"}'`. Masked in any error that quotes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<String>,
 }
