@@ -12,8 +12,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use firsttoken_analyze::RunSummary;
 use firsttoken_drive::{DriveError, Finished};
 use firsttoken_plan::{
-    ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, StreamFormat, Target,
-    Timeouts,
+    ConnectionMode, HttpVersion, ProbeSpec, RequestTemplate, Resolve, SocketIoSpec, StreamFormat,
+    Target, Timeouts, Transport, WebSocketSpec,
 };
 use firsttoken_record::Sample;
 use firsttoken_session::Pause;
@@ -46,7 +46,9 @@ the secret never appears in your shell history, and secret-looking headers are n
 
 EXIT STATUS: 0 every request succeeded, 1 some failed, 2 usage or configuration error.")]
 pub struct ProbeArgs {
-    /// The streaming endpoint, e.g. https://host/v1/chat/completions
+    /// The streaming endpoint, e.g. https://host/v1/chat/completions; a ws:// or wss:// URL is
+    /// measured over a WebSocket: the body goes as one text frame per request and each text
+    /// frame back is one event of --format (e.g. the Responses API's WebSocket mode).
     url: String,
     /// Request header `Name: value` (repeatable); `$NAME` in the value reads an environment variable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -78,6 +80,36 @@ pub struct ProbeArgs {
     /// Stream format: auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, sse-json:<JSON pointer>.
     #[arg(long, default_value = "auto")]
     format: String,
+    /// WebSocket (ws:// or wss:// URL): a text frame sent first on each new socket, before the
+    /// first request (a session's own set-up message), inline or `@file`.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    ws_opening: Option<String>,
+    /// WebSocket: on each new socket, wait for a text frame whose JSON `type` is this (e.g.
+    /// session.created) before the first request.
+    #[arg(long, value_name = "TYPE")]
+    ws_await: Option<String>,
+    /// Socket.IO (Engine.IO v4) over the WebSocket: emit the body as this event (e.g. chat). The
+    /// URL is the Engine.IO endpoint, e.g. ws://host/socket.io/ (EIO=4&transport=websocket is
+    /// added when missing); the handshake (open packet, CONNECT) is timed before the request.
+    #[arg(long, value_name = "NAME", requires = "sio_reply")]
+    sio_event: Option<String>,
+    /// Socket.IO: the event carrying the answer (e.g. chat-events, or Chainlit's stream_token);
+    /// its payload is read with --format (e.g. sse-json:/data/content).
+    #[arg(long, value_name = "NAME", requires = "sio_event")]
+    sio_reply: Option<String>,
+    /// Socket.IO: a JSON pointer into a reply's payload whose `true` ends the answer (e.g. /data/done).
+    #[arg(long, value_name = "POINTER")]
+    sio_done_pointer: Option<String>,
+    /// Socket.IO: an event whose arrival ends the answer (e.g. stream_end).
+    #[arg(long, value_name = "NAME")]
+    sio_end_event: Option<String>,
+    /// Socket.IO: a JSON pointer into a reply's payload where a value other than null or false is
+    /// an error (e.g. /data/error).
+    #[arg(long, value_name = "POINTER")]
+    sio_error_pointer: Option<String>,
+    /// Socket.IO: the CONNECT packet's auth payload, a JSON object (e.g. '{"token":"$TOKEN"}').
+    #[arg(long, value_name = "JSON")]
+    sio_auth: Option<String>,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
@@ -125,7 +157,52 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
     type Error = anyhow::Error;
 
     fn try_from(a: ProbeArgs) -> anyhow::Result<ProbeSpec> {
-        let target = Target::parse(&a.url)?;
+        let ws_url = firsttoken_plan::transport::ws_url(&a.url);
+        let target = Target::parse(ws_url.as_deref().unwrap_or(&a.url))?;
+        let transport = match &ws_url {
+            Some(_) => Transport::WebSocket(WebSocketSpec {
+                opening: a
+                    .ws_opening
+                    .as_deref()
+                    .map(read_inline_or_file)
+                    .transpose()?,
+                await_type: a.ws_await.clone(),
+                socketio: match (&a.sio_event, &a.sio_reply) {
+                    (Some(event), Some(reply_event)) => Some(SocketIoSpec {
+                        event: event.clone(),
+                        reply_event: reply_event.clone(),
+                        done_pointer: a.sio_done_pointer.clone(),
+                        end_event: a.sio_end_event.clone(),
+                        error_pointer: a.sio_error_pointer.clone(),
+                        // A secret from the environment ($TOKEN) is read here.
+                        auth: a
+                            .sio_auth
+                            .as_deref()
+                            .map(firsttoken_plan::env::expand_env)
+                            .transpose()?,
+                    }),
+                    (None, None)
+                        if a.sio_done_pointer.is_none()
+                            && a.sio_end_event.is_none()
+                            && a.sio_error_pointer.is_none()
+                            && a.sio_auth.is_none() =>
+                    {
+                        None
+                    }
+                    _ => bail!(
+                        "Socket.IO needs both --sio-event (the event to emit) and --sio-reply (the event carrying the answer)"
+                    ),
+                },
+            }),
+            None if a.ws_opening.is_some()
+                || a.ws_await.is_some()
+                || a.sio_event.is_some()
+                || a.sio_reply.is_some() =>
+            {
+                bail!("--ws-* and --sio-* options are for ws:// and wss:// URLs")
+            }
+            None => Transport::Http,
+        };
         let body = match a.body.as_deref() {
             None => None,
             Some(b) => match b.strip_prefix('@') {
@@ -156,6 +233,7 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             }
         }
         let mut spec = ProbeSpec::new(request);
+        spec.transport = transport;
         spec.requests = a.requests;
         spec.concurrency = a.concurrency;
         spec.mode = if a.fresh {
@@ -169,6 +247,12 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             (HttpArg::Http11, false) => HttpVersion::Http1,
             (HttpArg::Http2, false) => HttpVersion::Http2,
         };
+        // The spec refuses it too; said first, before the h2c advice.
+        if spec.http == HttpVersion::Http2 && spec.transport.websocket().is_some() {
+            bail!(
+                "a WebSocket opens over HTTP/1.1's upgrade; leave out --http 2 and --http2-prior-knowledge"
+            );
+        }
         if spec.http == HttpVersion::Http2 && !spec.request.target.tls() && !a.http2_prior_knowledge
         {
             bail!("HTTP/2 over cleartext needs --http2-prior-knowledge (h2c)");
@@ -205,6 +289,15 @@ impl TryFrom<ProbeArgs> for ProbeSpec {
             .map(|r| r.parse::<Resolve>())
             .collect::<Result<_, _>>()?;
         Ok(spec.validate()?)
+    }
+}
+
+/// `TEXT` as given, or the contents of the file named after `@`.
+fn read_inline_or_file(v: &str) -> anyhow::Result<String> {
+    match v.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the WebSocket opening file {path}")),
+        None => Ok(v.to_string()),
     }
 }
 

@@ -16,7 +16,9 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use firsttoken_plan::{HttpVersion, ProbeSpec, Proxy, RequestTemplate, Target, TlsOptions};
+use firsttoken_plan::{
+    HttpVersion, ProbeSpec, Proxy, RequestTemplate, Target, TlsOptions, Transport,
+};
 use firsttoken_record::{ErrorKind, HandshakeKind, TlsInfo};
 
 use crate::inline::{H2Driver, InlineExec};
@@ -154,6 +156,13 @@ pub(crate) enum Sender {
 /// wake-up between the read and the stamp.
 type Driver = Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
 
+/// A plaintext byte stream of either kind (TCP, or TLS over TCP).
+pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+/// A boxed [`Io`].
+pub(crate) type BoxIo = Box<dyn Io>;
+
 /// Stamps of connection setup.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Setup {
@@ -235,6 +244,8 @@ pub(crate) struct Connector {
     addr_override: Option<std::net::IpAddr>,
     proxy: Option<Proxy>,
     kernel_clock: bool,
+    /// The target is reached over a WebSocket.
+    websocket: bool,
 }
 
 /// The prepared TLS side of a [`Connector`].
@@ -252,9 +263,14 @@ impl Connector {
             crate::kstamp::keep_timestamps_on();
         }
         let target = spec.request.target.clone();
+        // A WebSocket upgrade is an HTTP/1.1 request: ALPN offers only that.
+        let http = match spec.transport {
+            Transport::Http => spec.http,
+            Transport::WebSocket(_) => HttpVersion::Http1,
+        };
         let tls = if target.tls() {
             let host = target.host.clone();
-            let config = tls_config(&spec.tls, spec.http)?;
+            let config = tls_config(&spec.tls, http)?;
             let mut priming = (*config).clone();
             priming.resumption = rustls::client::Resumption::disabled();
             Some(Tls {
@@ -269,10 +285,11 @@ impl Connector {
         Ok(Connector {
             target,
             tls,
-            http: spec.http,
+            http,
             addr_override: spec.resolved_addr(),
             proxy: spec.proxy.clone(),
             kernel_clock: spec.kernel_clock,
+            websocket: spec.transport.websocket().is_some(),
         })
     }
 
@@ -339,8 +356,10 @@ impl Connector {
     /// tunnel for an https target behind one (stamped as `proxy`).
     async fn transport(&self, setup: &mut Setup) -> Result<TcpStream, Failure> {
         let mut tcp = self.tcp(setup).await?;
+        // A WebSocket is a long-lived byte stream: through a proxy it
+        // always needs a tunnel, cleartext or not.
         if let Some(p) = &self.proxy
-            && self.tls.is_some()
+            && (self.tls.is_some() || self.websocket)
         {
             tunnel::open(&mut tcp, p, &self.target).await?;
             setup.proxy = Some(Instant::now());
@@ -392,11 +411,7 @@ impl Connector {
     /// DNS → TCP → TLS → HTTP handshake. Stamps go into `setup` as they
     /// happen, so a failure keeps the phases that completed.
     pub(crate) async fn open(&self, setup: &mut Setup) -> Result<Conn, Failure> {
-        let host = self.target.host.as_str();
-        let tcp = self.transport(setup).await?;
-        let tap = Tap::default();
-        // Below TLS: every socket read reports its kernel receive time to the tap.
-        let tcp = RecvStream::new(tcp, tap.clone(), self.kernel_clock);
+        let (tcp, tap) = self.raw(setup).await?;
         match &self.tls {
             None => {
                 let h2 = self.http == HttpVersion::Http2;
@@ -404,43 +419,78 @@ impl Connector {
                     .await
             }
             Some(tls) => {
-                let name = tls
-                    .name
-                    .clone()
-                    .map_err(|m| Failure::new(ErrorKind::Tls, m))?;
-                let stream = TlsConnector::from(tls.config.clone())
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| {
-                        Failure::new(
-                            ErrorKind::Tls,
-                            format!("TLS handshake with {host} failed: {e}"),
-                        )
-                    })?;
-                setup.tls = Some(Instant::now());
-                let c = stream.get_ref().1;
-                setup.tls_info = Some(TlsInfo {
-                    version: c
-                        .protocol_version()
-                        .map(|v| format!("{v:?}"))
-                        .unwrap_or_default(),
-                    cipher: c
-                        .negotiated_cipher_suite()
-                        .map(|s| format!("{:?}", s.suite()))
-                        .unwrap_or_default(),
-                    kx_group: c
-                        .negotiated_key_exchange_group()
-                        .map(|g| format!("{:?}", g.name())),
-                    handshake: c.handshake_kind().map(|k| match k {
-                        rustls::HandshakeKind::Resumed => HandshakeKind::Resumed,
-                        _ => HandshakeKind::Full,
-                    }),
-                });
-                let h2 = c.alpn_protocol() == Some(b"h2");
+                let stream = self.secure(tls, tcp, setup).await?;
+                let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
                 self.handshake(TimedIo::new(stream, tap.clone()), tap, h2)
                     .await
             }
         }
+    }
+
+    /// DNS → TCP → TLS, and no HTTP handshake: the tapped plaintext byte
+    /// stream, for a transport that speaks its own upgrade (WebSocket).
+    pub(crate) async fn open_io(
+        &self,
+        setup: &mut Setup,
+    ) -> Result<(TimedIo<BoxIo>, Tap), Failure> {
+        let (tcp, tap) = self.raw(setup).await?;
+        let io: BoxIo = match &self.tls {
+            None => Box::new(tcp),
+            Some(tls) => Box::new(self.secure(tls, tcp, setup).await?),
+        };
+        Ok((TimedIo::new(io, tap.clone()), tap))
+    }
+
+    /// The TCP stream (through a proxy's tunnel when one is used) with every
+    /// socket read reporting its kernel receive time to a new tap.
+    async fn raw(&self, setup: &mut Setup) -> Result<(RecvStream, Tap), Failure> {
+        let tcp = self.transport(setup).await?;
+        let tap = Tap::default();
+        // Below TLS: every socket read reports its kernel receive time to the tap.
+        Ok((RecvStream::new(tcp, tap.clone(), self.kernel_clock), tap))
+    }
+
+    /// The TLS handshake over `tcp`, stamped as `tls` with what it negotiated.
+    async fn secure(
+        &self,
+        tls: &Tls,
+        tcp: RecvStream,
+        setup: &mut Setup,
+    ) -> Result<tokio_rustls::client::TlsStream<RecvStream>, Failure> {
+        let host = self.target.host.as_str();
+        let name = tls
+            .name
+            .clone()
+            .map_err(|m| Failure::new(ErrorKind::Tls, m))?;
+        let stream = TlsConnector::from(tls.config.clone())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| {
+                Failure::new(
+                    ErrorKind::Tls,
+                    format!("TLS handshake with {host} failed: {e}"),
+                )
+            })?;
+        setup.tls = Some(Instant::now());
+        let c = stream.get_ref().1;
+        setup.tls_info = Some(TlsInfo {
+            version: c
+                .protocol_version()
+                .map(|v| format!("{v:?}"))
+                .unwrap_or_default(),
+            cipher: c
+                .negotiated_cipher_suite()
+                .map(|s| format!("{:?}", s.suite()))
+                .unwrap_or_default(),
+            kx_group: c
+                .negotiated_key_exchange_group()
+                .map(|g| format!("{:?}", g.name())),
+            handshake: c.handshake_kind().map(|k| match k {
+                rustls::HandshakeKind::Resumed => HandshakeKind::Resumed,
+                _ => HandshakeKind::Full,
+            }),
+        });
+        Ok(stream)
     }
 
     async fn handshake<S>(&self, io: TimedIo<S>, tap: Tap, h2: bool) -> Result<Conn, Failure>

@@ -6,7 +6,10 @@
 //! every body chunk as it arrives and only then decodes it (SSE, NDJSON or
 //! text) to find the first event, the first reasoning token, the first
 //! content token and the end. Each request becomes a
-//! [`firsttoken_record::Sample`].
+//! [`firsttoken_record::Sample`]. A destination may instead be reached over
+//! a WebSocket (and Socket.IO on it): the same connection path, upgraded,
+//! with each text frame stamped on arrival and decoded as one event
+//! (`ws`).
 //!
 //! One step executor ([`exec`]) runs every step of a protocol: single
 //! requests, idle-gap probes, bursts that start together, open-loop
@@ -46,6 +49,7 @@ mod slot;
 mod tap;
 pub mod trace;
 mod tunnel;
+mod ws;
 
 pub use connect::tls_config;
 pub use exec::{

@@ -78,6 +78,8 @@ pub(crate) struct Stamps {
     /// The request got no response byte because the connection was found
     /// closed (not a timeout): on a reused connection, a stale keep-alive.
     pub unanswered: bool,
+    /// The request went as a WebSocket text frame (`http_version` is then `WebSocket`).
+    pub websocket: bool,
     pub error: Option<Failure>,
 }
 
@@ -113,6 +115,7 @@ impl Stamps {
             facts: StreamFacts::default(),
             content_encoding: None,
             unanswered: false,
+            websocket: false,
             error: None,
         }
     }
@@ -126,7 +129,7 @@ impl Stamps {
     }
 
     /// A body chunk that arrived at `at` and was handled (decoded) at `handled`.
-    fn on_chunk(&mut self, at: Arrival, handled: Instant, cf: ChunkFacts) {
+    pub(crate) fn on_chunk(&mut self, at: Arrival, handled: Instant, cf: ChunkFacts) {
         let at = self.arrived(at);
         let events = u64::from(cf.events.max(u32::from(cf.content)));
         let read_events = match self.current_read {
@@ -190,9 +193,12 @@ impl Stamps {
             _ => None,
         };
         s.ttft_read_events = self.ttft.map(|_| self.ttft_read_events);
-        s.http_version = self
-            .http2
-            .map(|h2| if h2 { "HTTP/2" } else { "HTTP/1.1" }.to_string());
+        s.http_version = if self.websocket {
+            Some("WebSocket".to_string())
+        } else {
+            self.http2
+                .map(|h2| if h2 { "HTTP/2" } else { "HTTP/1.1" }.to_string())
+        };
         s.dns_ms = at(self.setup.dns);
         s.connect_ms = at(self.setup.connect);
         s.proxy_ms = at(self.setup.proxy);

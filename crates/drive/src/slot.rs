@@ -10,11 +10,15 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 
-use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Timeouts, TimingHeader};
+use firsttoken_plan::{
+    ProbeSpec, RequestTemplate, StreamFormat, Timeouts, TimingHeader, WebSocketSpec,
+};
 use firsttoken_record::{Connection, ErrorKind, Sample};
 
 use crate::connect::{Conn, Connector, Sender};
+use crate::decode::Decoder;
 use crate::request::{Stamps, build_request, exchange, hyper_error, no_response_kind};
+use crate::ws::{self, WsConn};
 use crate::{DriveError, Failure};
 
 /// Most bytes [`Slot::fetch`] keeps of a response body.
@@ -32,6 +36,8 @@ pub(crate) struct Endpoint {
     route_header: String,
     /// JSON pointer to the route in the stream's events, if any.
     route_field: Option<String>,
+    /// The WebSocket settings, when requests go as text frames on one.
+    websocket: Option<WebSocketSpec>,
     /// Response headers read as the app's total server time.
     timing_headers: Arc<[TimingHeader]>,
 }
@@ -47,6 +53,7 @@ impl Endpoint {
             compressed: spec.compressed,
             route_header: spec.route_header.to_ascii_lowercase(),
             route_field: spec.route_field.clone(),
+            websocket: spec.transport.websocket().cloned(),
             timing_headers: spec.timing_headers.clone().into(),
         }))
     }
@@ -82,6 +89,8 @@ fn deadline(start: Instant, d: Duration) -> tokio::time::Instant {
 pub struct Slot {
     endpoint: Arc<Endpoint>,
     conn: Option<Conn>,
+    /// The open WebSocket, for an endpoint reached over one.
+    ws: Option<WsConn>,
 }
 
 impl Slot {
@@ -97,6 +106,7 @@ impl Slot {
         Slot {
             endpoint,
             conn: None,
+            ws: None,
         }
     }
 
@@ -108,6 +118,9 @@ impl Slot {
 
     /// True when the slot holds a connection that can take another request.
     pub async fn is_warm(&mut self) -> bool {
+        if self.endpoint.websocket.is_some() {
+            return self.ws.as_ref().is_some_and(WsConn::open);
+        }
         match self.conn.as_mut() {
             Some(c) => c.ready().await,
             None => false,
@@ -117,6 +130,7 @@ impl Slot {
     /// Close the slot's connection, if any.
     pub fn close(&mut self) {
         self.conn = None;
+        self.ws = None;
     }
 
     /// Send `request` and time it. With `fresh`, a new connection is opened
@@ -156,12 +170,17 @@ impl Slot {
         // A failed exchange leaves the connection in an unknown state.
         if st.error.is_some() || fresh {
             self.conn = None;
+            self.ws = None;
         }
         let mut sample = st.into_sample(seq, worker, connection);
         sample.retried_stale = retried;
         // A server may echo the key it refused: never keep it.
         if let Some(e) = sample.error.as_mut() {
             e.message = request.scrub(&e.message);
+            // And a Socket.IO auth payload the server quotes back.
+            if let Some(w) = &self.endpoint.websocket {
+                e.message = w.scrub(&e.message);
+            }
         }
         sample
     }
@@ -182,6 +201,9 @@ impl Slot {
         st.route_header = Some(ep.route_header.clone());
         st.route_field.clone_from(&ep.route_field);
         st.timing_headers = Some(ep.timing_headers.clone());
+        if ep.websocket.is_some() {
+            return self.attempt_ws(request, reusable, st, until).await;
+        }
         if !reusable {
             self.conn = None;
             match open(&ep.connector, ep.timeouts, &mut st, start, until).await {
@@ -205,6 +227,93 @@ impl Slot {
         {
             Ok(req) => exchange(conn, req, &ep.format, ep.max_event_bytes, until, &mut st).await,
             Err(f) => st.fail(f),
+        }
+        (st, connection)
+    }
+}
+
+impl Slot {
+    /// One attempt at `request` as a text frame on a WebSocket: on the open
+    /// socket when `reusable`, else on a new one (kept in the slot).
+    async fn attempt_ws(
+        &mut self,
+        request: &RequestTemplate,
+        reusable: bool,
+        mut st: Stamps,
+        until: tokio::time::Instant,
+    ) -> (Stamps, Connection) {
+        let ep = self.endpoint.clone();
+        let default_spec = WebSocketSpec::default();
+        let spec = ep.websocket.as_ref().unwrap_or(&default_spec);
+        st.websocket = true;
+        let connection = if reusable {
+            Connection::Reused
+        } else {
+            Connection::Fresh
+        };
+        let frame = match request.body.as_deref().map(std::str::from_utf8) {
+            Some(Ok(f)) => f.to_string(),
+            Some(Err(e)) => {
+                st.fail(Failure::new(
+                    ErrorKind::Connect,
+                    format!("the request body is not UTF-8, so it cannot go as a text frame: {e}"),
+                ));
+                return (st, connection);
+            }
+            None => {
+                st.fail(Failure::new(
+                    ErrorKind::Connect,
+                    "a WebSocket request needs a body: the text frame to send",
+                ));
+                return (st, connection);
+            }
+        };
+        let slot = &mut self.ws;
+        let work = async {
+            if !reusable {
+                *slot = None;
+                let connect_deadline = deadline(st.start, ep.timeouts.connect).min(until);
+                match ws::connect(
+                    &ep.connector,
+                    request,
+                    spec,
+                    ep.max_event_bytes,
+                    &mut st,
+                    connect_deadline,
+                )
+                .await
+                {
+                    Ok(c) => *slot = Some(c),
+                    Err(f) => return st.fail(f),
+                }
+            }
+            let Some(conn) = slot.as_mut() else {
+                return;
+            };
+            let mut decoder = Decoder::for_messages(&ep.format, ep.max_event_bytes)
+                .with_route_field(st.route_field.clone());
+            ws::exchange(conn, frame, &mut decoder, &mut st).await;
+            st.facts = decoder.facts().clone();
+            if let Some(r) = st.facts.route.take() {
+                st.route = Some(r);
+            }
+        };
+        if tokio::time::timeout_at(until, work).await.is_err() {
+            let waited = until.into_std().saturating_duration_since(st.start);
+            let what = if st.sent.is_none() {
+                "the WebSocket upgrade and the session's opening did not finish"
+            } else if st.ttft.is_none() {
+                "no first token"
+            } else {
+                "the stream did not end"
+            };
+            st.fail(Failure::new(
+                ErrorKind::Timeout,
+                format!("{what} within {:.1} s", waited.as_secs_f64()),
+            ));
+        }
+        if self.ws.as_ref().is_some_and(WsConn::clock_stepped) {
+            st.user_only = true;
         }
         (st, connection)
     }

@@ -6,7 +6,9 @@
 //! `GET /health`. A chat stream starts with a role-only chunk and ends with
 //! a chunk carrying `usage` (with `cost` in USD), then `data: [DONE]`; a
 //! Responses stream opens with `response.created` and ends with
-//! `response.completed` (see [`shape`]). All three share the providers,
+//! `response.completed` (see [`shape`]); `GET /v1/responses` upgraded to a
+//! WebSocket carries the same events as text frames (the Responses API's
+//! WebSocket mode). All three share the providers,
 //! routing, faults and truth log below. With a [`TruthLog`], every request leaves a JSON line
 //! saying when it was read, how long it queued, which provider served it,
 //! which fault it met, and when its first token was handed to the connection.
@@ -74,6 +76,7 @@ pub mod stream;
 pub mod truth;
 mod upstream;
 pub mod wire;
+mod ws;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -210,7 +213,7 @@ pub fn app(settings: Settings) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(completion::<true>))
         .route("/v1/completions", post(completion::<false>))
-        .route("/v1/responses", post(responses))
+        .route("/v1/responses", post(responses).get(ws::responses_ws))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
         .with_state(state)

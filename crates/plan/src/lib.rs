@@ -36,8 +36,10 @@ pub mod proxy;
 pub mod segment;
 mod stream_format;
 pub mod timing;
+pub mod transport;
 
 pub use stream_format::StreamFormat;
+pub use transport::{SocketIoSpec, Transport, WebSocketSpec};
 
 pub use proxy::Proxy;
 pub use timing::{TimeUnit, TimingHeader};
@@ -97,6 +99,9 @@ pub enum PlanError {
     /// An HTTP method name is invalid.
     #[error("invalid HTTP method {0:?}")]
     Method(String),
+    /// A WebSocket setting cannot be used as given.
+    #[error("WebSocket: {0}")]
+    WebSocket(String),
 }
 
 /// `http` or `https`.
@@ -528,6 +533,8 @@ pub struct ProbeSpec {
     /// gives them (Linux, `SO_TIMESTAMPNS`); `false` keeps user-space
     /// stamps only (`clock: "user"`), e.g. to compare the two.
     pub kernel_clock: bool,
+    /// HTTP requests, or text frames on a WebSocket.
+    pub transport: Transport,
     /// Response headers read as the app's total server time (the four of
     /// [`timing::DEFAULT_TIMING_HEADERS`] by default), stored beside the
     /// `Server-Timing` entries as `header:<name>`.
@@ -568,6 +575,7 @@ impl ProbeSpec {
             compressed: false,
             trace_context: false,
             kernel_clock: true,
+            transport: Transport::Http,
             timing_headers: timing::default_timing_headers(),
         }
     }
@@ -603,6 +611,14 @@ impl ProbeSpec {
                 bound: "at least 1024",
                 got: self.max_event_bytes as u64,
             });
+        }
+        if let Transport::WebSocket(w) = &self.transport {
+            w.validate()?;
+            if self.http == HttpVersion::Http2 {
+                return Err(PlanError::WebSocket(
+                    "a WebSocket opens over HTTP/1.1's upgrade; leave out --http 2 and --http2-prior-knowledge".into(),
+                ));
+            }
         }
         Ok(self)
     }

@@ -174,6 +174,14 @@ impl Source {
                 spec.request.target.path_and_query = joined(base, &p.path)?;
             }
             spec.route_field.clone_from(&p.route_field);
+            if let Some(w) = &p.websocket {
+                let mut ws = w.spec();
+                // A token in the auth payload comes from the environment.
+                if let Some(a) = ws.socketio.as_mut().and_then(|s| s.auth.as_mut()) {
+                    *a = expand_env(a)?;
+                }
+                spec.transport = firsttoken_plan::Transport::WebSocket(ws);
+            }
             spec.timing_headers = cfg.app.timing_headers();
             if let Some(h) = &p.route_header {
                 spec.route_header = h.to_ascii_lowercase();

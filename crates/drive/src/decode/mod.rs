@@ -16,6 +16,7 @@
 //! ```
 
 pub mod coding;
+mod event;
 mod formats;
 #[cfg(test)]
 mod hostile;
@@ -27,6 +28,7 @@ pub mod sse;
 use firsttoken_plan::StreamFormat;
 use firsttoken_record::ErrorKind;
 
+use event::on_sse_event;
 use lines::{LineSplitter, Utf8Check};
 use sse::SseParser;
 
@@ -341,6 +343,75 @@ impl Decoder {
         cf
     }
 
+    /// A decoder for a message-framed transport (WebSocket text frames,
+    /// Socket.IO events), where each message is one whole event: `auto`
+    /// reads the messages as JSON events whose first one names the dialect
+    /// (as the first event of an SSE stream does).
+    pub fn for_messages(format: &StreamFormat, max_event_bytes: usize) -> Decoder {
+        Decoder::with_max(format, Some("text/event-stream"), false, max_event_bytes)
+    }
+
+    /// Decode one whole message (a WebSocket text frame's payload) as one
+    /// event: an SSE dialect's `data`, an NDJSON line, or a text chunk.
+    /// After an error is recorded, further input is ignored.
+    pub fn feed_event(&mut self, payload: &str) -> ChunkFacts {
+        if matches!(self.framing, Framing::Sniff { .. }) {
+            // `for_messages` never sniffs; a sniffing decoder given a
+            // message decides on it as on a body's first bytes.
+            return self.feed(payload.as_bytes());
+        }
+        let offset = self.received;
+        self.received += payload.len() as u64;
+        let mut cf = ChunkFacts::default();
+        if self.facts.error.is_some() {
+            return cf;
+        }
+        if payload.len() > self.max {
+            self.facts.fail(
+                ErrorKind::Decode,
+                format!(
+                    "a {}-byte message at byte offset {offset} is over the {}-byte event bound (--max-event-bytes)",
+                    payload.len(),
+                    self.max
+                ),
+            );
+            return cf;
+        }
+        let route_field = self.route_field.as_deref();
+        let facts = &mut self.facts;
+        match &mut self.framing {
+            Framing::Sse(_, kind) => on_sse_event(
+                kind,
+                facts,
+                route_field,
+                "message",
+                payload,
+                offset,
+                &mut cf,
+            ),
+            Framing::Lines(_) => {
+                if let Some(p) = route_field
+                    && facts.route.is_none()
+                {
+                    facts.route = formats::route_at(p, payload.as_bytes());
+                }
+                formats::ollama(payload.as_bytes(), offset, facts, &mut cf);
+            }
+            Framing::Text { any_byte, .. } => {
+                if !payload.is_empty() {
+                    cf.events = 1;
+                    cf.content = *any_byte
+                        || self.output
+                        || payload.bytes().any(|b| !b.is_ascii_whitespace());
+                }
+            }
+            Framing::Sniff { .. } => {}
+        }
+        self.output |= cf.content || cf.tool_call;
+        self.events += u64::from(cf.events);
+        cf
+    }
+
     fn decode(&mut self, mut bytes: &[u8]) -> ChunkFacts {
         if let Framing::Sniff {
             pending,
@@ -373,57 +444,15 @@ impl Decoder {
         match &mut self.framing {
             Framing::Sse(parser, kind) => {
                 parser.feed(bytes, &mut |ev| {
-                    if facts.error.is_some() {
-                        return;
-                    }
-                    if ev.event == "server-timing" {
-                        // The app's own timing summary, sent after the answer: not content.
-                        let room = MAX_SERVER_TIMING.saturating_sub(facts.server_timing.len());
-                        facts
-                            .server_timing
-                            .extend(parse_server_timing(&ev.data).into_iter().take(room));
-                        return;
-                    }
-                    cf.events += 1;
-                    if let Some(p) = route_field
-                        && facts.route.is_none()
-                    {
-                        facts.route = formats::route_at(p, ev.data.as_bytes());
-                    }
-                    // An `error` event is an error in every dialect; in
-                    // `auto`, so is any known error shape as the first event.
-                    if (ev.event == "error" || kind.is_none())
-                        && let Some(m) = formats::error_shape(ev.event, &ev.data)
-                    {
-                        return facts.fail(ErrorKind::StreamError, m);
-                    }
-                    if kind.is_none() {
-                        if ev.data.trim() == "[DONE]" {
-                            facts.done = true;
-                            return;
-                        }
-                        match formats::detect_sse(ev.event, &ev.data) {
-                            Some(k) => *kind = Some(k),
-                            None => {
-                                return facts.fail(
-                                    ErrorKind::Decode,
-                                    format!(
-                                        "cannot tell the stream format from the first event at byte offset {} ({}); pass --format",
-                                        ev.offset,
-                                        formats::bounded(&ev.data)
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                    match kind {
-                        Some(SseKind::OpenAi) => formats::openai(&ev.data, ev.offset, facts, &mut cf),
-                        Some(SseKind::Anthropic) => formats::anthropic(ev.event, &ev.data, ev.offset, facts, &mut cf),
-                        Some(SseKind::Responses) => responses::responses(&ev.data, ev.offset, facts, &mut cf),
-                        Some(SseKind::VercelUi) => formats::vercel_ui(&ev.data, ev.offset, facts, &mut cf),
-                        Some(SseKind::Pointer(p)) => formats::sse_json(p, &ev.data, ev.offset, facts, &mut cf),
-                        None => {}
-                    }
+                    on_sse_event(
+                        kind,
+                        facts,
+                        route_field,
+                        ev.event,
+                        &ev.data,
+                        ev.offset,
+                        &mut cf,
+                    );
                 });
                 if let Some(o) = parser.oversize() {
                     facts.fail(ErrorKind::Decode, o.to_string());

@@ -328,6 +328,10 @@ pub struct PathSection {
     /// endpoint, or one measured as a visitor who has not signed in).
     #[serde(default)]
     pub anonymous: bool,
+    /// Measure this path over a WebSocket (`[app.paths.websocket]`): the
+    /// body is sent as a text frame and each frame back is one event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketSection>,
     /// HTTP method of the measured request (default: POST; with `GET`,
     /// `body` must be empty and none is sent), e.g. `GET` for a flow whose
     /// last step reads a stream by the id an earlier step returned.
@@ -355,6 +359,7 @@ impl PathSection {
             route_header: None,
             route_field: None,
             anonymous: false,
+            websocket: None,
             method: None,
             steps: Vec::new(),
         }
@@ -671,6 +676,9 @@ mod accounts;
 mod flow;
 pub mod reference;
 mod validate;
+mod websocket;
+
+pub use websocket::WebSocketSection;
 
 pub use flow::StepSection;
 

@@ -78,6 +78,11 @@ impl Config {
                     "an empty list: give prompts, or leave it out for the session's".into(),
                 ));
             }
+            if let Some(w) = &p.websocket
+                && let Err(e) = w.spec().validate()
+            {
+                return Err(invalid(&format!("app.paths[{i}].websocket"), e.to_string()));
+            }
             super::flow::check(i, p).map_err(|(key, m)| invalid(&key, m))?;
             if p.expect_route.as_deref().is_some_and(str::is_empty) {
                 return Err(invalid(
