@@ -52,6 +52,11 @@ pub struct EmulateArgs {
     /// Fix the time from request read to the first content token, in milliseconds (overrides the profile).
     #[arg(long)]
     ttft_ms: Option<f64>,
+    /// Add this many milliseconds to each request's TTFT per input token (the words of its
+    /// messages, as its usage's prompt_tokens counts them): a prefill that grows with the
+    /// context, e.g. over a conversation's turns.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    ttft_per_input_token_ms: f64,
     /// Fix the time between content tokens, in milliseconds (overrides the profile).
     #[arg(long)]
     itl_ms: Option<f64>,
@@ -147,6 +152,7 @@ pub async fn run(a: EmulateArgs) -> anyhow::Result<ExitCode> {
         profile: Some(profile),
         seed: a.seed,
         serial: a.serial,
+        ttft_per_input_token: millis("--ttft-per-input-token-ms", a.ttft_per_input_token_ms)?,
         ..Settings::default()
     };
     let tls = match (&a.tls_cert, &a.tls_key) {

@@ -155,6 +155,13 @@ pub struct Settings {
     /// One request at a time across the emulator (on top of the profile's
     /// `serial`).
     pub serial: bool,
+    /// Added to a request's drawn TTFT per input token (the words of its
+    /// messages, prompt, input and instructions, as `prompt_tokens`
+    /// reports them): a prefill that grows with the context, so a
+    /// conversation's later turns, carrying their history, wait longer.
+    /// Zero: TTFT does not depend on the input. A TTFT fixed by a request
+    /// header stays fixed.
+    pub ttft_per_input_token: Duration,
 }
 
 impl Default for Settings {
@@ -168,6 +175,7 @@ impl Default for Settings {
             profile: None,
             seed: 0,
             serial: false,
+            ttft_per_input_token: Duration::ZERO,
         }
     }
 }
@@ -543,7 +551,9 @@ async fn respond(
             id: ask.id.clone(),
             endpoint: ask.endpoint,
             model: ask.model.clone(),
-            ttft: fixed.ttft.unwrap_or(ttft),
+            ttft: fixed
+                .ttft
+                .unwrap_or_else(|| ttft + s.ttft_per_input_token * ask.prompt_tokens),
             itl: fixed.itl.unwrap_or(up.spec.itl),
             tokens: ask.max_tokens.map_or(tokens, |m| tokens.min(m)),
             prompt_tokens: ask.prompt_tokens,

@@ -282,3 +282,33 @@ async fn the_default_profile_serves_its_three_providers() {
         assert!(r.usage()["cost"].as_f64().expect("cost") > 0.0);
     }
 }
+
+/// With a cost per input token, the planned TTFT grows with the request's
+/// input (its words, as `prompt_tokens` reports them); a TTFT fixed by the
+/// request's header stays fixed.
+#[tokio::test]
+async fn ttft_grows_with_the_input_when_asked() {
+    let mut emu = start(Settings {
+        ttft: Duration::from_millis(40),
+        itl: Duration::from_millis(1),
+        tokens: 2,
+        ttft_per_input_token: Duration::from_micros(2500),
+        ..Settings::default()
+    })
+    .await;
+    let short = emu.chat(&[], chat_body("a b", true, None)).await;
+    let long_prompt = vec!["word"; 40].join(" ");
+    let long = emu.chat(&[], chat_body(&long_prompt, true, None)).await;
+    assert_eq!(short.usage()["prompt_tokens"], 2);
+    assert_eq!(long.usage()["prompt_tokens"], 40);
+    assert_eq!(emu.truth_of(&short.id()).await.target_ttft_ms, 45.0);
+    assert_eq!(emu.truth_of(&long.id()).await.target_ttft_ms, 140.0);
+    assert!(long.ttft().expect("tokens") >= Duration::from_millis(140));
+    let fixed = emu
+        .chat(
+            &[("x-emulator-ttft-ms", "30")],
+            chat_body(&long_prompt, true, None),
+        )
+        .await;
+    assert_eq!(emu.truth_of(&fixed.id()).await.target_ttft_ms, 30.0);
+}
