@@ -409,3 +409,99 @@ fn websocket_options_that_cannot_apply_are_usage_errors() {
         assert!(!err.contains("sk-not-json-secret"), "never echoed: {err}");
     }
 }
+
+/// Open WebUI's path as a flow (issues 25 and 26): the browser's Socket.IO
+/// connection is open first (its session id captured), the message goes as
+/// an HTTP POST naming that session, and the tokens come back as events on
+/// the socket. The answer is timed from the POST's start; the socket's
+/// opening is the flow's first step.
+#[test]
+fn a_flow_answered_on_a_socketio_socket_is_timed_from_the_post() {
+    let Some(python) = python("a_flow_answered_on_a_socketio_socket_is_timed_from_the_post")
+    else {
+        return;
+    };
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "250",
+        "--itl-ms",
+        "20",
+        "--tokens",
+        "6",
+    ]);
+    let fixture = WsFixture::start(&python, "socketio_chat.py", &emu.base, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ft.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[session]
+network = "loopback-test"
+emulated = true
+
+[app]
+base_url = "http://127.0.0.1:{}"
+
+[[app.paths]]
+name = "socket-chat"
+path = "/api/chat"
+body = '{{"session_id": "{{sid}}", "chat_id": "c1", "prompt": "{{prompt}}"}}'
+format = "sse-json:/data/content"
+
+[app.paths.answer_socket]
+path = "/socket.io/"
+sid = "sid"
+reply_event = "chat-events"
+done_pointer = "/data/done"
+error_pointer = "/data/error"
+
+[prompts]
+list = ["hello socket"]
+
+[phases]
+warm = 4
+fresh = 2
+"#,
+            fixture.port
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    let out = firsttoken(
+        &["run", "-c", cfg.to_str().unwrap(), "--store", &store, "-q"],
+        &[],
+    );
+    assert_code(&out, 0);
+    let db = rusqlite::Connection::open(&store).unwrap();
+    // warmup, ttft_ms, flow_wait_ms, flow_steps, status, content_chunks
+    type Row = (bool, Option<f64>, Option<f64>, String, Option<i64>, i64);
+    let rows: Vec<Row> = db
+        .prepare(
+            "SELECT warmup, ttft_ms, flow_wait_ms, flow_steps, status, content_chunks
+             FROM samples ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.iter().filter(|r| !r.0).count(), 6, "{rows:?}");
+    for (_, ttft, wait, steps, status, chunks) in &rows {
+        let steps: Value = serde_json::from_str(steps).unwrap();
+        assert_eq!(steps[0]["name"], "socket", "{steps}");
+        assert_eq!(steps[0]["status"], 101, "{steps}");
+        // The job starts at the POST: its first token is the upstream's
+        // 250 ms after it, at least.
+        let ttft = ttft.expect("a first token on the socket");
+        assert!(ttft >= 250.0, "{ttft}");
+        assert!(wait.unwrap() > 0.0);
+        assert_eq!(*status, Some(200), "the POST's own status");
+        assert!(*chunks >= 6, "{chunks}");
+    }
+}

@@ -427,3 +427,118 @@ impl Slot {
         out
     }
 }
+
+impl Endpoint {
+    /// Open this endpoint's WebSocket (DNS, TCP, TLS, the upgrade and its
+    /// Socket.IO handshake) for a flow's socket, within the connect and
+    /// request deadlines from now. `Err` with the stamps' HTTP status, if
+    /// the upgrade got an answer.
+    pub(crate) async fn open_socket(
+        &self,
+        request: &RequestTemplate,
+    ) -> Result<ws::WsConn, (Failure, Option<u16>)> {
+        let Some(spec) = &self.websocket else {
+            return Err((
+                Failure::new(ErrorKind::Connect, "not a WebSocket endpoint"),
+                None,
+            ));
+        };
+        let start = Instant::now();
+        let mut st = Stamps::new(start);
+        let until = deadline(start, self.timeouts.request);
+        let connect_deadline = deadline(start, self.timeouts.connect).min(until);
+        let opened = tokio::time::timeout_at(
+            until,
+            ws::connect(
+                &self.connector,
+                request,
+                spec,
+                self.max_event_bytes,
+                &mut st,
+                connect_deadline,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::new(
+                ErrorKind::Timeout,
+                format!("the socket did not open within {:?}", self.timeouts.request),
+            ))
+        });
+        opened.map_err(|f| (f, st.status))
+    }
+
+    /// A flow's measured request sent on `slot` while its answer is read
+    /// from `conn`'s events with this endpoint's format: the stamps are the
+    /// socket's, from the request's start; the request's own response is
+    /// read whole and its status kept (outside 2xx fails the sample). Both
+    /// within this endpoint's request deadline.
+    pub(crate) async fn answer_on_socket(
+        &self,
+        slot: &mut Slot,
+        request: &RequestTemplate,
+        conn: &mut ws::WsConn,
+        seq: u64,
+        worker: u32,
+    ) -> Sample {
+        let start = Instant::now();
+        let until = deadline(start, self.timeouts.request);
+        let mut st = Stamps::new(start);
+        let mut decoder = crate::decode::Decoder::new(&self.format, None, false);
+        conn.arm();
+        let mut status = None;
+        let outcome = {
+            let post = slot.whole(request);
+            let read = ws::read_answer(conn, &mut decoder, &mut st);
+            tokio::pin!(post, read);
+            let checked = |r: Result<(u16, http::HeaderMap, Bytes), Failure>| match r {
+                Ok((code, _, _)) if (200..300).contains(&code) => Ok(code),
+                Ok((code, _, body)) => Err(Failure::new(
+                    ErrorKind::HttpStatus,
+                    format!(
+                        "HTTP {code}: {}",
+                        String::from_utf8_lossy(&body[..body.len().min(200)]).trim()
+                    ),
+                )),
+                Err(f) => Err(f),
+            };
+            let both = async {
+                tokio::select! {
+                    r = &mut post => {
+                        let code = checked(r)?;
+                        status = Some(code);
+                        (&mut read).await;
+                        Ok::<(), Failure>(())
+                    }
+                    () = &mut read => {
+                        status = Some(checked(post.await)?);
+                        Ok(())
+                    }
+                }
+            };
+            tokio::time::timeout_at(until, both).await
+        };
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(f)) => st.fail(f),
+            Err(_) => st.fail(Failure::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the answer on the socket did not end within {:?}",
+                    self.timeouts.request
+                ),
+            )),
+        }
+        let mut sample = st.into_sample(seq, worker, Connection::Reused);
+        if status.is_some() {
+            sample.status = status;
+        }
+        if let Some(e) = sample.error.as_mut() {
+            e.message = request.scrub(&e.message);
+            if let Some(w) = &self.websocket {
+                e.message = w.scrub(&e.message);
+            }
+        }
+        sample
+    }
+}

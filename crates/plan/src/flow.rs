@@ -163,6 +163,23 @@ pub struct Flow {
     pub steps: Vec<FlowStep>,
     /// The starting variables, e.g. `("prompt", text)`.
     pub vars: Vec<(String, String)>,
+    /// A Socket.IO connection opened before the steps, on which the
+    /// measured request's answer arrives; `None`: the answer is the
+    /// measured request's own response.
+    pub socket: Option<FlowSocket>,
+}
+
+/// The socket a flow opens first (its first step): where, how, and the
+/// variable its Socket.IO session id is captured into.
+#[derive(Debug, Clone)]
+pub struct FlowSocket {
+    /// The step's name in reports.
+    pub name: String,
+    /// The socket's target, TLS, timeouts and transport (a WebSocket
+    /// speaking Socket.IO); the measured request's format reads its events.
+    pub spec: crate::ProbeSpec,
+    /// The variable the session id goes into.
+    pub sid_var: Option<String>,
 }
 
 /// Percent-encode everything but RFC 3986's unreserved characters: a

@@ -9,7 +9,7 @@ use firsttoken_drive::RequestSource;
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::Config;
 use firsttoken_plan::env::expand_env;
-use firsttoken_plan::flow::{Capture, Flow, FlowStep};
+use firsttoken_plan::flow::{Capture, Flow, FlowSocket, FlowStep};
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
 use firsttoken_record::session::PromptRef;
@@ -32,6 +32,9 @@ pub struct Source {
     anonymous: Vec<bool>,
     /// Per app path: the earlier steps of its flow (empty: one request).
     flows: Vec<Vec<FlowStep>>,
+    /// Per app path: the socket its flow opens first, on which the answer
+    /// arrives (`[app.paths.answer_socket]`).
+    sockets: Vec<Option<FlowSocket>>,
     /// Where the trace id of every traced request is registered, when a
     /// span receiver runs.
     traces: Option<TraceRegistry>,
@@ -161,6 +164,7 @@ impl Source {
         };
         let mut app = Vec::new();
         let mut flows = Vec::new();
+        let mut sockets = Vec::new();
         for p in &cfg.app.paths {
             let mut spec = base_spec(
                 &format!("{base}{}", untemplated(&p.path)),
@@ -239,6 +243,33 @@ impl Source {
                 });
             }
             flows.push(steps);
+            sockets.push(match &p.answer_socket {
+                None => None,
+                Some(sock) => {
+                    let mut s = base_spec(
+                        &format!("{base}{}", sock.path),
+                        spec.format.clone(),
+                        timeout,
+                        false,
+                        false,
+                        &cfg.session,
+                    )?;
+                    s.max_event_bytes = spec.max_event_bytes;
+                    s.tls.ca_pem.clone_from(&ca_pem);
+                    s.request.headers.clone_from(&spec.request.headers);
+                    let mut ws = sock.spec();
+                    // A token in the auth payload comes from the environment.
+                    if let Some(a) = ws.socketio.as_mut().and_then(|s| s.auth.as_mut()) {
+                        *a = expand_env(a)?;
+                    }
+                    s.transport = firsttoken_plan::Transport::WebSocket(ws);
+                    Some(FlowSocket {
+                        name: sock.name().to_string(),
+                        spec: s,
+                        sid_var: sock.sid.clone(),
+                    })
+                }
+            });
             app.push(spec);
         }
         let mut direct = Vec::new();
@@ -309,6 +340,7 @@ impl Source {
             tokens: Vec::new(),
             anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
             flows,
+            sockets,
             traces: None,
         })
     }
@@ -395,6 +427,7 @@ impl Source {
     /// True when app path `i` is a flow.
     fn is_flow(&self, i: usize) -> bool {
         self.flows.get(i).is_some_and(|f| !f.is_empty())
+            || self.sockets.get(i).is_some_and(Option::is_some)
     }
 
     /// Add the test account's token, unless path `i` is anonymous.
@@ -485,9 +518,14 @@ impl RequestSource for Source {
                 s
             })
             .collect();
+        let socket = self.sockets[i].clone().map(|mut s| {
+            self.authorize(i, planned, &mut s.spec.request);
+            s
+        });
         Some(Flow {
             steps,
             vars: vec![("prompt".into(), prompt.into())],
+            socket,
         })
     }
 }

@@ -13,12 +13,12 @@ use tokio_util::sync::CancellationToken;
 use firsttoken_plan::RequestTemplate;
 use firsttoken_plan::flow::Flow;
 use firsttoken_plan::protocol::{Dest, Planned};
-use firsttoken_record::{Connection, ErrorKind, Sample, SampleError};
+use firsttoken_record::{Connection, ErrorKind, FlowStepTime, Sample, SampleError};
 
 use super::slots::Home;
 use super::{Finished, Gate, RequestSource, SessionSample, Stop};
 use crate::flow::{StepFailed, run_steps};
-use crate::slot::Slot;
+use crate::slot::{Endpoint, Slot};
 use crate::trace::{TRACEPARENT as TRACE_HEADER, TraceContext};
 
 /// What every lane of a run shares.
@@ -214,6 +214,22 @@ async fn send_flow(
     trace: Option<&TraceContext>,
     flow: &Flow,
 ) -> Sample {
+    // The socket's endpoint (its TLS set-up) is built before the flow's
+    // clock starts: no part of the user's wait.
+    let socket = match &flow.socket {
+        None => None,
+        Some(s) => match Endpoint::new(&s.spec) {
+            Ok(ep) => Some((s, ep)),
+            Err(e) => {
+                let mut sample = Sample::empty(lane.seq, lane.worker, Connection::Fresh);
+                sample.error = Some(SampleError {
+                    kind: ErrorKind::Connect,
+                    message: format!("flow step {:?}: {e}", s.name),
+                });
+                return sample;
+            }
+        },
+    };
     let start = std::time::Instant::now();
     let wait_ms = || start.elapsed().as_secs_f64() * 1000.0;
     if fresh {
@@ -233,13 +249,61 @@ async fn send_flow(
         s.flow_steps = Some(times);
         s
     };
+    // A socket the answer will arrive on: opened first, its session id
+    // captured.
+    let mut opened = None;
+    let mut socket_time = Vec::new();
+    if let Some((s, ep)) = &socket {
+        let t0 = std::time::Instant::now();
+        let mut request = s.spec.request.clone();
+        request.headers.extend(extra.iter().cloned());
+        let result = ep.open_socket(&request).await;
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let step = |status| FlowStepTime {
+            name: s.name.clone(),
+            ms,
+            status,
+        };
+        let conn = match result {
+            Ok(conn) => conn,
+            Err((f, status)) => {
+                let message = format!("flow step {:?}: {}", s.name, f.message);
+                let message = s.spec.transport.websocket().map_or_else(
+                    || request.scrub(&message),
+                    |w| w.scrub(&request.scrub(&message)),
+                );
+                return failed(
+                    vec![step(status)],
+                    SampleError {
+                        kind: f.kind,
+                        message,
+                    },
+                );
+            }
+        };
+        socket_time.push(step(Some(101)));
+        if let Some(var) = &s.sid_var {
+            let Some(sid) = conn.sid() else {
+                let error = SampleError {
+                    kind: ErrorKind::Decode,
+                    message: format!(
+                        "flow step {:?}: {{{var}}} not captured: the Socket.IO CONNECT answer carried no sid",
+                        s.name
+                    ),
+                };
+                return failed(socket_time, error);
+            };
+            vars.push((var.clone(), sid.to_string()));
+        }
+        opened = Some((conn, ep.clone()));
+    }
     let times = match run_steps(slot, &flow.steps, &mut vars, &extra).await {
-        Ok(times) => times,
+        Ok(times) => socket_time.into_iter().chain(times).collect(),
         Err(StepFailed { times, error }) => {
             if fresh {
                 slot.close();
             }
-            return failed(times, error);
+            return failed(socket_time.into_iter().chain(times).collect(), error);
         }
     };
     let measured = match request.with_vars(&vars) {
@@ -253,7 +317,13 @@ async fn send_flow(
         }
     };
     let wait = wait_ms();
-    let mut sample = slot.send(&measured, false, lane.seq, lane.worker).await;
+    let mut sample = match opened.as_mut() {
+        Some((conn, ep)) => {
+            ep.answer_on_socket(slot, &measured, conn, lane.seq, lane.worker)
+                .await
+        }
+        None => slot.send(&measured, false, lane.seq, lane.worker).await,
+    };
     if fresh {
         slot.close();
     }

@@ -66,12 +66,24 @@ pub(crate) struct WsConn {
     closed: bool,
     /// The Socket.IO conversation on it, if it speaks one.
     sio: Option<Arc<SocketIoSpec>>,
+    /// The Socket.IO session id the server gave on CONNECT.
+    sid: Option<String>,
 }
 
 impl WsConn {
     /// True while the socket can carry another request.
     pub(crate) fn open(&self) -> bool {
         !self.closed
+    }
+
+    /// The Socket.IO session id the server gave, if any.
+    pub(crate) fn sid(&self) -> Option<&str> {
+        self.sid.as_deref()
+    }
+
+    /// Start a request's stamps on this socket (see [`Tap::arm`]).
+    pub(crate) fn arm(&self) {
+        self.tap.arm();
     }
 
     /// The real-time clock stepped since the request's stamps began (see
@@ -229,6 +241,7 @@ pub(crate) async fn upgrade(
         tap,
         closed: false,
         sio: spec.socketio.clone().map(Arc::new),
+        sid: None,
     };
     opening(&mut conn, spec).await?;
     if let Some(sio) = &spec.socketio {
@@ -329,7 +342,10 @@ async fn sio_handshake(conn: &mut WsConn, sio: &SocketIoSpec) -> Result<(), Fail
                     .map_err(|e| fail(ws_error(&e).1))?;
             }
             Packet::Ping => pong(conn).await,
-            Packet::Connected if opened => return Ok(()),
+            Packet::Connected(sid) if opened => {
+                conn.sid = sid;
+                return Ok(());
+            }
             Packet::ConnectError(m) => {
                 return Err(fail(format!("the Socket.IO CONNECT was refused: {m}")));
             }
@@ -389,6 +405,15 @@ pub(crate) async fn exchange(
         ));
     }
     st.sent = conn.tap.stamps().0.or_else(|| Some(Instant::now()));
+    read_answer(conn, decoder, st).await;
+}
+
+/// Read the answer's frames on `conn` into `st` until the format's
+/// terminator, an error, or the socket's end: after [`exchange`] sent the
+/// request, or while another connection carries it (a flow whose measured
+/// HTTP request is answered on this socket). The caller bounds it.
+pub(crate) async fn read_answer(conn: &mut WsConn, decoder: &mut Decoder, st: &mut Stamps) {
+    let sio = conn.sio.clone();
     loop {
         let next = conn.ws.next().await;
         // Stamp first: the read that completed this frame.

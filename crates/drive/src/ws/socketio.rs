@@ -40,8 +40,9 @@ pub(crate) enum Packet {
     Open,
     /// Engine.IO ping: answer with a pong.
     Ping,
-    /// Socket.IO CONNECT accepted.
-    Connected,
+    /// Socket.IO CONNECT accepted, with the session id the server gave
+    /// (`40{"sid":…}`: the one an app's HTTP requests name it by).
+    Connected(Option<String>),
     /// Socket.IO CONNECT refused, with the server's words.
     ConnectError(String),
     /// A Socket.IO EVENT on the default namespace: its name and first argument.
@@ -76,7 +77,11 @@ fn message(p: &str) -> Packet {
     }
     let rest = rest.strip_prefix("/,").unwrap_or(rest);
     match kind {
-        '0' => Packet::Connected,
+        '0' => Packet::Connected(
+            serde_json::from_str::<Value>(rest)
+                .ok()
+                .and_then(|v| v.get("sid").and_then(Value::as_str).map(str::to_string)),
+        ),
         '1' => Packet::Closed,
         '4' => Packet::ConnectError(crate::decode::bounded_text(rest)),
         '2' => {
@@ -194,7 +199,11 @@ mod tests {
             parse(r#"0{"sid":"x","upgrades":[],"pingTimeout":20000,"pingInterval":25000}"#),
             Packet::Open
         );
-        assert_eq!(parse(r#"40{"sid":"T23G"}"#), Packet::Connected);
+        assert_eq!(
+            parse(r#"40{"sid":"T23G"}"#),
+            Packet::Connected(Some("T23G".into()))
+        );
+        assert_eq!(parse("40"), Packet::Connected(None));
         assert_eq!(parse("2"), Packet::Ping);
         assert_eq!(parse("3"), Packet::Other);
         assert_eq!(

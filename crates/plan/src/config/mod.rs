@@ -343,6 +343,10 @@ pub struct PathSection {
     /// keeps each step's time and the wait from the flow's start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepSection>,
+    /// A flow whose answer arrives on a Socket.IO connection it opens
+    /// first (see [`AnswerSocketSection`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_socket: Option<AnswerSocketSection>,
 }
 
 impl PathSection {
@@ -362,6 +366,7 @@ impl PathSection {
             websocket: None,
             method: None,
             steps: Vec::new(),
+            answer_socket: None,
         }
     }
 
@@ -680,7 +685,7 @@ mod websocket;
 
 pub use websocket::WebSocketSection;
 
-pub use flow::StepSection;
+pub use flow::{AnswerSocketSection, StepSection};
 
 #[cfg(test)]
 mod tests;
