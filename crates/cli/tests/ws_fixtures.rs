@@ -417,8 +417,7 @@ fn websocket_options_that_cannot_apply_are_usage_errors() {
 /// opening is the flow's first step.
 #[test]
 fn a_flow_answered_on_a_socketio_socket_is_timed_from_the_post() {
-    let Some(python) = python("a_flow_answered_on_a_socketio_socket_is_timed_from_the_post")
-    else {
+    let Some(python) = python("a_flow_answered_on_a_socketio_socket_is_timed_from_the_post") else {
         return;
     };
     let emu = EmulatorProcess::start_with(&[
@@ -486,7 +485,14 @@ fresh = 2
         )
         .unwrap()
         .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })
         .unwrap()
         .map(Result::unwrap)
