@@ -91,6 +91,9 @@ pub struct Slot {
     conn: Option<Conn>,
     /// The open WebSocket, for an endpoint reached over one.
     ws: Option<WsConn>,
+    /// A flow's answer socket kept open for the slot's next flow (a page
+    /// that stays open keeps its socket), with its endpoint.
+    answer: Option<(WsConn, Arc<Endpoint>)>,
 }
 
 impl Slot {
@@ -107,6 +110,7 @@ impl Slot {
             endpoint,
             conn: None,
             ws: None,
+            answer: None,
         }
     }
 
@@ -131,6 +135,18 @@ impl Slot {
     pub fn close(&mut self) {
         self.conn = None;
         self.ws = None;
+        self.answer = None;
+    }
+
+    /// The answer socket a previous flow on this slot left open, if it
+    /// still is.
+    pub(crate) fn take_answer_socket(&mut self) -> Option<(WsConn, Arc<Endpoint>)> {
+        self.answer.take().filter(|(c, _)| c.open())
+    }
+
+    /// Keep a flow's answer socket for the slot's next flow.
+    pub(crate) fn keep_answer_socket(&mut self, socket: (WsConn, Arc<Endpoint>)) {
+        self.answer = Some(socket);
     }
 
     /// Send `request` and time it. With `fresh`, a new connection is opened

@@ -214,11 +214,17 @@ async fn send_flow(
     trace: Option<&TraceContext>,
     flow: &Flow,
 ) -> Sample {
-    // The socket's endpoint (its TLS set-up) is built before the flow's
-    // clock starts: no part of the user's wait.
-    let socket = match &flow.socket {
-        None => None,
-        Some(s) => match Endpoint::new(&s.spec) {
+    // A warm flow reuses the answer socket the slot's last flow left open,
+    // as a page that stays open keeps its socket; a fresh flow opens its own.
+    let kept = match &flow.socket {
+        Some(_) if !fresh => slot.take_answer_socket(),
+        _ => None,
+    };
+    // Else the socket's endpoint (its TLS set-up) is built before the
+    // flow's clock starts: no part of the user's wait.
+    let socket = match (&flow.socket, &kept) {
+        (None, _) | (Some(_), Some(_)) => None,
+        (Some(s), None) => match Endpoint::new(&s.spec) {
             Ok(ep) => Some((s, ep)),
             Err(e) => {
                 let mut sample = Sample::empty(lane.seq, lane.worker, Connection::Fresh);
@@ -253,6 +259,14 @@ async fn send_flow(
     // captured.
     let mut opened = None;
     let mut socket_time = Vec::new();
+    if let (Some(s), Some((conn, _))) = (&flow.socket, &kept)
+        && let (Some(var), Some(sid)) = (&s.sid_var, conn.sid())
+    {
+        vars.push((var.clone(), sid.to_string()));
+    }
+    if kept.is_some() {
+        opened = kept;
+    }
     if let Some((s, ep)) = &socket {
         let t0 = std::time::Instant::now();
         let mut request = s.spec.request.clone();
@@ -326,6 +340,8 @@ async fn send_flow(
     };
     if fresh {
         slot.close();
+    } else if let Some(socket) = opened.filter(|(c, _)| c.open() && sample.error.is_none()) {
+        slot.keep_answer_socket(socket);
     }
     sample.flow_wait_ms = Some(wait);
     sample.flow_steps = Some(times);
