@@ -30,21 +30,7 @@ const CREATE: &str =
 
 /// The venv's python, or `None` (after saying why) when the test must skip.
 fn python(test: &str) -> Option<PathBuf> {
-    let found = std::env::var("FIRSTTOKEN_TEST_WIRE_PYTHON")
-        .ok()
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        let why = "FIRSTTOKEN_TEST_WIRE_PYTHON does not name the wire fixtures' venv python \
-                   (.ci/run creates it: python3 -m venv, pip install -r \
-                   crates/cli/tests/fixtures/wire.requirements.txt)";
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "in CI this test never skips: {why}"
-        );
-        eprintln!("SKIPPED {test}: {why}");
-    }
-    found
+    common::wire_python(test)
 }
 
 /// An emulator with a fixed schedule and a truth log.

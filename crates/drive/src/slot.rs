@@ -500,7 +500,7 @@ impl Endpoint {
         let start = Instant::now();
         let until = deadline(start, self.timeouts.request);
         let mut st = Stamps::new(start);
-        let mut decoder = crate::decode::Decoder::new(&self.format, None, false);
+        let mut decoder = Decoder::for_messages(&self.format, self.max_event_bytes);
         conn.arm();
         let mut status = None;
         let outcome = {
