@@ -40,6 +40,11 @@ pub struct Analysis {
     /// when no sample is a flow.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<crate::flows::FlowShares>,
+    /// Conversation paths: TTFT by turn, and how a later turn compares
+    /// with the first ([`crate::conversations`]); empty (and left out of
+    /// the JSON) when no sample is a turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conversations: Vec<crate::conversations::Conversations>,
     /// App overhead per provenance kind.
     pub overhead: Vec<Overhead>,
     /// Connection cost per provenance kind.
@@ -97,8 +102,10 @@ pub fn analyze(
             for (f, scope) in &scopes {
                 part.add(f, settings, scope, Half::Second);
             }
+            // A conversation's turns are not pooled here: each turn is a
+            // row of its own in `conversations`.
             let groups = pooled_where(frame, &headline_keys(keys), Metric::Ttft, settings, |o| {
-                o.phase != PhaseKind::Ping
+                !matches!(o.phase, PhaseKind::Ping | PhaseKind::Conversation)
             });
             // Only the turns that called a tool: for the others the first
             // output is the first token, already in `groups`.
@@ -107,7 +114,10 @@ pub fn analyze(
                 &headline_keys(keys),
                 Metric::FirstOutput,
                 settings,
-                |o| o.phase != PhaseKind::Ping && !o.ttftc.is_nan(),
+                |o| {
+                    !matches!(o.phase, PhaseKind::Ping | PhaseKind::Conversation)
+                        && !o.ttftc.is_nan()
+                },
             );
             (part, groups, first_output)
         });
@@ -125,6 +135,7 @@ pub fn analyze(
             groups: Vec::new(),
             first_output: Vec::new(),
             flows: crate::flows::flow_shares(frame, settings),
+            conversations: crate::conversations::by_turn(frame, settings),
             overhead: part.overhead,
             connection: part.connection,
             concurrency: part.concurrency,

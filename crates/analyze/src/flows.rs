@@ -74,7 +74,8 @@ pub fn flow_shares(frame: &Frame, settings: &Settings) -> Vec<FlowShares> {
     let mut groups: Vec<(Key, Vec<u32>, Vec<Vec<f64>>)> = Vec::new();
     for f in frame.flows.iter() {
         let o = frame.obs(f.row);
-        if !o.timed() || o.ttft.is_nan() {
+        // A conversation's turns are split by turn in `conversations`.
+        if !o.timed() || o.ttft.is_nan() || o.phase == PhaseKind::Conversation {
             continue;
         }
         let key = (o.provenance, o.phase, o.concurrency, o.path);

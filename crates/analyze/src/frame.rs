@@ -141,11 +141,37 @@ pub struct Frame {
     /// The distinct lists of Server-Timing names (interned) rows carry, in
     /// their order: a row stores its values and the index of its list.
     pub(crate) timing_shapes: Arc<Vec<Vec<u32>>>,
-    /// Row indices per (provenance, phase): `index[prov * 7 + phase]`.
+    /// Row indices per (provenance, phase): `index[prov * PHASES + phase]`.
     pub(crate) index: Vec<Vec<u32>>,
     /// The flow rows, in row order, with their steps (few rows have any,
     /// so they are kept apart from [`Obs`]).
     pub(crate) flows: Arc<Vec<FlowRow>>,
+    /// The conversation turns, in row order (few rows are turns, so they
+    /// are kept apart from [`Obs`]).
+    pub(crate) turns: Arc<Vec<TurnRow>>,
+}
+
+/// Phases, for the dense (provenance, phase) index.
+const PHASES: usize = PhaseKind::ALL.len();
+
+/// A conversation turn's row: its number, the messages held before it
+/// and the measured request's body size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TurnRow {
+    pub row: u32,
+    pub turn: u32,
+    pub history_messages: u32,
+    pub request_bytes: u64,
+}
+
+impl Frame {
+    /// The turn of row `row`, if it is one.
+    pub(crate) fn turn(&self, row: u32) -> Option<&TurnRow> {
+        self.turns
+            .binary_search_by_key(&row, |t| t.row)
+            .ok()
+            .map(|i| &self.turns[i])
+    }
 }
 
 /// A flow row's earlier steps: (interned name, ms), in order.
@@ -198,8 +224,10 @@ impl Frame {
         PROVENANCES
             .into_iter()
             .filter(|&p| {
-                let base = prov_index(p) * 7;
-                self.index[base..base + 7].iter().any(|v| !v.is_empty())
+                let base = prov_index(p) * PHASES;
+                self.index[base..base + PHASES]
+                    .iter()
+                    .any(|v| !v.is_empty())
             })
             .collect()
     }
@@ -226,7 +254,7 @@ impl Frame {
     /// Row indices of one phase and provenance.
     pub(crate) fn rows(&self, prov: Provenance, phase: PhaseKind) -> &[u32] {
         self.index
-            .get(prov_index(prov) * 7 + phase.index())
+            .get(prov_index(prov) * PHASES + phase.index())
             .map_or(&[], Vec::as_slice)
     }
 
@@ -288,6 +316,7 @@ pub struct FrameBuilder {
     shapes: Vec<Vec<u32>>,
     shape_ix: HashMap<Vec<u32>, u32, FxBuild>,
     flows: Vec<FlowRow>,
+    turns: Vec<TurnRow>,
     /// The names of the row being added, reused.
     names: Vec<u32>,
     /// The last id interned per field (see [`FrameBuilder::intern_at`]).
@@ -303,7 +332,7 @@ impl FrameBuilder {
     pub fn new(sessions: &[SessionMeta]) -> Result<FrameBuilder, AnalyzeError> {
         let mut b = FrameBuilder {
             frame: Frame {
-                index: vec![Vec::new(); 4 * 7],
+                index: vec![Vec::new(); 4 * PHASES],
                 ..Frame::default()
             },
             obs: Vec::new(),
@@ -312,6 +341,7 @@ impl FrameBuilder {
             shapes: Vec::new(),
             shape_ix: HashMap::default(),
             flows: Vec::new(),
+            turns: Vec::new(),
             names: Vec::new(),
             recent: Vec::new(),
             interned: HashMap::default(),
@@ -509,7 +539,15 @@ impl FrameBuilder {
         if !flow_wait.is_nan() {
             self.flows.push(FlowRow { row: i, steps });
         }
-        self.frame.index[prov_index(v.provenance) * 7 + phase.index()].push(i);
+        if let Some(turn) = v.turn {
+            self.turns.push(TurnRow {
+                row: i,
+                turn,
+                history_messages: v.history_messages.unwrap_or(0),
+                request_bytes: v.request_bytes.unwrap_or(0),
+            });
+        }
+        self.frame.index[prov_index(v.provenance) * PHASES + phase.index()].push(i);
         self.obs.push(obs);
         Ok(())
     }
@@ -537,6 +575,7 @@ impl FrameBuilder {
             timings: Arc::new(self.timings),
             timing_shapes: Arc::new(self.shapes),
             flows: Arc::new(self.flows),
+            turns: Arc::new(self.turns),
             ..self.frame
         }
     }

@@ -13,7 +13,7 @@
 //! `day` is the UTC date of the row's own `started_at`; the rest from the
 //! row. Groups come out ordered by their key values in key order: text
 //! alphabetically, `day` chronologically, `phase` headline first (warm,
-//! fresh, concurrency, rate, cold, direct, ping), `concurrency`
+//! fresh, concurrency, rate, conversation, cold, direct, ping), `concurrency`
 //! numerically, missing values first.
 
 use std::cmp::Ordering;
@@ -144,11 +144,12 @@ impl GroupKey {
 }
 
 /// Phases in table order: the headline (warm) first.
-pub const HEADLINE_ORDER: [PhaseKind; 7] = [
+pub const HEADLINE_ORDER: [PhaseKind; 8] = [
     PhaseKind::Warm,
     PhaseKind::Fresh,
     PhaseKind::Concurrency,
     PhaseKind::Rate,
+    PhaseKind::Conversation,
     PhaseKind::Cold,
     PhaseKind::Direct,
     PhaseKind::Ping,

@@ -63,6 +63,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod conversations;
 pub mod diagnose;
 pub mod finding;
 pub mod findings;

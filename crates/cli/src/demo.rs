@@ -163,6 +163,7 @@ fn phases(size: Size) -> PhasesSection {
                 mixed: false,
             }),
             rate: None,
+            conversations: None,
         }
     }
 }

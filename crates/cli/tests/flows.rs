@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{EmulatorProcess, REFAPP_ACCOUNTS, assert_code, firsttoken, report_json, text};
+use common::{EmulatorProcess, REFAPP_ACCOUNTS, assert_code, audit, firsttoken, report_json, text};
 use serde_json::Value;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -51,21 +51,6 @@ fn rows(store: &str) -> Vec<Row> {
     .unwrap()
     .map(Result::unwrap)
     .collect()
-}
-
-/// Note every message the app stores with its conversation's title (the
-/// cleanup deletes the accounts, and with them their conversations).
-fn audit(app_db: &str) {
-    rusqlite::Connection::open(app_db)
-        .unwrap()
-        .execute_batch(
-            "CREATE TABLE audit (conversation_id INTEGER, title TEXT);
-             CREATE TRIGGER audit_messages AFTER INSERT ON messages BEGIN
-               INSERT INTO audit SELECT NEW.conversation_id, c.title
-               FROM conversations c WHERE c.id = NEW.conversation_id;
-             END;",
-        )
-        .unwrap();
 }
 
 fn refapp_config(app: &str, capture: &str) -> String {

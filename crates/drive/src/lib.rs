@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod connect;
+mod conversation;
 pub mod decode;
 pub mod exec;
 mod flow;

@@ -80,6 +80,8 @@ pub(crate) struct Stamps {
     pub unanswered: bool,
     /// The request went as a WebSocket text frame (`http_version` is then `WebSocket`).
     pub websocket: bool,
+    /// Keep the answer's text in `facts.answer` (a conversation's history).
+    pub keep_answer: bool,
     pub error: Option<Failure>,
 }
 
@@ -116,6 +118,7 @@ impl Stamps {
             content_encoding: None,
             unanswered: false,
             websocket: false,
+            keep_answer: false,
             error: None,
         }
     }
@@ -450,7 +453,8 @@ pub(crate) async fn exchange(
         };
         let mut decoder =
             Decoder::with_max(format, content_type.as_deref(), vercel, max_event_bytes)
-                .with_route_field(st.route_field.clone());
+                .with_route_field(st.route_field.clone())
+                .keeping_answer(st.keep_answer);
         read_stream(body, &tap, http2, &mut decoder, inflater, st).await;
         st.facts = decoder.facts().clone();
         if let Some(r) = st.facts.route.take() {

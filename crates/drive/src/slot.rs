@@ -94,6 +94,10 @@ pub struct Slot {
     /// A flow's answer socket kept open for the slot's next flow (a page
     /// that stays open keeps its socket), with its endpoint.
     answer: Option<(WsConn, Arc<Endpoint>)>,
+    /// The conversation the slot's last turn left, for its next turn
+    /// (kept when the connection closes: it is the user's, not the
+    /// connection's).
+    conversation: Option<crate::conversation::Conversation>,
 }
 
 impl Slot {
@@ -111,6 +115,7 @@ impl Slot {
             conn: None,
             ws: None,
             answer: None,
+            conversation: None,
         }
     }
 
@@ -144,6 +149,16 @@ impl Slot {
         self.answer.take().filter(|(c, _)| c.open())
     }
 
+    /// The conversation the slot's last turn left, if any.
+    pub(crate) fn take_conversation(&mut self) -> Option<crate::conversation::Conversation> {
+        self.conversation.take()
+    }
+
+    /// Keep a conversation for the slot's next turn.
+    pub(crate) fn keep_conversation(&mut self, c: crate::conversation::Conversation) {
+        self.conversation = Some(c);
+    }
+
     /// Keep a flow's answer socket for the slot's next flow.
     pub(crate) fn keep_answer_socket(&mut self, socket: (WsConn, Arc<Endpoint>)) {
         self.answer = Some(socket);
@@ -166,12 +181,30 @@ impl Slot {
         seq: u64,
         worker: u32,
     ) -> Sample {
+        self.send_keeping(request, fresh, seq, worker, false)
+            .await
+            .0
+    }
+
+    /// As [`Slot::send`], and with `keep_answer` the answer's text as
+    /// streamed (its content deltas in order, at most
+    /// [`crate::decode::MAX_ANSWER_BYTES`]).
+    pub(crate) async fn send_keeping(
+        &mut self,
+        request: &RequestTemplate,
+        fresh: bool,
+        seq: u64,
+        worker: u32,
+        keep_answer: bool,
+    ) -> (Sample, Option<String>) {
         let mut reusable = !fresh && self.is_warm().await;
         let start = Instant::now();
         let until = deadline(start, self.endpoint.timeouts.request);
         let mut retried = false;
-        let (st, connection) = loop {
-            let (st, connection) = self.attempt(request, reusable, start, until).await;
+        let (mut st, connection) = loop {
+            let (st, connection) = self
+                .attempt(request, reusable, start, until, keep_answer)
+                .await;
             let stale = connection == Connection::Reused
                 && st.unanswered
                 && st.ttfb.is_none()
@@ -188,6 +221,7 @@ impl Slot {
             self.conn = None;
             self.ws = None;
         }
+        let answer = st.facts.answer.take();
         let mut sample = st.into_sample(seq, worker, connection);
         sample.retried_stale = retried;
         // A server may echo the key it refused: never keep it.
@@ -198,7 +232,7 @@ impl Slot {
                 e.message = w.scrub(&e.message);
             }
         }
-        sample
+        (sample, answer)
     }
 }
 
@@ -211,9 +245,11 @@ impl Slot {
         reusable: bool,
         start: Instant,
         until: tokio::time::Instant,
+        keep_answer: bool,
     ) -> (Stamps, Connection) {
         let ep = &*self.endpoint;
         let mut st = Stamps::new(start);
+        st.keep_answer = keep_answer;
         st.route_header = Some(ep.route_header.clone());
         st.route_field.clone_from(&ep.route_field);
         st.timing_headers = Some(ep.timing_headers.clone());
@@ -307,7 +343,8 @@ impl Slot {
                 return;
             };
             let mut decoder = Decoder::for_messages(&ep.format, ep.max_event_bytes)
-                .with_route_field(st.route_field.clone());
+                .with_route_field(st.route_field.clone())
+                .keeping_answer(st.keep_answer);
             ws::exchange(conn, frame, &mut decoder, &mut st).await;
             st.facts = decoder.facts().clone();
             if let Some(r) = st.facts.route.take() {

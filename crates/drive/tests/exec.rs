@@ -88,6 +88,7 @@ fn planned(dest: usize, fresh: bool, prompt: usize) -> Planned {
         fresh,
         concurrency: None,
         prompt,
+        turn: None,
     }
 }
 

@@ -18,6 +18,31 @@ use http::{HeaderName, HeaderValue};
 
 use crate::{PlanError, RequestTemplate};
 
+/// A turn of a conversation (see [`crate::config::ConversationSection`]),
+/// as the lane that sends it needs it: the turn's question is the flow's
+/// `prompt` variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The turn's number, 1 for the first message of a new conversation.
+    pub number: u32,
+    /// How the history reaches the app.
+    pub history: TurnHistory,
+}
+
+/// How a conversation's history reaches the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnHistory {
+    /// The request carries it: the messages list at this JSON pointer of
+    /// the body.
+    Messages {
+        /// Where the list goes, e.g. `/messages`.
+        pointer: String,
+    },
+    /// The app keeps it: the flow's steps run on the first turn only and
+    /// later turns reuse what they captured.
+    App,
+}
+
 /// One earlier request of a flow.
 #[derive(Debug, Clone)]
 pub struct FlowStep {
@@ -167,6 +192,8 @@ pub struct Flow {
     /// measured request's answer arrives; `None`: the answer is the
     /// measured request's own response.
     pub socket: Option<FlowSocket>,
+    /// In a conversation, the turn this request is; `None` otherwise.
+    pub turn: Option<Turn>,
 }
 
 /// The socket a flow opens first (its first step): where, how, and the

@@ -45,8 +45,13 @@ pub struct Planned {
     pub fresh: bool,
     /// Concurrency level for burst requests.
     pub concurrency: Option<u32>,
-    /// Index of the prompt to send.
+    /// Index of the prompt to send; in a conversation, of the
+    /// conversation in its path's conversations file.
     pub prompt: usize,
+    /// In a conversation, the turn's number (1 for the first message of
+    /// a new conversation); `None` outside conversations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
 }
 
 /// A unit of work in order.
@@ -71,6 +76,9 @@ pub enum Step {
         /// What every request is.
         template: Planned,
     },
+    /// Conversations side by side, each on its own connection: a list of
+    /// turns sent in order, each when the previous answer ended.
+    Conversations(Vec<Vec<Planned>>),
 }
 
 impl Step {
@@ -92,6 +100,7 @@ impl Step {
             Step::Burst(v) => v.len(),
             Step::Arrivals(v) => v.len(),
             Step::Closed { requests, .. } => usize::try_from(*requests).unwrap_or(usize::MAX),
+            Step::Conversations(v) => v.iter().map(Vec::len).sum(),
         }
     }
 
@@ -99,10 +108,12 @@ impl Step {
     /// whose connection is not open is preceded by a warm-up on the same
     /// connection: at most one per request of a single step or a burst, one
     /// per closed-loop worker before its first request, none for open-loop
-    /// arrivals (a warm-up would delay their intended start).
+    /// arrivals (a warm-up would delay their intended start), one per
+    /// conversation before its first turn.
     pub fn max_warmups(&self) -> usize {
         let warm = |p: &Planned| usize::from(!p.fresh);
         match self {
+            Step::Conversations(v) => v.iter().filter_map(|c| c.first()).map(warm).sum(),
             Step::One(p) | Step::AfterIdle(_, p) => warm(p),
             Step::Burst(v) => v.iter().map(warm).sum(),
             Step::Arrivals(_) => 0,
@@ -146,6 +157,7 @@ pub fn preset(name: &str) -> Option<PhasesSection> {
                 mixed: false,
             }),
             rate: None,
+            conversations: None,
         }),
         _ => None,
     }
@@ -205,6 +217,9 @@ pub struct Layout {
     pub strategies: usize,
     /// Prompts of the shared list.
     pub prompts: usize,
+    /// Per app path, the number of turns of each conversation in its
+    /// conversations file (empty: the path runs no conversations).
+    pub path_conversations: Vec<Vec<u32>>,
 }
 
 impl Layout {
@@ -216,6 +231,7 @@ impl Layout {
             path_prompts: vec![0; paths.max(1)],
             strategies,
             prompts,
+            path_conversations: Vec::new(),
         }
     }
 
@@ -270,6 +286,49 @@ impl Prompts {
     }
 }
 
+/// The conversations phase: `count` conversations over the paths that
+/// have conversations (the phase's `paths`, else every such path),
+/// round-robin, each path's conversations taken in file order (wrapping
+/// round), at most `turns` turns each; `concurrency` conversations a step.
+fn conversations(phases: &PhasesSection, layout: &Layout) -> Vec<Step> {
+    let Some(c) = &phases.conversations else {
+        return Vec::new();
+    };
+    let has = |p: &usize| {
+        layout
+            .path_conversations
+            .get(*p)
+            .is_some_and(|v| !v.is_empty())
+    };
+    let paths: Vec<usize> = layout.indices(&c.paths).into_iter().filter(has).collect();
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let mut next = vec![0usize; layout.path_conversations.len()];
+    let level = c.concurrency.max(1);
+    let all: Vec<Vec<Planned>> = round_robin(&paths, c.count as usize)
+        .map(|p| {
+            let file = &layout.path_conversations[p];
+            let ix = next[p] % file.len();
+            next[p] += 1;
+            let turns = c.turns.map_or(file[ix], |t| t.min(file[ix]));
+            (1..=turns)
+                .map(|turn| Planned {
+                    phase: PhaseKind::Conversation,
+                    dest: Dest::App(p),
+                    fresh: false,
+                    concurrency: (level > 1).then_some(level),
+                    prompt: ix,
+                    turn: Some(turn),
+                })
+                .collect()
+        })
+        .collect();
+    all.chunks(level as usize)
+        .map(|c| Step::Conversations(c.to_vec()))
+        .collect()
+}
+
 /// `n` requests over `paths`, round-robin.
 fn round_robin(paths: &[usize], n: usize) -> impl Iterator<Item = usize> + '_ {
     (0..n).map(move |i| paths[i % paths.len()])
@@ -289,6 +348,7 @@ impl Protocol {
             fresh,
             concurrency,
             prompt: prompts.next(dest),
+            turn: None,
         };
         let mut cold = Vec::new();
         let mut rest: Vec<Step> = Vec::new();
@@ -299,6 +359,7 @@ impl Protocol {
                 fresh: false,
                 concurrency: None,
                 prompt: 0,
+                turn: None,
             }));
         }
         if let Some(c) = &phases.cold {
@@ -370,6 +431,7 @@ impl Protocol {
                 }
             }
         }
+        rest.extend(conversations(phases, layout));
         let mut arrivals = None;
         if let Some(r) = &phases.rate {
             let paths = layout.indices(&r.paths);
@@ -418,6 +480,7 @@ impl Protocol {
                 fresh,
                 concurrency: Some(spec.concurrency),
                 prompt: 0,
+                turn: None,
             },
         );
         Protocol { steps: vec![step] }
@@ -464,6 +527,10 @@ impl Protocol {
                 } => (0..u64::from(*workers).min(*requests))
                     .map(|w| first(template, w))
                     .sum(),
+                Step::Conversations(v) => (0u64..)
+                    .zip(v)
+                    .filter_map(|(w, c)| Some(first(c.first()?, w)))
+                    .sum(),
             })
             .sum()
     }
@@ -500,6 +567,7 @@ impl Protocol {
                 ),
                 Step::Arrivals(v) => (PhaseKind::Rate, v.len()),
                 Step::Closed { template, .. } => (template.phase, s.len()),
+                Step::Conversations(_) => (PhaseKind::Conversation, s.len()),
             };
             match out.iter_mut().find(|(k, _)| *k == phase) {
                 Some((_, c)) => *c += n,

@@ -79,6 +79,7 @@ fn planned(fresh: bool) -> Planned {
         fresh,
         concurrency: None,
         prompt: 0,
+        turn: None,
     }
 }
 
@@ -171,7 +172,67 @@ fn layout() -> Layout {
         path_prompts: vec![0, 5, 0],
         strategies: 0,
         prompts: 3,
+        path_conversations: vec![vec![3, 2], Vec::new(), vec![4]],
     }
+}
+
+/// Issue 25: conversations are dealt over the paths that have them, each
+/// one's turns in order with its number, `concurrency` a step, and a path
+/// without a conversations file gets none.
+#[test]
+fn conversations_keep_their_turns_in_order_on_the_paths_that_have_them() {
+    let phases = PhasesSection {
+        conversations: Some(crate::config::ConversationsSection {
+            count: 5,
+            turns: Some(3),
+            concurrency: 2,
+            paths: None,
+        }),
+        ..PhasesSection::default()
+    };
+    let p = Protocol::expand(&phases, &layout(), Order::Blocks, 4);
+    let steps: Vec<&Vec<Vec<Planned>>> = p
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Conversations(v) => v,
+            other => panic!("not a conversations step: {other:?}"),
+        })
+        .collect();
+    assert_eq!(steps.iter().map(|v| v.len()).collect::<Vec<_>>(), [2, 2, 1]);
+    let all: Vec<&Vec<Planned>> = steps.into_iter().flatten().collect();
+    // chat, router, chat, router, chat: chat's conversations 0, 1, 0 (3
+    // and 2 turns), router's 0 twice (4 turns, at most 3).
+    let shape: Vec<(Dest, usize, usize)> = all
+        .iter()
+        .map(|c| (c[0].dest, c[0].prompt, c.len()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (Dest::App(0), 0, 3),
+            (Dest::App(2), 0, 3),
+            (Dest::App(0), 1, 2),
+            (Dest::App(2), 0, 3),
+            (Dest::App(0), 0, 3),
+        ]
+    );
+    for c in &all {
+        let numbers: Vec<Option<u32>> = c.iter().map(|t| t.turn).collect();
+        let want: Vec<Option<u32>> = (1..=c.len() as u32).map(Some).collect();
+        assert_eq!(numbers, want);
+        assert!(c.iter().all(|t| t.phase == PhaseKind::Conversation
+            && !t.fresh
+            && t.concurrency == Some(2)
+            && t.prompt == c[0].prompt));
+    }
+    assert_eq!(p.requests(), 3 + 3 + 2 + 3 + 3);
+    assert_eq!(
+        p.max_warmups(),
+        5,
+        "one per conversation, before its first turn"
+    );
+    assert_eq!(p.counts(), [(PhaseKind::Conversation, 14)]);
 }
 
 fn names(v: &[&str]) -> Option<Vec<String>> {

@@ -83,6 +83,7 @@ impl Segment {
     pub fn apply(&self, whole: &Protocol) -> Protocol {
         let mut per_phase: BTreeMap<PhaseKind, usize> = BTreeMap::new();
         let mut bursts = 0usize;
+        let mut conversations = 0usize;
         let mut steps = Vec::new();
         for step in &whole.steps {
             let share = match step {
@@ -123,6 +124,17 @@ impl Segment {
                         .map(|k| Segment::share(*requests, k as u32, *workers))
                         .sum();
                     (w > 0 && m > 0).then(|| Step::closed(w as u32, m, template.clone()))
+                }
+                // Whole conversations, dealt round-robin: a conversation's
+                // turns belong to one agent.
+                Step::Conversations(v) => {
+                    let c = conversations;
+                    conversations += v.len();
+                    let mine: Vec<_> = (0..v.len())
+                        .filter(|j| self.mine(j + c))
+                        .map(|j| v[j].clone())
+                        .collect();
+                    (!mine.is_empty()).then_some(Step::Conversations(mine))
                 }
             };
             steps.extend(share);
@@ -179,7 +191,8 @@ pub fn index_of(ranges: &[Range<u64>], seq: u64) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::config::{
-        Arrival, ColdSection, ConcurrencySection, Order, PhasesSection, RateSection,
+        Arrival, ColdSection, ConcurrencySection, ConversationsSection, Order, PhasesSection,
+        RateSection,
     };
     use crate::protocol::{Dest, Layout, Planned};
     use proptest::prelude::*;
@@ -199,6 +212,9 @@ mod tests {
                 Step::Closed {
                     template, requests, ..
                 } => out.extend((0..*requests).map(|_| format!("closed {template:?}"))),
+                Step::Conversations(v) => {
+                    out.extend(v.iter().flatten().map(|q| format!("conversation {q:?}")))
+                }
             }
         }
         out.sort();
@@ -235,6 +251,12 @@ mod tests {
                 arrival: Arrival::Poisson,
                 paths: None,
             }),
+            conversations: (cold > 0).then(|| ConversationsSection {
+                count: 2 * cold,
+                turns: None,
+                concurrency: 1 + cold % 2,
+                paths: None,
+            }),
         }
     }
 
@@ -250,7 +272,12 @@ mod tests {
             let order = if interleaved { Order::Interleaved } else { Order::Blocks };
             let whole = Protocol::expand(
                 &phases(ping, cold, warm, levels.clone(), per_level, rate),
-                &Layout::simple(2, 3, 4), order, seed,
+                &Layout {
+                    path_conversations: vec![vec![3, 1], vec![2]],
+                    ..Layout::simple(2, 3, 4)
+                },
+                order,
+                seed,
             );
             for n in 1..=7u32 {
                 let parts: Vec<Protocol> = (0..n).map(|i| Segment { index: i, count: n }.apply(&whole)).collect();
@@ -288,7 +315,7 @@ mod tests {
         /// Closed loops: workers and requests both add up.
         #[test]
         fn closed_loops_add_up(workers in 1u32..30, requests in 1u64..500, n in 1u32..8) {
-            let template = Planned { phase: PhaseKind::Warm, dest: Dest::App(0), fresh: false, concurrency: None, prompt: 0 };
+            let template = Planned { phase: PhaseKind::Warm, dest: Dest::App(0), fresh: false, concurrency: None, prompt: 0, turn: None };
             let whole = Protocol { steps: vec![Step::closed(workers, requests, template)] };
             let Step::Closed { workers: w_all, .. } = whole.steps[0] else { unreachable!() };
             let (mut w, mut m) = (0u64, 0u64);

@@ -414,6 +414,7 @@ pub fn planned_counts(protocol: &Protocol) -> Vec<(Where, usize)> {
             Step::Burst(v) => v.iter().for_each(|p| add(p, 1)),
             Step::Arrivals(v) => v.iter().for_each(|(_, p)| add(p, 1)),
             Step::Closed { template, .. } => add(template, step.len()),
+            Step::Conversations(v) => v.iter().flatten().for_each(|p| add(p, 1)),
         }
     }
     counts

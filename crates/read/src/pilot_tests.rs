@@ -96,6 +96,7 @@ fn planned(phase: PhaseKind, dest: Dest, concurrency: Option<u32>) -> Planned {
         fresh: false,
         concurrency,
         prompt: 0,
+        turn: None,
     }
 }
 

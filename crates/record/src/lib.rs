@@ -407,6 +407,19 @@ pub struct Sample {
     /// listed); `None` for a single request.
     #[serde(default)]
     pub flow_steps: Option<Vec<FlowStepTime>>,
+    /// In a conversation, this turn's number: 1 for the first message of
+    /// a new conversation. `None` outside conversations.
+    #[serde(default)]
+    pub turn: Option<u32>,
+    /// In a conversation, the messages it held before this turn's user
+    /// message (each earlier turn's question and answer): sent as the
+    /// request's history, or kept by the app under its conversation id.
+    #[serde(default)]
+    pub history_messages: Option<u32>,
+    /// In a conversation, the measured request's body size in bytes (the
+    /// history it carries included).
+    #[serde(default)]
+    pub request_bytes: Option<u64>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -458,6 +471,9 @@ impl Sample {
             ttft_read_events: None,
             flow_wait_ms: None,
             flow_steps: None,
+            turn: None,
+            history_messages: None,
+            request_bytes: None,
             error: None,
         }
     }

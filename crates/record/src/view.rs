@@ -88,6 +88,12 @@ pub struct SampleView<'r> {
     /// In a flow, each earlier step's name and duration, ms, in order
     /// (empty for a single request).
     pub flow_steps: Vec<(Cow<'r, str>, f64)>,
+    /// In a conversation, the turn's number (1 for the first message).
+    pub turn: Option<u32>,
+    /// In a conversation, the messages it held before the turn.
+    pub history_messages: Option<u32>,
+    /// In a conversation, the measured request's body size, bytes.
+    pub request_bytes: Option<u64>,
 }
 
 impl<'r> SampleView<'r> {
@@ -138,6 +144,9 @@ impl<'r> SampleView<'r> {
                 .flatten()
                 .map(|t| (Cow::Borrowed(t.name.as_str()), t.ms))
                 .collect(),
+            turn: s.turn,
+            history_messages: s.history_messages,
+            request_bytes: s.request_bytes,
         }
     }
 

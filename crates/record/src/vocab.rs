@@ -7,7 +7,7 @@
 //! forms stay text:
 //!
 //! - a phase is its snake_case name (`ping`, `cold`, `warm`, `fresh`,
-//!   `direct`, `concurrency`, `rate`); the stores `CHECK` the `phase` column
+//!   `direct`, `concurrency`, `rate`, `conversation`); the stores `CHECK` the `phase` column
 //!   against exactly these ([`PhaseKind::ALL`]);
 //! - a destination is two nullable columns, `path` and `strategy`: an app
 //!   request stores its path name (or `NULL`), a direct request `direct`
@@ -85,11 +85,14 @@ pub enum PhaseKind {
     Concurrency,
     /// App request at an open-loop arrival time.
     Rate,
+    /// A turn of a multi-turn conversation on an app path: the turns of
+    /// one conversation in order, each after the previous answer ended.
+    Conversation,
 }
 
 impl PhaseKind {
     /// Every phase, in protocol order (`ALL[p.index()] == p`).
-    pub const ALL: [PhaseKind; 7] = [
+    pub const ALL: [PhaseKind; 8] = [
         PhaseKind::Ping,
         PhaseKind::Cold,
         PhaseKind::Warm,
@@ -97,6 +100,7 @@ impl PhaseKind {
         PhaseKind::Direct,
         PhaseKind::Concurrency,
         PhaseKind::Rate,
+        PhaseKind::Conversation,
     ];
 
     /// The stored snake_case name.
@@ -109,6 +113,7 @@ impl PhaseKind {
             PhaseKind::Direct => "direct",
             PhaseKind::Concurrency => "concurrency",
             PhaseKind::Rate => "rate",
+            PhaseKind::Conversation => "conversation",
         }
     }
 
@@ -194,17 +199,8 @@ impl Destination {
     pub fn fits(&self, phase: PhaseKind) -> bool {
         matches!(
             (self, phase),
-            (Destination::Direct { .. }, PhaseKind::Direct)
-                | (Destination::Ping, PhaseKind::Ping)
-                | (
-                    Destination::App { .. },
-                    PhaseKind::Cold
-                        | PhaseKind::Warm
-                        | PhaseKind::Fresh
-                        | PhaseKind::Concurrency
-                        | PhaseKind::Rate
-                )
-        )
+            (Destination::Direct { .. }, PhaseKind::Direct) | (Destination::Ping, PhaseKind::Ping)
+        ) || (matches!(self, Destination::App { .. }) && phase.is_app())
     }
 
     /// The destination stored as `path` and `strategy` for a request of
@@ -546,7 +542,7 @@ mod tests {
         assert!(PhaseKind::Ping < PhaseKind::Rate);
         assert_eq!(
             PhaseKind::sql_list(),
-            "'ping', 'cold', 'warm', 'fresh', 'direct', 'concurrency', 'rate'"
+            "'ping', 'cold', 'warm', 'fresh', 'direct', 'concurrency', 'rate', 'conversation'"
         );
     }
 

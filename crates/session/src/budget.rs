@@ -149,6 +149,7 @@ mod tests {
             fresh: false,
             concurrency: None,
             prompt: 0,
+            turn: None,
         }
     }
 

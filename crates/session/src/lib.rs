@@ -32,6 +32,7 @@ mod accounts;
 mod agent;
 mod appdb;
 mod budget;
+mod conversations;
 mod error;
 mod observe;
 mod pause;

@@ -8,8 +8,9 @@ use firsttoken_collect::TraceRegistry;
 use firsttoken_drive::RequestSource;
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::Config;
+use firsttoken_plan::config::HistoryMode;
 use firsttoken_plan::env::expand_env;
-use firsttoken_plan::flow::{Capture, Flow, FlowSocket, FlowStep};
+use firsttoken_plan::flow::{Capture, Flow, FlowSocket, FlowStep, Turn, TurnHistory};
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_plan::{ProbeSpec, RequestTemplate, StreamFormat, Target};
 use firsttoken_record::session::PromptRef;
@@ -35,6 +36,9 @@ pub struct Source {
     /// Per app path: the socket its flow opens first, on which the answer
     /// arrives (`[app.paths.answer_socket]`).
     sockets: Vec<Option<FlowSocket>>,
+    /// Per app path: its conversations (each its turns) and how their
+    /// history reaches the app (`[app.paths.conversation]`).
+    conversations: Vec<Option<(Vec<Vec<String>>, TurnHistory)>>,
     /// Where the trace id of every traced request is registered, when a
     /// span receiver runs.
     traces: Option<TraceRegistry>,
@@ -151,6 +155,21 @@ impl Source {
                 }
             };
             path_prompts.push(own);
+        }
+        let mut conversations = Vec::new();
+        for p in &cfg.app.paths {
+            conversations.push(match &p.conversation {
+                None => None,
+                Some(c) => {
+                    let history = match c.history {
+                        HistoryMode::Messages => TurnHistory::Messages {
+                            pointer: c.pointer().to_string(),
+                        },
+                        HistoryMode::App => TurnHistory::App,
+                    };
+                    Some((crate::conversations::read(&c.file)?, history))
+                }
+            });
         }
         let timeout = cfg.session.timeout;
         let compressed = cfg.session.compressed;
@@ -341,6 +360,7 @@ impl Source {
             anonymous: cfg.app.paths.iter().map(|p| p.anonymous).collect(),
             flows,
             sockets,
+            conversations,
             traces: None,
         })
     }
@@ -348,6 +368,38 @@ impl Source {
     /// Per app path, the length of its own prompt list (0: the session's).
     pub fn path_prompts(&self) -> Vec<usize> {
         self.path_prompts.iter().map(Vec::len).collect()
+    }
+
+    /// Per app path, the number of turns of each of its conversations
+    /// (empty: no conversations file).
+    pub fn path_conversations(&self) -> Vec<Vec<u32>> {
+        self.conversations
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .flat_map(|(all, _)| all)
+                    .map(|t| u32::try_from(t.len()).unwrap_or(u32::MAX))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The conversation turn `planned` is: its text and how the history
+    /// goes; `None` outside conversations.
+    fn turn(&self, planned: &Planned) -> Option<(&str, Turn)> {
+        let (Dest::App(i), Some(number)) = (planned.dest, planned.turn) else {
+            return None;
+        };
+        let (all, history) = self.conversations.get(i)?.as_ref()?;
+        let turns = all.get(planned.prompt % all.len().max(1))?;
+        let text = turns.get(number.checked_sub(1)? as usize)?;
+        Some((
+            text,
+            Turn {
+                number,
+                history: history.clone(),
+            },
+        ))
     }
 
     /// The list a planned request takes its prompt from.
@@ -361,8 +413,12 @@ impl Source {
         }
     }
 
-    /// The prompt text of a planned request (`None` for a ping).
+    /// The prompt text of a planned request (`None` for a ping); a
+    /// conversation's turn is its conversation's index and the turn's text.
     fn prompt_text(&self, planned: &Planned) -> (usize, &str) {
+        if let Some((text, _)) = self.turn(planned) {
+            return (planned.prompt, text);
+        }
         let list = self.prompt_list(planned.dest);
         let i = planned.prompt % list.len().max(1);
         (i, list.get(i).map_or("", String::as_str))
@@ -424,10 +480,11 @@ pub fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
 }
 
 impl Source {
-    /// True when app path `i` is a flow.
+    /// True when app path `i` is a flow (a conversation's turns are).
     fn is_flow(&self, i: usize) -> bool {
         self.flows.get(i).is_some_and(|f| !f.is_empty())
             || self.sockets.get(i).is_some_and(Option::is_some)
+            || self.conversations.get(i).is_some_and(Option::is_some)
     }
 
     /// Add the test account's token, unless path `i` is anonymous.
@@ -526,6 +583,7 @@ impl RequestSource for Source {
             steps,
             vars: vec![("prompt".into(), prompt.into())],
             socket,
+            turn: self.turn(planned).map(|(_, t)| t),
         })
     }
 }
@@ -680,6 +738,7 @@ mod tests {
                 fresh: false,
                 concurrency: None,
                 prompt: 0,
+                turn: None,
             };
             src.request(&planned)
                 .headers

@@ -128,6 +128,7 @@ impl SessionSpec {
         let layout = Layout {
             paths: config.app.paths.iter().map(|p| p.name.clone()).collect(),
             path_prompts: source.path_prompts(),
+            path_conversations: source.path_conversations(),
             strategies,
             prompts: source.prompts(),
         };

@@ -287,6 +287,7 @@ mod tests {
             fresh: false,
             concurrency: None,
             prompt: 0,
+            turn: None,
         };
         let gap = Duration::from_secs(30);
         let protocol = Protocol {

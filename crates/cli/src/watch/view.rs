@@ -265,6 +265,7 @@ mod tests {
             fresh: false,
             concurrency: None,
             prompt: 0,
+            turn: None,
         };
         let mut steps = vec![Step::One(p(PhaseKind::Warm)); 40];
         steps.extend(vec![Step::One(p(PhaseKind::Fresh)); 10]);

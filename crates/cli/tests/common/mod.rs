@@ -236,6 +236,21 @@ body = '{"email": "{email}", "password": "{password}"}'
 token_pointer = "/token"
 id_pointer = "/user_id""#;
 
+/// Note every message the app stores with its conversation's title (the
+/// cleanup deletes the accounts, and with them their conversations).
+pub fn audit(app_db: &str) {
+    rusqlite::Connection::open(app_db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE audit (conversation_id INTEGER, title TEXT);
+             CREATE TRIGGER audit_messages AFTER INSERT ON messages BEGIN
+               INSERT INTO audit SELECT NEW.conversation_id, c.title
+               FROM conversations c WHERE c.id = NEW.conversation_id;
+             END;",
+        )
+        .unwrap();
+}
+
 /// `firsttoken run -c DIR/ft.toml --store DIR/s.db --otlp-listen LISTEN
 /// --run-id spans` with `config` written first (a run of one agent, so
 /// `report --run spans` reads it too); the store and the finished command

@@ -140,12 +140,12 @@ pub(crate) fn openai(data: &str, offset: u64, facts: &mut StreamFacts, cf: &mut 
         return facts.fail(ErrorKind::StreamError, bounded(m));
     }
     for choice in chunk.choices.iter().flatten() {
-        if non_empty(&choice.text) {
-            cf.content = true;
+        if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
+            facts.content(cf, t);
         }
         if let Some(d) = &choice.delta {
-            if non_empty(&d.content) {
-                cf.content = true;
+            if let Some(t) = d.content.as_deref().filter(|t| !t.is_empty()) {
+                facts.content(cf, t);
             }
             // A tool call is output, not a content token: it has its own stamp.
             if d.tool_calls.as_ref().is_some_and(|t| !t.is_empty()) {
@@ -227,8 +227,8 @@ pub(crate) fn anthropic(
         _ => {}
     }
     for d in [&ev.delta, &ev.content_block].into_iter().flatten() {
-        if non_empty(&d.text) {
-            cf.content = true;
+        if let Some(t) = d.text.as_deref().filter(|t| !t.is_empty()) {
+            facts.content(cf, t);
         }
         // A `tool_use` block opening (it names the tool) or its input's
         // JSON streaming: a tool call, not a content token.
@@ -268,7 +268,9 @@ pub(crate) fn vercel_ui(data: &str, offset: u64, facts: &mut StreamFacts, cf: &m
         },
     };
     match part.kind.as_ref() {
-        "text-delta" if non_empty(&part.delta) => cf.content = true,
+        "text-delta" if non_empty(&part.delta) => {
+            facts.content(cf, part.delta.as_deref().unwrap_or_default());
+        }
         "reasoning-delta" if non_empty(&part.delta) => cf.reasoning = true,
         // A tool call's input starting or streaming (AI SDK 5 parts).
         "tool-input-start" | "tool-input-available" => cf.tool_call = true,
@@ -309,11 +311,10 @@ pub(crate) fn sse_json(
     if let Some(u) = v.get("usage").and_then(|u| Usage::deserialize(u).ok()) {
         u.apply(facts);
     }
-    if v.pointer(pointer)
-        .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
+    if let Some(t) = v.pointer(pointer).and_then(Value::as_str)
+        && !t.is_empty()
     {
-        cf.content = true;
+        facts.content(cf, t);
     }
 }
 
@@ -365,8 +366,15 @@ pub(crate) fn ollama(line: &[u8], offset: u64, facts: &mut StreamFacts, cf: &mut
     if let Some(e) = l.error.as_ref().filter(|e| !e.is_null()) {
         return facts.fail(ErrorKind::StreamError, error_text(e));
     }
-    if non_empty(&l.response) || l.message.as_ref().is_some_and(|m| non_empty(&m.content)) {
-        cf.content = true;
+    for t in [
+        l.response.as_deref(),
+        l.message.as_ref().and_then(|m| m.content.as_deref()),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|t| !t.is_empty())
+    {
+        facts.content(cf, t);
     }
     if l.message
         .as_ref()

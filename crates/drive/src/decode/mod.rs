@@ -24,6 +24,7 @@ pub(crate) use formats::bounded as bounded_text;
 pub mod lines;
 mod responses;
 pub mod sse;
+mod timing;
 
 use firsttoken_plan::StreamFormat;
 use firsttoken_record::ErrorKind;
@@ -69,9 +70,28 @@ pub struct StreamFacts {
     /// Why the answer stopped early, when the stream said so
     /// (`response.incomplete`'s `incomplete_details.reason`).
     pub incomplete_reason: Option<String>,
+    /// The answer's text as streamed (its content deltas in order), when
+    /// the decoder keeps it ([`Decoder::keeping_answer`]); at most
+    /// [`MAX_ANSWER_BYTES`].
+    pub answer: Option<String>,
 }
 
+/// The most answer text a decoder keeps (a conversation's history carries
+/// each answer back to the app): 1 MiB; the rest is dropped.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
 impl StreamFacts {
+    /// A non-empty content delta: the chunk carried content, and its text
+    /// goes into the kept answer, if one is kept.
+    pub(crate) fn content(&mut self, cf: &mut ChunkFacts, text: &str) {
+        cf.content = true;
+        if let Some(a) = self.answer.as_mut()
+            && a.len() + text.len() <= MAX_ANSWER_BYTES
+        {
+            a.push_str(text);
+        }
+    }
+
     fn fail(&mut self, kind: ErrorKind, message: String) {
         if self.error.is_none() {
             self.error = Some((kind, message));
@@ -79,60 +99,9 @@ impl StreamFacts {
     }
 }
 
-/// At most this many Server-Timing entries are kept for one response
-/// (headers and stream events together): a server that sends thousands
-/// (48 KB a sample) cannot bloat the store.
-pub const MAX_SERVER_TIMING: usize = 32;
-/// Longest Server-Timing name kept, in bytes.
-pub const MAX_TIMING_NAME: usize = 64;
-/// Largest Server-Timing duration kept, ms (a day).
-pub const MAX_TIMING_MS: f64 = 86_400_000.0;
-
-/// Parse a `Server-Timing` value (`name;dur=12.5;desc="…", other;dur=3`)
-/// into `(name, ms)` pairs; entries without `dur`, with a negative,
-/// non-finite or over-a-day duration, or with a name over
-/// [`MAX_TIMING_NAME`] bytes are skipped, and at most
-/// [`MAX_SERVER_TIMING`] are kept.
-pub fn parse_server_timing(value: &str) -> Vec<(String, f64)> {
-    value
-        .split(',')
-        .filter_map(|entry| {
-            let mut parts = entry.split(';');
-            let name = parts.next()?.trim();
-            let dur = parts.find_map(|p| {
-                p.trim()
-                    .strip_prefix("dur=")
-                    .and_then(|d| d.trim_matches('"').parse::<f64>().ok())
-            })?;
-            let sane = dur.is_finite() && (0.0..=MAX_TIMING_MS).contains(&dur);
-            (sane && !name.is_empty() && name.len() <= MAX_TIMING_NAME)
-                .then(|| (name.to_string(), dur))
-        })
-        .take(MAX_SERVER_TIMING)
-        .collect()
-}
-
-/// The total server time an app reported in each of `headers` it sent
-/// (`x-process-time: 0.0123`…), in ms, as `(header:<name>, ms)` pairs
-/// ([`firsttoken_record::header_timing_name`]). A header sent twice, a
-/// value that is no number (with its unit or in the header's configured
-/// one), negative or over [`MAX_TIMING_MS`] is skipped.
-pub fn timing_headers(
-    headers: &http::HeaderMap,
-    wanted: &[firsttoken_plan::TimingHeader],
-) -> Vec<(String, f64)> {
-    wanted
-        .iter()
-        .filter_map(|h| {
-            let mut values = headers.get_all(h.name.as_str()).iter();
-            let (Some(v), None) = (values.next(), values.next()) else {
-                return None;
-            };
-            let ms = h.unit.parse_ms(v.to_str().ok()?)?;
-            (ms <= MAX_TIMING_MS).then(|| (firsttoken_record::header_timing_name(&h.name), ms))
-        })
-        .collect()
-}
+pub use timing::{
+    MAX_SERVER_TIMING, MAX_TIMING_MS, MAX_TIMING_NAME, parse_server_timing, timing_headers,
+};
 
 /// SSE dialects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +298,14 @@ impl Decoder {
         }
     }
 
+    /// Keep the answer's text ([`StreamFacts::answer`]) when `keep`.
+    pub fn keeping_answer(mut self, keep: bool) -> Decoder {
+        if keep {
+            self.facts.answer = Some(String::new());
+        }
+        self
+    }
+
     /// What the stream has said so far.
     pub fn facts(&self) -> &StreamFacts {
         &self.facts
@@ -496,6 +473,9 @@ impl Decoder {
                     // Once content was seen the scan is skipped: one pass at most.
                     cf.content =
                         *any_byte || self.output || bytes.iter().any(|b| !b.is_ascii_whitespace());
+                    if cf.content {
+                        facts.content(&mut cf, &String::from_utf8_lossy(bytes));
+                    }
                 }
             }
         }

@@ -101,7 +101,7 @@ pub(crate) fn responses(data: &str, offset: u64, facts: &mut StreamFacts, cf: &m
     }
     match ev.kind.as_ref() {
         "response.output_text.delta" | "response.refusal.delta" if non_empty(&ev.delta) => {
-            cf.content = true;
+            facts.content(cf, ev.delta.as_deref().unwrap_or_default());
         }
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta"
             if non_empty(&ev.delta) =>

@@ -11,12 +11,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use firsttoken_plan::RequestTemplate;
-use firsttoken_plan::flow::Flow;
+use firsttoken_plan::flow::{Flow, TurnHistory};
 use firsttoken_plan::protocol::{Dest, Planned};
 use firsttoken_record::{Connection, ErrorKind, FlowStepTime, Sample, SampleError};
 
 use super::slots::Home;
 use super::{Finished, Gate, RequestSource, SessionSample, Stop};
+use crate::conversation::Conversation;
 use crate::flow::{StepFailed, run_steps};
 use crate::slot::{Endpoint, Slot};
 use crate::trace::{TRACEPARENT as TRACE_HEADER, TraceContext};
@@ -201,11 +202,9 @@ where
     }
 }
 
-/// A flow: its steps on `slot` (a fresh flow's first step opens a new
-/// connection, the rest of the flow reuses it, and it is closed after),
-/// then the measured request with every variable filled. The sample is the
-/// measured request's, with the flow's wait and steps; a failed step is a
-/// failed sample that names it.
+/// A flow (see [`send_steps`]); a conversation's turn continues the
+/// conversation the slot's last turn left (a first turn starts a new one)
+/// and leaves it for the next, whatever happened.
 async fn send_flow(
     slot: &mut Slot,
     lane: &Lane,
@@ -213,6 +212,35 @@ async fn send_flow(
     fresh: bool,
     trace: Option<&TraceContext>,
     flow: &Flow,
+) -> Sample {
+    let Some(turn) = &flow.turn else {
+        return send_steps(slot, lane, request, fresh, trace, flow, None).await;
+    };
+    let mut c = Conversation::continuing(turn, slot.take_conversation());
+    let held = c.held();
+    let mut sample = send_steps(slot, lane, request, fresh, trace, flow, Some(&mut c)).await;
+    slot.keep_conversation(c);
+    sample.turn = Some(turn.number);
+    sample.history_messages = Some(held);
+    sample
+}
+
+/// A flow: its steps on `slot` (a fresh flow's first step opens a new
+/// connection, the rest of the flow reuses it, and it is closed after),
+/// then the measured request with every variable filled. The sample is the
+/// measured request's, with the flow's wait and steps; a failed step is a
+/// failed sample that names it. In a conversation (`c`), a turn whose app
+/// keeps the history and whose first turn captured its values runs no
+/// steps, the history goes into the request when it carries it, and an
+/// answered turn is added to `c`.
+async fn send_steps(
+    slot: &mut Slot,
+    lane: &Lane,
+    request: &RequestTemplate,
+    fresh: bool,
+    trace: Option<&TraceContext>,
+    flow: &Flow,
+    c: Option<&mut Conversation>,
 ) -> Sample {
     // A warm flow reuses the answer socket the slot's last flow left open,
     // as a page that stays open keeps its socket; a fresh flow opens its own.
@@ -242,7 +270,19 @@ async fn send_flow(
         slot.close();
     }
     let extra: Vec<_> = trace.map(TraceContext::header).into_iter().collect();
-    let mut vars = flow.vars.clone();
+    let turn = flow.turn.as_ref();
+    // A later turn of a conversation the app keeps: its steps ran on the
+    // first turn, and their values are sent again.
+    let captured = match (turn, c.as_deref()) {
+        (Some(t), Some(c)) => c.captured(t, &flow.vars),
+        _ => None,
+    };
+    let steps = if captured.is_some() {
+        &[][..]
+    } else {
+        &flow.steps[..]
+    };
+    let mut vars = captured.unwrap_or_else(|| flow.vars.clone());
     let connection = if fresh {
         Connection::Fresh
     } else {
@@ -311,7 +351,7 @@ async fn send_flow(
         }
         opened = Some((conn, ep.clone()));
     }
-    let times = match run_steps(slot, &flow.steps, &mut vars, &extra).await {
+    let times = match run_steps(slot, steps, &mut vars, &extra).await {
         Ok(times) => socket_time.into_iter().chain(times).collect(),
         Err(StepFailed { times, error }) => {
             if fresh {
@@ -320,7 +360,17 @@ async fn send_flow(
             return failed(socket_time.into_iter().chain(times).collect(), error);
         }
     };
-    let measured = match request.with_vars(&vars) {
+    let question = vars
+        .iter()
+        .find(|(k, _)| k == "prompt")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let measured = request.with_vars(&vars).map_err(|e| e.to_string());
+    let measured = match (measured, turn, c.as_deref()) {
+        (Ok(r), Some(t), Some(c)) => c.with_history(t, r, &question),
+        (r, ..) => r,
+    };
+    let measured = match measured {
         Ok(r) => r,
         Err(e) => {
             let error = SampleError {
@@ -330,14 +380,26 @@ async fn send_flow(
             return failed(times, error);
         }
     };
+    let keep_answer = turn.is_some_and(|t| matches!(t.history, TurnHistory::Messages { .. }));
     let wait = wait_ms();
-    let mut sample = match opened.as_mut() {
+    let (mut sample, answer) = match opened.as_mut() {
         Some((conn, ep)) => {
-            ep.answer_on_socket(slot, &measured, conn, lane.seq, lane.worker)
+            let s = ep
+                .answer_on_socket(slot, &measured, conn, lane.seq, lane.worker)
+                .await;
+            (s, None)
+        }
+        None => {
+            slot.send_keeping(&measured, false, lane.seq, lane.worker, keep_answer)
                 .await
         }
-        None => slot.send(&measured, false, lane.seq, lane.worker).await,
     };
+    if let (Some(t), Some(c)) = (turn, c) {
+        sample.request_bytes = Some(measured.body.as_ref().map_or(0, |b| b.len() as u64));
+        if sample.error.is_none() {
+            c.answered(t, &question, answer, Some(vars.clone()));
+        }
+    }
     if fresh {
         slot.close();
     } else if let Some(socket) = opened.filter(|(c, _)| c.open() && sample.error.is_none()) {

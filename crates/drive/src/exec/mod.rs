@@ -209,5 +209,6 @@ fn planned(step: &Step) -> Box<dyn Iterator<Item = &Planned> + '_> {
         Step::Closed { template, .. } => Box::new(std::iter::once(template)),
         Step::Burst(v) => Box::new(v.iter()),
         Step::Arrivals(v) => Box::new(v.iter().map(|(_, p)| p)),
+        Step::Conversations(v) => Box::new(v.iter().flatten()),
     }
 }

@@ -171,6 +171,7 @@ mod tests {
             fresh: false,
             concurrency: None,
             prompt: 0,
+            turn: None,
         };
         let protocol = Protocol {
             steps: vec![

@@ -8,6 +8,7 @@
 //! | `Burst` | k lanes now on slots 0..k, measured requests released together |
 //! | `Arrivals` | one lane at each intended offset, on a pooled slot |
 //! | `Closed` | a lane per worker now; each ended lane launches the worker's next request on the same slot |
+//! | `Conversations` | conversation w's first turn now on slot w; each ended turn launches the next turn of its conversation on the same slot |
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -40,6 +41,10 @@ struct Schedule {
     groups: VecDeque<Group>,
     /// A closed loop's next request number and total, and what it sends.
     refill: Option<(u64, u64, Planned)>,
+    /// Each conversation's turns not yet launched, with the request
+    /// number of the next (turns are numbered conversation by
+    /// conversation), by worker.
+    turns: Vec<(u64, VecDeque<Planned>)>,
     base: u64,
 }
 
@@ -75,6 +80,7 @@ impl Schedule {
     fn new(step: &Step, base: u64, origin: Instant) -> Schedule {
         let start = Instant::now();
         let mut refill = None;
+        let mut turns = Vec::new();
         let groups = match step {
             Step::One(p) => vec![now(vec![lane(p, base, 0)], false)],
             Step::AfterIdle(gap, p) => vec![Group {
@@ -114,10 +120,24 @@ impl Schedule {
                 let lanes = (0..workers).map(|w| lane(template, base + u64::from(w), w));
                 vec![now(lanes.collect(), false)]
             }
+            Step::Conversations(v) => {
+                let mut seq = base;
+                let mut lanes = Vec::with_capacity(v.len());
+                for (w, conversation) in (0u32..).zip(v) {
+                    let mut queue: VecDeque<Planned> = conversation.iter().cloned().collect();
+                    if let Some(first) = queue.pop_front() {
+                        lanes.push(lane(&first, seq, w));
+                    }
+                    turns.push((seq + 1, queue));
+                    seq += conversation.len() as u64;
+                }
+                vec![now(lanes, false)]
+            }
         };
         Schedule {
             groups: groups.into(),
             refill,
+            turns,
             base,
         }
     }
@@ -128,8 +148,21 @@ impl Schedule {
         self.groups.front().map(|g| g.at)
     }
 
-    /// A lane ended: a closed-loop worker takes the next request, if any, on the same slot.
+    /// A lane ended: a closed-loop worker takes the next request, a
+    /// conversation its next turn, if any, on the same slot.
     fn ended(&mut self, done: &Lane) {
+        if let Some((seq, queue)) = self.turns.get_mut(done.worker as usize)
+            && let Some(next) = queue.pop_front()
+        {
+            let mut l = lane(&next, *seq, done.worker);
+            l.home = done.home;
+            *seq += 1;
+            self.groups.push_back(Group {
+                may_warm_up: false,
+                ..now(vec![l], false)
+            });
+            return;
+        }
         let Some((next, total, template)) = &mut self.refill else {
             return;
         };

@@ -347,6 +347,10 @@ pub struct PathSection {
     /// first (see [`AnswerSocketSection`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_socket: Option<AnswerSocketSection>,
+    /// Conversations of several turns on this path (the
+    /// `conversations` phase; see [`ConversationSection`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationSection>,
 }
 
 impl PathSection {
@@ -367,6 +371,7 @@ impl PathSection {
             method: None,
             steps: Vec::new(),
             answer_socket: None,
+            conversation: None,
         }
     }
 
@@ -453,6 +458,9 @@ pub struct PhasesSection {
     /// Open-loop arrivals.
     #[serde(default)]
     pub rate: Option<RateSection>,
+    /// Multi-turn conversations from the paths' conversations files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<ConversationsSection>,
 }
 
 /// The app paths a phase is aimed at, by name; `None`: every app path.
@@ -678,6 +686,7 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 }
 
 mod accounts;
+mod conversation;
 mod flow;
 pub mod reference;
 mod validate;
@@ -685,6 +694,7 @@ mod websocket;
 
 pub use websocket::WebSocketSection;
 
+pub use conversation::{ConversationSection, ConversationsSection, HistoryMode};
 pub use flow::{AnswerSocketSection, StepSection};
 
 #[cfg(test)]

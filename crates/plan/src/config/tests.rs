@@ -280,3 +280,42 @@ fn auth_signs_up_or_in_and_cleanup_keys_are_checked() {
     let e = cleanup("admin_token_env = \"ADMIN\"").unwrap_err();
     assert!(e.contains("apply to http_delete"), "{e}");
 }
+
+/// Issue 25: conversations are checked at load, each error naming its key.
+#[test]
+fn conversation_settings_are_checked_naming_their_key() {
+    let with = |path_extra: &str, phase: &str| {
+        let text = DEFAULT_CONFIG
+            .replacen(
+                "format = \"openai-chat\"",
+                &format!("format = \"openai-chat\"{path_extra}"),
+                1,
+            )
+            .replace("warm = 120", &format!("warm = 120\n{phase}"));
+        Config::parse(&text, "f.toml").map_err(|e| e.to_string())
+    };
+    let conv = "\n[app.paths.conversation]\nfile = \"c.jsonl\"";
+    let c = with(conv, "conversations = { count = 4, turns = 3 }").unwrap();
+    let p = c.phases.conversations.as_ref().unwrap();
+    assert_eq!((p.count, p.turns, p.concurrency), (4, Some(3), 1));
+    let conv_path = c.app.paths[0].conversation.as_ref().unwrap();
+    assert_eq!(conv_path.history, HistoryMode::Messages);
+    assert_eq!(conv_path.pointer(), "/messages");
+    // The phase without a path that has conversations.
+    let e = with("", "conversations = { count = 4 }").unwrap_err();
+    assert!(e.contains("phases.conversations.count"), "{e}");
+    let e = with(conv, "conversations = { count = 4, paths = [\"docs\"] }").unwrap_err();
+    assert!(
+        e.contains("phases.conversations.paths") && e.contains("\"docs\""),
+        "{e}"
+    );
+    let e = with(conv, "conversations = { count = 4, turns = 0 }").unwrap_err();
+    assert!(e.contains("phases.conversations.turns"), "{e}");
+    // The app keeps the history only with a step that captures its id.
+    let e = with(&format!("{conv}\nhistory = \"app\""), "").unwrap_err();
+    assert!(e.contains("app.paths[0].conversation.history"), "{e}");
+    let e = with(&format!("{conv}\nmessages_pointer = \"messages\""), "").unwrap_err();
+    assert!(e.contains("messages_pointer"), "{e}");
+    let e = with(&format!("{conv}\nfile = \"\""), "");
+    assert!(e.is_err());
+}

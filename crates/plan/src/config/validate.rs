@@ -84,6 +84,7 @@ impl Config {
                 return Err(invalid(&format!("app.paths[{i}].websocket"), e.to_string()));
             }
             super::flow::check(i, p).map_err(|(key, m)| invalid(&key, m))?;
+            super::conversation::check_path(i, p).map_err(|(key, m)| invalid(&key, m))?;
             if p.expect_route.as_deref().is_some_and(str::is_empty) {
                 return Err(invalid(
                     &format!("app.paths[{i}].expect_route"),
@@ -197,6 +198,10 @@ impl Config {
                 "phases.rate.paths",
                 &ph.rate.as_ref().and_then(|r| r.paths.clone()),
             ),
+            (
+                "phases.conversations.paths",
+                &ph.conversations.as_ref().and_then(|c| c.paths.clone()),
+            ),
         ] {
             let Some(paths) = paths else { continue };
             if paths.is_empty() {
@@ -232,6 +237,10 @@ impl Config {
                 "phases.rate.requests",
                 ph.rate.as_ref().map_or(0, |r| r.requests),
             ),
+            (
+                "phases.conversations.count",
+                ph.conversations.as_ref().map_or(0, |c| c.count),
+            ),
         ] {
             if n > MAX_PHASE_REQUESTS {
                 return Err(invalid(
@@ -240,6 +249,8 @@ impl Config {
                 ));
             }
         }
+        super::conversation::check_phase(&self.phases, &self.app.paths)
+            .map_err(|(key, m)| invalid(&key, m))?;
         if let Some(c) = &self.phases.concurrency
             && let Some(&k) = c.levels.iter().find(|&&k| k > MAX_CONCURRENCY)
         {

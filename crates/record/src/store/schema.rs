@@ -5,7 +5,7 @@
 //! Decisions, the same for SQLite and PostgreSQL:
 //! - times are [`UtcTime`] as RFC 3339 UTC text with milliseconds
 //!   (`started_at`, `ended_at`): text order is time order;
-//! - `phase` is `NOT NULL` and `CHECK`ed against the seven [`PhaseKind`]
+//! - `phase` is `NOT NULL` and `CHECK`ed against the [`PhaseKind`]
 //!   names (since schema version 2); a [`Destination`] is stored as `path`
 //!   and `strategy` (see [`crate::vocab`]);
 //! - stamps are nullable floating point milliseconds (`REAL` / `DOUBLE
@@ -44,6 +44,11 @@
 //! - version 11 adds flows: the wait from the flow's start to the measured
 //!   request's start (`flow_wait_ms`) and the earlier steps (`flow_steps`,
 //!   JSON: name, ms, status).
+//! - version 12 adds conversations: the phase `conversation` (SQLite
+//!   rebuilds `samples` for the new `CHECK`), each turn's number (`turn`,
+//!   1 for the first), the messages the conversation held before it
+//!   (`history_messages`) and the measured request's body size
+//!   (`request_bytes`).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -70,6 +75,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
     (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
     (11, include_str!("migrations/sqlite/0011_flows.sql")),
+    (12, include_str!("migrations/sqlite/0012_conversations.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -88,11 +94,20 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
     (10, include_str!("migrations/postgres/0010_tool_calls.sql")),
     (11, include_str!("migrations/postgres/0011_flows.sql")),
+    (
+        12,
+        include_str!("migrations/postgres/0012_conversations.sql"),
+    ),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
 /// it, the store looks for rows it would refuse ([`UNKNOWN_PHASES_SQL`]).
 pub(crate) const PHASE_CHECK_VERSION: i64 = 2;
+
+/// The version whose migration last changed the `phase` `CHECK`'s list
+/// (version 12 added `conversation`).
+#[cfg(test)]
+const PHASE_LIST_VERSION: i64 = 12;
 
 /// The distinct stored phases outside the vocabulary (at most 10).
 pub(crate) fn unknown_phases_sql() -> String {
@@ -133,7 +148,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 56] = [
+pub const SAMPLE_COLUMNS: [&str; 59] = [
     "session_id",
     "seq",
     "phase",
@@ -190,12 +205,16 @@ pub const SAMPLE_COLUMNS: [&str; 56] = [
     "incomplete_reason",
     "flow_wait_ms",
     "flow_steps",
+    "turn",
+    "history_messages",
+    "request_bytes",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
 /// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
 /// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, then
-/// [`V10_SAMPLE_COLUMNS`] from version 10, the rest from version 11.
+/// [`V10_SAMPLE_COLUMNS`] from version 10, [`V11_SAMPLE_COLUMNS`] from
+/// version 11, the rest from version 12.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
@@ -210,6 +229,9 @@ const V6_SAMPLE_COLUMNS: usize = 4;
 /// How many of [`SAMPLE_COLUMNS`] version 10 adds.
 #[cfg(test)]
 const V10_SAMPLE_COLUMNS: usize = 4;
+/// How many of [`SAMPLE_COLUMNS`] version 11 adds.
+#[cfg(test)]
+const V11_SAMPLE_COLUMNS: usize = 2;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -483,6 +505,12 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     out.opt_text(&s.incomplete_reason);
     out.put(duration("flow_wait_ms", s.flow_wait_ms)?);
     out.opt_json(&s.flow_steps)?;
+    out.put(opt_int("turn", s.turn.map(u64::from))?);
+    out.put(opt_int(
+        "history_messages",
+        s.history_messages.map(u64::from),
+    )?);
+    out.put(opt_int("request_bytes", s.request_bytes)?);
     Ok(())
 }
 
@@ -638,6 +666,9 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttft_read_events: r.opt_u64("ttft_read_events")?,
         flow_wait_ms: r.opt_f64("flow_wait_ms")?,
         flow_steps: r.typed_json::<Vec<crate::FlowStepTime>>("flow_steps")?,
+        turn: r.opt_u32("turn")?,
+        history_messages: r.opt_u32("history_messages")?,
+        request_bytes: r.opt_u64("request_bytes")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -666,131 +697,5 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_sample_column_appears_in_both_migrations() {
-        let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
-        let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-        let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
-        let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
-        let (v10_cols, v11_cols) = later.split_at(V10_SAMPLE_COLUMNS);
-        let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
-        for col in v11_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v11(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v11 lacks {col}"
-            );
-            assert!(
-                v11(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v11 lacks {col}"
-            );
-        }
-        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
-        for col in v10_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v10(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v10 lacks {col}"
-            );
-            assert!(
-                v10(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v10 lacks {col}"
-            );
-        }
-        for col in v6_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[5].1.contains(&pat),
-                "sqlite v6 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[5].1.contains(&pat),
-                "postgres v6 lacks {col}"
-            );
-        }
-        for col in v5_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[4].1.contains(&pat),
-                "sqlite v5 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[4].1.contains(&pat),
-                "postgres v5 lacks {col}"
-            );
-        }
-        for col in v4_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[3].1.contains(&pat),
-                "sqlite v4 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[3].1.contains(&pat),
-                "postgres v4 lacks {col}"
-            );
-        }
-        for col in v1_cols.iter().chain(SESSION_COLUMNS.iter()) {
-            let pat = format!("\n    {col} ");
-            assert!(SQLITE_MIGRATIONS[0].1.contains(&pat), "sqlite lacks {col}");
-            assert!(
-                POSTGRES_MIGRATIONS[0].1.contains(&pat),
-                "postgres lacks {col}"
-            );
-        }
-        // The SQLite rebuild keeps every column, in the same order.
-        let sqlite_v1 = SQLITE_MIGRATIONS[0].1;
-        let samples_v1 = &sqlite_v1[sqlite_v1.find("CREATE TABLE samples").unwrap()..];
-        let rebuilt = SQLITE_MIGRATIONS[1].1;
-        let mut at = 0;
-        for col in v1_cols {
-            let pat = format!("\n    {col} ");
-            assert!(samples_v1.contains(&pat), "v1 samples lacks {col}");
-            let found = rebuilt[at..].find(&pat).expect(col);
-            at += found + pat.len();
-        }
-        assert_eq!(SQLITE_MIGRATIONS.len(), POSTGRES_MIGRATIONS.len());
-        for (s, p) in SQLITE_MIGRATIONS.iter().zip(POSTGRES_MIGRATIONS) {
-            assert_eq!(s.0, p.0);
-        }
-    }
-
-    #[test]
-    fn a_row_fills_every_sample_column_and_the_check_agrees() {
-        use crate::vocab::Destination;
-        let mut sample = crate::Sample::empty(1, 0, Connection::Fresh);
-        let row = |sample: &crate::Sample| SampleRow {
-            session_id: "s".into(),
-            phase: PhaseKind::Warm,
-            dest: Destination::App { path: None },
-            concurrency: None,
-            intended_start_ms: None,
-            actual_start_ms: 1.0,
-            started_at: UtcTime::from_unix_ms(0),
-            provenance: Provenance::Measured,
-            prompt: None,
-            sample: sample.clone(),
-        };
-        assert_eq!(
-            sample_cells(&row(&sample)).unwrap().len(),
-            SAMPLE_COLUMNS.len()
-        );
-        assert!(sample_check(&row(&sample)).is_ok());
-        sample.ttft_ms = Some(f64::NAN);
-        let refused = sample_cells(&row(&sample)).unwrap_err();
-        assert_eq!(sample_check(&row(&sample)).unwrap_err(), refused);
-        assert!(refused.contains("ttft_ms"), "{refused}");
-    }
-
-    #[test]
-    fn the_phase_checks_list_exactly_the_vocabulary() {
-        let list = format!("CHECK (phase IN ({}))", PhaseKind::sql_list());
-        for m in [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS] {
-            let v = m.iter().find(|m| m.0 == PHASE_CHECK_VERSION).unwrap();
-            assert!(v.1.contains(&list), "{}", v.1);
-        }
-    }
-}
+#[path = "schema_tests.rs"]
+mod tests;

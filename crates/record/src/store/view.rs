@@ -72,6 +72,9 @@ view_columns!(
     first_output_ms,
     flow_wait_ms,
     flow_steps,
+    turn,
+    history_messages,
+    request_bytes,
 );
 
 /// The JSON columns of `samples`, read by a scan as their text
@@ -201,6 +204,9 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         ttft_read_events: u64_of(r, C::ttft_read_events)?,
         flow_wait_ms: f64_of(r, C::flow_wait_ms)?,
         flow_steps,
+        turn: u32_of(r, C::turn)?,
+        history_messages: u32_of(r, C::history_messages)?,
+        request_bytes: u64_of(r, C::request_bytes)?,
     })
 }
 

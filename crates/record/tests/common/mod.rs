@@ -311,6 +311,9 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.first_output = Some(firsttoken_record::FirstOutput::ToolCall);
     s.incomplete_reason = Some("max_output_tokens".into());
     s.flow_wait_ms = Some(12.625);
+    s.turn = Some(3);
+    s.history_messages = Some(4);
+    s.request_bytes = Some(1234);
     s.flow_steps = Some(vec![
         firsttoken_record::FlowStepTime {
             name: "create \"chat\"".into(),

@@ -212,6 +212,42 @@ pub(super) fn ttft(a: &Analysis) -> Section {
         }
         s.tables.push(t.captioned(words::flow::CAPTION));
     }
+    // Conversation paths: TTFT by turn, each turn against the first.
+    if !a.conversations.is_empty() {
+        let mut t = TableData::new(
+            header(&[
+                "conversation",
+                "turn",
+                "n",
+                "TTFT median [95 % CI]",
+                "over turn 1 [95 % CI]",
+                "history",
+                "sent",
+            ]),
+            &[],
+        );
+        for c in &a.conversations {
+            s.push(words::conversation::sentence(
+                c,
+                a.settings.noise_threshold(),
+            ));
+            let label = words::conversation::label(c);
+            for turn in &c.turns {
+                t.rows.push(vec![
+                    label.clone(),
+                    turn.turn.to_string(),
+                    turn.n.to_string(),
+                    stat(Unit::Ms, &turn.ttft),
+                    turn.over_first
+                        .as_ref()
+                        .map_or_else(|| format::DASH.into(), |d| format::signed_stat(Unit::Ms, d)),
+                    format!("{:.0}", turn.history_messages),
+                    words::conversation::bytes(turn.request_bytes),
+                ]);
+            }
+        }
+        s.tables.push(t.captioned(words::conversation::CAPTION));
+    }
     s
 }
 
