@@ -52,13 +52,10 @@ fn turns(store: &str) -> Vec<Turn> {
     .collect()
 }
 
-/// Run 4 conversations (each file entry twice) of 4 turns against an
-/// emulator whose TTFT grows by `per_token_ms` per input word; the store,
-/// and the prompt sizes the emulator saw (from its truth log), in order.
-fn run_messages(per_token_ms: &str) -> (tempfile::TempDir, String, Vec<u64>) {
-    let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("truth.jsonl");
-    let emu = EmulatorProcess::start_with(&[
+/// The emulator: TTFT 30 ms plus `per_token_ms` per input word, a
+/// six-word answer, with `extra` flags.
+fn emulator(per_token_ms: &str, extra: &[&str]) -> EmulatorProcess {
+    let mut args = vec![
         "emulate",
         "--listen",
         "127.0.0.1:0",
@@ -70,9 +67,18 @@ fn run_messages(per_token_ms: &str) -> (tempfile::TempDir, String, Vec<u64>) {
         "6",
         "--ttft-per-input-token-ms",
         per_token_ms,
-        "--truth-log",
-        truth.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    EmulatorProcess::start_with(&args)
+}
+
+/// Run 8 conversations (each file entry four times) of 4 turns against an
+/// emulator whose TTFT grows by `per_token_ms` per input word; the store,
+/// and the prompt sizes the emulator saw (from its truth log), in order.
+fn run_messages(per_token_ms: &str) -> (tempfile::TempDir, String, Vec<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.jsonl");
+    let emu = emulator(per_token_ms, &["--truth-log", truth.to_str().unwrap()]);
     let file = dir.path().join("conversations.jsonl");
     std::fs::write(&file, CONVERSATIONS).unwrap();
     let cfg = dir.path().join("ft.toml");
@@ -227,19 +233,7 @@ fn ttft_stays_flat_by_turn_when_the_upstream_does_not_grow() {
 #[test]
 fn an_app_kept_conversation_continues_under_the_first_turns_id() {
     let dir = tempfile::tempdir().unwrap();
-    let emu = EmulatorProcess::start_with(&[
-        "emulate",
-        "--listen",
-        "127.0.0.1:0",
-        "--ttft-ms",
-        "30",
-        "--itl-ms",
-        "1",
-        "--tokens",
-        "6",
-        "--ttft-per-input-token-ms",
-        "4",
-    ]);
+    let emu = emulator("4", &[]);
     let app_db = dir.path().join("app.db").display().to_string();
     let app = EmulatorProcess::refapp(&emu, &app_db, &[]);
     audit(&app_db);
