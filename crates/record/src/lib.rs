@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod engine;
 pub mod export;
 pub mod import;
 pub mod run;
@@ -43,6 +44,7 @@ pub mod vocab;
 // The one percentile definition, which defines the stored `itl_p50_ms`
 // and `itl_p99_ms`: the statistics kernel's.
 pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
+pub use engine::{EngineSource, EngineTiming};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use view::SampleView;
@@ -407,6 +409,10 @@ pub struct Sample {
     /// listed); `None` for a single request.
     #[serde(default)]
     pub flow_steps: Option<Vec<FlowStepTime>>,
+    /// The inference engine's own timing of the request, when its stream
+    /// carried one (llama.cpp's `timings`); `None` otherwise.
+    #[serde(default)]
+    pub engine: Option<EngineTiming>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -458,6 +464,7 @@ impl Sample {
             ttft_read_events: None,
             flow_wait_ms: None,
             flow_steps: None,
+            engine: None,
             error: None,
         }
     }

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use crate::session::{Provenance, SampleRow};
 use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Clock, ErrorKind, HandshakeKind};
+use crate::{Clock, Connection, EngineTiming, ErrorKind, HandshakeKind};
 
 /// The fields of a sample that analysis reads; text borrowed from its
 /// row. Times in ms from the request start, `None` when the phase did not
@@ -88,6 +88,13 @@ pub struct SampleView<'r> {
     /// In a flow, each earlier step's name and duration, ms, in order
     /// (empty for a single request).
     pub flow_steps: Vec<(Cow<'r, str>, f64)>,
+    /// Fresh or reused connection.
+    pub connection: Connection,
+    /// A reused connection was found closed and the request went again on
+    /// a new one.
+    pub retried_stale: bool,
+    /// The engine's own timing, when the stream carried one.
+    pub engine: Option<EngineTiming>,
 }
 
 impl<'r> SampleView<'r> {
@@ -138,6 +145,9 @@ impl<'r> SampleView<'r> {
                 .flatten()
                 .map(|t| (Cow::Borrowed(t.name.as_str()), t.ms))
                 .collect(),
+            connection: s.connection,
+            retried_stale: s.retried_stale,
+            engine: s.engine.clone(),
         }
     }
 

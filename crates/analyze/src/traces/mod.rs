@@ -46,6 +46,7 @@ pub use offset::OffsetEstimate;
 pub use stats::{
     GroupContrast, PartStat, PathContrast, SpanSplit, WaitLevel, WallCause, WallReason,
 };
+pub(crate) use stats::judge_wall;
 pub use waterfall::{ClientPhases, Waterfall, WaterfallKind, WaterfallSpan};
 
 use crate::{Analysis, Frame, Settings};

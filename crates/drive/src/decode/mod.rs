@@ -16,6 +16,7 @@
 //! ```
 
 pub mod coding;
+mod engine;
 mod event;
 mod formats;
 #[cfg(test)]
@@ -69,6 +70,9 @@ pub struct StreamFacts {
     /// Why the answer stopped early, when the stream said so
     /// (`response.incomplete`'s `incomplete_details.reason`).
     pub incomplete_reason: Option<String>,
+    /// The engine's own timing, when the stream carried it (llama.cpp's
+    /// `timings`).
+    pub engine: Option<firsttoken_record::EngineTiming>,
 }
 
 impl StreamFacts {

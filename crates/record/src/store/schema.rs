@@ -44,6 +44,8 @@
 //! - version 11 adds flows: the wait from the flow's start to the measured
 //!   request's start (`flow_wait_ms`) and the earlier steps (`flow_steps`,
 //!   JSON: name, ms, status).
+//! - version 13 adds the engine's own timing (`engine`, JSON, its source
+//!   `CHECK`ed against the [`crate::EngineSource`] names).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -70,6 +72,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
     (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
     (11, include_str!("migrations/sqlite/0011_flows.sql")),
+    (13, include_str!("migrations/sqlite/0013_engine_timing.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -88,6 +91,10 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
     (10, include_str!("migrations/postgres/0010_tool_calls.sql")),
     (11, include_str!("migrations/postgres/0011_flows.sql")),
+    (
+        13,
+        include_str!("migrations/postgres/0013_engine_timing.sql"),
+    ),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -133,7 +140,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 56] = [
+pub const SAMPLE_COLUMNS: [&str; 57] = [
     "session_id",
     "seq",
     "phase",
@@ -190,26 +197,16 @@ pub const SAMPLE_COLUMNS: [&str; 56] = [
     "incomplete_reason",
     "flow_wait_ms",
     "flow_steps",
+    "engine",
 ];
 
-/// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
-/// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
-/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, then
-/// [`V10_SAMPLE_COLUMNS`] from version 10, the rest from version 11.
+/// How many of [`SAMPLE_COLUMNS`] the first migration creates.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
-/// How many of [`SAMPLE_COLUMNS`] version 4 adds.
+/// The later migrations that add `samples` columns, with how many of
+/// [`SAMPLE_COLUMNS`] each adds, in column order after the first 40.
 #[cfg(test)]
-const V4_SAMPLE_COLUMNS: usize = 5;
-/// How many of [`SAMPLE_COLUMNS`] version 5 adds.
-#[cfg(test)]
-const V5_SAMPLE_COLUMNS: usize = 1;
-/// How many of [`SAMPLE_COLUMNS`] version 6 adds.
-#[cfg(test)]
-const V6_SAMPLE_COLUMNS: usize = 4;
-/// How many of [`SAMPLE_COLUMNS`] version 10 adds.
-#[cfg(test)]
-const V10_SAMPLE_COLUMNS: usize = 4;
+const ADDED_SAMPLE_COLUMNS: [(i64, usize); 6] = [(4, 5), (5, 1), (6, 4), (10, 4), (11, 2), (13, 1)];
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -483,6 +480,10 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     out.opt_text(&s.incomplete_reason);
     out.put(duration("flow_wait_ms", s.flow_wait_ms)?);
     out.opt_json(&s.flow_steps)?;
+    if let Some(e) = &s.engine {
+        e.check()?;
+    }
+    out.opt_json(&s.engine)?;
     Ok(())
 }
 
@@ -638,6 +639,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttft_read_events: r.opt_u64("ttft_read_events")?,
         flow_wait_ms: r.opt_f64("flow_wait_ms")?,
         flow_steps: r.typed_json::<Vec<crate::FlowStepTime>>("flow_steps")?,
+        engine: r.typed_json::<crate::EngineTiming>("engine")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -671,68 +673,19 @@ mod tests {
 
     #[test]
     fn every_sample_column_appears_in_both_migrations() {
-        let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
-        let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-        let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
-        let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
-        let (v10_cols, v11_cols) = later.split_at(V10_SAMPLE_COLUMNS);
-        let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
-        for col in v11_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v11(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v11 lacks {col}"
-            );
-            assert!(
-                v11(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v11 lacks {col}"
-            );
+        let (v1_cols, mut later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+        let sql = |m: &[(i64, &'static str)], v: i64| m.iter().find(|m| m.0 == v).unwrap().1;
+        for (version, n) in ADDED_SAMPLE_COLUMNS {
+            let (cols, rest) = later.split_at(n);
+            later = rest;
+            for col in cols {
+                let pat = format!("ADD COLUMN {col} ");
+                for (name, m) in [("sqlite", SQLITE_MIGRATIONS), ("postgres", POSTGRES_MIGRATIONS)] {
+                    assert!(sql(m, version).contains(&pat), "{name} v{version} lacks {col}");
+                }
+            }
         }
-        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
-        for col in v10_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v10(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v10 lacks {col}"
-            );
-            assert!(
-                v10(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v10 lacks {col}"
-            );
-        }
-        for col in v6_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[5].1.contains(&pat),
-                "sqlite v6 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[5].1.contains(&pat),
-                "postgres v6 lacks {col}"
-            );
-        }
-        for col in v5_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[4].1.contains(&pat),
-                "sqlite v5 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[4].1.contains(&pat),
-                "postgres v5 lacks {col}"
-            );
-        }
-        for col in v4_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[3].1.contains(&pat),
-                "sqlite v4 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[3].1.contains(&pat),
-                "postgres v4 lacks {col}"
-            );
-        }
+        assert!(later.is_empty(), "columns added by no migration: {later:?}");
         for col in v1_cols.iter().chain(SESSION_COLUMNS.iter()) {
             let pat = format!("\n    {col} ");
             assert!(SQLITE_MIGRATIONS[0].1.contains(&pat), "sqlite lacks {col}");
@@ -783,6 +736,18 @@ mod tests {
         let refused = sample_cells(&row(&sample)).unwrap_err();
         assert_eq!(sample_check(&row(&sample)).unwrap_err(), refused);
         assert!(refused.contains("ttft_ms"), "{refused}");
+    }
+
+    #[test]
+    fn the_engine_checks_list_exactly_the_vocabulary() {
+        let names: Vec<String> = crate::EngineSource::ALL
+            .iter()
+            .map(|e| format!("'{}'", e.as_str()))
+            .collect();
+        let list = format!("IN ({}))", names.join(", "));
+        for m in [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS] {
+            assert!(m.iter().find(|m| m.0 == 13).unwrap().1.contains(&list));
+        }
     }
 
     #[test]

@@ -72,11 +72,14 @@ view_columns!(
     first_output_ms,
     flow_wait_ms,
     flow_steps,
+    connection,
+    retried_stale,
+    engine,
 );
 
 /// The JSON columns of `samples`, read by a scan as their text
 /// (PostgreSQL's `jsonb` cast to text).
-pub(crate) const JSON_COLUMNS: [&str; 3] = ["server_timing", "tls", "flow_steps"];
+pub(crate) const JSON_COLUMNS: [&str; 4] = ["server_timing", "tls", "flow_steps", "engine"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.
@@ -201,6 +204,16 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         ttft_read_events: u64_of(r, C::ttft_read_events)?,
         flow_wait_ms: f64_of(r, C::flow_wait_ms)?,
         flow_steps,
+        connection: by_name(
+            C::connection,
+            required(C::connection, str_of(r, C::connection)?)?,
+        )?,
+        retried_stale: r
+            .bool_at(C::retried_stale as usize)
+            .map_err(|e| format!("retried_stale: {e}"))?,
+        engine: str_of(r, C::engine)?
+            .map(|t| serde_json::from_str(t).map_err(|e| format!("engine: {e}")))
+            .transpose()?,
     })
 }
 

@@ -25,6 +25,7 @@ pub mod check;
 mod clock;
 mod cold;
 mod comparison;
+pub mod engine;
 pub mod demo;
 mod findings;
 pub mod flow;
