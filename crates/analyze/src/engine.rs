@@ -19,6 +19,11 @@
 //!   CI and the prefill's median ratio; judged with the span join's rule
 //!   ([`WallReason`]): the rest rising while prefill stays flat is
 //!   requests waiting for the engine (a queue), not the engine slowing;
+//! - from spans: an engine that reports its own times in a span per
+//!   request (vLLM's `llm_request`: `gen_ai.latency.time_in_queue`,
+//!   `time_in_model_prefill`, `time_to_first_token`, … in seconds) is
+//!   joined by trace id ([`SpanEngine`], through [`crate::attach_traces`]);
+//!   its queue wait and its own TTFT are then split out too;
 //! - [`Reconnections`]: per path, warm requests that used a new connection
 //!   (the server closed the one they were to reuse, whatever its
 //!   `Keep-Alive` header said), with the stale-connection retries among
@@ -27,17 +32,69 @@
 //!
 //! Rows of different provenance kinds or code versions are never pooled.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use crate::Settings;
 use crate::bootstrap::{difference_stat, ratio_stat};
 use crate::estimate::{Percentile, Stat};
 use crate::finding::Finding;
 use crate::frame::{Frame, Obs, PhaseKind};
 use crate::samples::Samples;
 use crate::traces::{TraceScope, WallReason, judge_wall};
-use crate::Settings;
+
+/// Whose clock an engine figure comes from; figures of two clocks are
+/// never pooled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineClock {
+    /// llama.cpp's `timings` in the stream's last chunk.
+    LlamaCppStream,
+    /// vLLM's per-request span (`gen_ai.latency.*` attributes).
+    VllmSpan,
+}
+
+/// An engine's own times of one request, from its span, ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpanEngine {
+    /// Waiting for the scheduler (`gen_ai.latency.time_in_queue`).
+    pub queue_ms: Option<f64>,
+    /// Prefill (`gen_ai.latency.time_in_model_prefill`).
+    pub prefill_ms: f64,
+    /// The engine's own TTFT, from its arrival
+    /// (`gen_ai.latency.time_to_first_token`).
+    pub ttft_ms: Option<f64>,
+    /// Decode (`gen_ai.latency.time_in_model_decode`).
+    pub decode_ms: Option<f64>,
+    /// End to end (`gen_ai.latency.e2e`).
+    pub e2e_ms: Option<f64>,
+}
+
+impl SpanEngine {
+    /// The times of a span carrying vLLM's latency attributes (seconds);
+    /// `None` without a usable `gen_ai.latency.time_in_model_prefill`. A
+    /// value that is not a finite non-negative number is left out.
+    pub fn of(attributes: &BTreeMap<String, serde_json::Value>) -> Option<SpanEngine> {
+        let ms = |k: &str| {
+            attributes
+                .get(k)
+                .and_then(serde_json::Value::as_f64)
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .map(|v| v * 1e3)
+        };
+        Some(SpanEngine {
+            queue_ms: ms("gen_ai.latency.time_in_queue"),
+            prefill_ms: ms("gen_ai.latency.time_in_model_prefill")?,
+            ttft_ms: ms("gen_ai.latency.time_to_first_token"),
+            decode_ms: ms("gen_ai.latency.time_in_model_decode"),
+            e2e_ms: ms("gen_ai.latency.e2e"),
+        })
+    }
+}
+
+/// Engine times from spans, by (frame session index, sample seq).
+pub type SpanEngines = HashMap<(u32, u64), SpanEngine>;
 
 /// One group's TTFT split into engine prefill and the rest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,6 +102,8 @@ pub struct EngineSplit {
     /// Provenance, setup and path.
     #[serde(flatten)]
     pub scope: TraceScope,
+    /// Whose clock the prefill comes from.
+    pub clock: EngineClock,
     /// The protocol phase.
     pub phase: PhaseKind,
     /// Concurrency level (concurrency phase only).
@@ -65,6 +124,13 @@ pub struct EngineSplit {
     /// 10th and 90th percentiles of TTFT − prefill, ms (`None` under 10
     /// requests).
     pub rest_p10_p90: Option<(f64, f64)>,
+    /// Median queue wait the engine itself reports (part of the rest),
+    /// ms; `None` when its clock has none (llama.cpp's stream).
+    pub engine_queue: Option<Stat>,
+    /// Median of TTFT − the engine's own TTFT (what the engine's report
+    /// cannot see: HTTP, templating before its arrival stamp, network,
+    /// client), ms; `None` when it reports no TTFT.
+    pub outside_engine: Option<Stat>,
 }
 
 /// One concurrency level against the baseline.
@@ -91,6 +157,8 @@ pub struct EngineWall {
     /// Provenance, setup and path.
     #[serde(flatten)]
     pub scope: TraceScope,
+    /// Whose clock the prefill comes from.
+    pub clock: EngineClock,
     /// `c=1` or `warm`: what each level is compared with.
     pub baseline: &'static str,
     /// Baseline median TTFT − prefill, ms.
@@ -163,24 +231,38 @@ fn median(v: &[f64], settings: &Settings) -> Stat {
 }
 
 /// The group key of a split.
-type SplitKey = (TraceScope, PhaseKind, Option<u32>, bool);
+type SplitKey = (TraceScope, EngineClock, PhaseKind, Option<u32>, bool);
 
-/// (TTFT, prefill) of each request with both.
+/// (TTFT, prefill) of each request with both, and what else its engine
+/// said.
 #[derive(Default)]
 struct Pairs {
     requests: usize,
     ttft: Vec<f64>,
     prefill: Vec<f64>,
+    queue: Vec<f64>,
+    outside: Vec<f64>,
 }
 
 impl Pairs {
     fn rest(&self) -> Vec<f64> {
-        self.ttft.iter().zip(&self.prefill).map(|(t, p)| t - p).collect()
+        self.ttft
+            .iter()
+            .zip(&self.prefill)
+            .map(|(t, p)| t - p)
+            .collect()
     }
 }
 
-/// The engine's split, walls and reconnections of `frame`.
+/// The engine's split, walls and reconnections of `frame`, from the
+/// engine timing its streams carried.
 pub fn engine_times(frame: &Frame, settings: &Settings) -> EngineTimes {
+    engine_times_with(frame, &SpanEngines::new(), settings)
+}
+
+/// As [`engine_times`], with the engine times of `spans` for the requests
+/// whose stream carried none.
+pub fn engine_times_with(frame: &Frame, spans: &SpanEngines, settings: &Settings) -> EngineTimes {
     let mut versions: Vec<u32> = frame
         .sessions
         .iter()
@@ -189,6 +271,8 @@ pub fn engine_times(frame: &Frame, settings: &Settings) -> EngineTimes {
     versions.sort_unstable();
     versions.dedup();
     let versions = versions.len();
+    // Requests no engine timed, per group, to count them in `requests`.
+    let mut untimed: BTreeMap<(TraceScope, PhaseKind, Option<u32>, bool), usize> = BTreeMap::new();
     let mut groups: BTreeMap<SplitKey, Pairs> = BTreeMap::new();
     let mut warm: BTreeMap<TraceScope, (Vec<f64>, Vec<f64>, usize)> = BTreeMap::new();
     for o in frame.obs.iter() {
@@ -206,24 +290,43 @@ pub fn engine_times(frame: &Frame, settings: &Settings) -> EngineTimes {
             }
         }
         let level = (o.concurrency > 0).then_some(o.concurrency);
+        let span = spans.get(&(o.session, o.seq));
+        let (clock, prefill) = match span {
+            _ if !o.prefill.is_nan() => (EngineClock::LlamaCppStream, o.prefill),
+            Some(e) => (EngineClock::VllmSpan, e.prefill_ms),
+            None => {
+                *untimed
+                    .entry((scope, o.phase, level, o.reconnected_warm()))
+                    .or_default() += 1;
+                continue;
+            }
+        };
         let g = groups
-            .entry((scope, o.phase, level, o.reconnected_warm()))
+            .entry((scope, clock, o.phase, level, o.reconnected_warm()))
             .or_default();
         g.requests += 1;
-        if !o.prefill.is_nan() {
-            g.ttft.push(o.ttft);
-            g.prefill.push(o.prefill);
+        g.ttft.push(o.ttft);
+        g.prefill.push(prefill);
+        if let Some(e) = span.filter(|_| clock == EngineClock::VllmSpan) {
+            g.queue.extend(e.queue_ms);
+            g.outside.extend(e.ttft_ms.map(|t| o.ttft - t));
         }
     }
-    // Only groups the engine timed; a path no engine reports on is no
-    // engine figure.
-    groups.retain(|_, g| !g.ttft.is_empty());
+    // Requests of a group the engine did not time count in its
+    // `requests`; a group no engine timed is no engine figure.
+    for ((scope, _, phase, level, reconnected), g) in groups.iter_mut() {
+        g.requests += untimed
+            .get(&(scope.clone(), *phase, *level, *reconnected))
+            .copied()
+            .unwrap_or(0);
+    }
     let splits = groups
         .iter()
-        .map(|((scope, phase, level, reconnected), g)| {
+        .map(|((scope, clock, phase, level, reconnected), g)| {
             let rest = g.rest();
             EngineSplit {
                 scope: scope.clone(),
+                clock: *clock,
                 phase: *phase,
                 concurrency: *level,
                 reconnected: *reconnected,
@@ -238,6 +341,8 @@ pub fn engine_times(frame: &Frame, settings: &Settings) -> EngineTimes {
                     )
                 }),
                 rest: median(&rest, settings),
+                engine_queue: (!g.queue.is_empty()).then(|| median(&g.queue, settings)),
+                outside_engine: (!g.outside.is_empty()).then(|| median(&g.outside, settings)),
             }
         })
         .collect();
@@ -262,15 +367,15 @@ pub fn engine_times(frame: &Frame, settings: &Settings) -> EngineTimes {
 
 /// One wall per scope with concurrency levels above a baseline.
 fn walls(groups: &BTreeMap<SplitKey, Pairs>, settings: &Settings) -> Vec<EngineWall> {
-    let mut scopes: BTreeMap<&TraceScope, BTreeMap<u32, &Pairs>> = BTreeMap::new();
-    for ((scope, phase, level, _), g) in groups {
+    let mut scopes: BTreeMap<(&TraceScope, EngineClock), BTreeMap<u32, &Pairs>> = BTreeMap::new();
+    for ((scope, clock, phase, level, _), g) in groups {
         if let (PhaseKind::Concurrency, Some(k)) = (phase, level) {
-            scopes.entry(scope).or_default().insert(*k, g);
+            scopes.entry((scope, *clock)).or_default().insert(*k, g);
         }
     }
     let mut out = Vec::new();
-    for (scope, mut levels) in scopes {
-        let warm = groups.get(&(scope.clone(), PhaseKind::Warm, None, false));
+    for ((scope, clock), mut levels) in scopes {
+        let warm = groups.get(&(scope.clone(), clock, PhaseKind::Warm, None, false));
         let (baseline, base) = match (levels.remove(&1), warm) {
             (Some(b), _) => ("c=1", b),
             (None, Some(w)) => ("warm", w),
@@ -336,6 +441,7 @@ fn walls(groups: &BTreeMap<SplitKey, Pairs>, settings: &Settings) -> Vec<EngineW
         };
         out.push(EngineWall {
             scope: scope.clone(),
+            clock,
             baseline,
             baseline_rest: b_rest.stat(Percentile::P50, settings),
             baseline_prefill: b_prefill.stat(Percentile::P50, settings),
@@ -418,7 +524,12 @@ mod tests {
     fn warm_requests_on_new_connections_are_counted_and_kept_apart() {
         let mut rows = Vec::new();
         for (i, t) in spread(50.0, 2.0, 20).into_iter().enumerate() {
-            let mut r = row("s", "warm", Some("chat"), Some(t + if i < 9 { 5.0 } else { 0.0 }));
+            let mut r = row(
+                "s",
+                "warm",
+                Some("chat"),
+                Some(t + if i < 9 { 5.0 } else { 0.0 }),
+            );
             if i < 12 {
                 r.sample.connection = Connection::Fresh;
                 r.sample.retried_stale = i < 9;

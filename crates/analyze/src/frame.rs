@@ -518,7 +518,10 @@ impl FrameBuilder {
                 .ttft_read_events
                 .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
             flow_wait: flow_wait as f32,
-            prefill: val("engine.prompt_ms", v.engine.as_ref().and_then(|e| e.prompt_ms))?,
+            prefill: val(
+                "engine.prompt_ms",
+                v.engine.as_ref().and_then(|e| e.prompt_ms),
+            )?,
             fresh_connection: v.connection == firsttoken_record::Connection::Fresh,
             retried_stale: v.retried_stale,
         };

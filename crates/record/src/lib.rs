@@ -43,8 +43,8 @@ pub mod vocab;
 
 // The one percentile definition, which defines the stored `itl_p50_ms`
 // and `itl_p99_ms`: the statistics kernel's.
-pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
 pub use engine::{EngineSource, EngineTiming};
+pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use view::SampleView;

@@ -367,9 +367,7 @@ pub(crate) fn judge_wall(wait_change: &Finding, handler_ratio: &Finding, base: f
     match handler_ratio.direction {
         Direction::Increase if waits => WallReason::Both,
         Direction::Increase => WallReason::SharedResource,
-        _ if waits && (rules_out_growth(handler_ratio) || dominated) => {
-            WallReason::WaitedForWorker
-        }
+        _ if waits && (rules_out_growth(handler_ratio) || dominated) => WallReason::WaitedForWorker,
         _ if matches!(
             wait_change.direction,
             Direction::NoDetectableDifference | Direction::TooSmallToMatter | Direction::Decrease

@@ -18,7 +18,12 @@ pub(crate) fn llama_timings(timings: &Value, facts: &mut StreamFacts) {
     if facts.engine.is_some() {
         return;
     }
-    let count = |k: &str| timings.get(k).and_then(Value::as_u64).filter(|&n| i64::try_from(n).is_ok());
+    let count = |k: &str| {
+        timings
+            .get(k)
+            .and_then(Value::as_u64)
+            .filter(|&n| i64::try_from(n).is_ok())
+    };
     let ms = |k: &str| {
         timings
             .get(k)
@@ -67,7 +72,10 @@ mod tests {
         assert!(d.finish().is_ok());
         let e = d.facts().engine.clone().expect("timings kept");
         assert_eq!(e.source, EngineSource::LlamaCpp);
-        assert_eq!((e.prompt_n, e.predicted_n, e.cache_n), (Some(17), Some(8), Some(0)));
+        assert_eq!(
+            (e.prompt_n, e.predicted_n, e.cache_n),
+            (Some(17), Some(8), Some(0))
+        );
         assert_eq!((e.prompt_ms, e.predicted_ms), (Some(98.431), Some(41.2)));
         assert_eq!(d.facts().output_tokens, Some(8));
     }
@@ -78,7 +86,10 @@ mod tests {
         d.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"A\"}}],\"timings\":{\"prompt_ms\":-4,\"prompt_n\":17,\"predicted_n\":\"x\",\"predicted_ms\":1e300,\"cache_n\":3}}\n\ndata: [DONE]\n\n");
         assert!(d.finish().is_ok(), "the answer itself is fine");
         let e = d.facts().engine.clone().expect("prompt_n is kept");
-        assert_eq!((e.prompt_ms, e.predicted_n, e.predicted_ms), (None, None, None));
+        assert_eq!(
+            (e.prompt_ms, e.predicted_n, e.predicted_ms),
+            (None, None, None)
+        );
         assert_eq!((e.prompt_n, e.cache_n), (Some(17), Some(3)));
         let mut d = Decoder::new(&StreamFormat::OpenAiChat, None, false);
         d.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"A\"}}],\"timings\":{\"cache_n\":3}}\n\ndata: [DONE]\n\n");

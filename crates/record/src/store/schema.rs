@@ -680,8 +680,14 @@ mod tests {
             later = rest;
             for col in cols {
                 let pat = format!("ADD COLUMN {col} ");
-                for (name, m) in [("sqlite", SQLITE_MIGRATIONS), ("postgres", POSTGRES_MIGRATIONS)] {
-                    assert!(sql(m, version).contains(&pat), "{name} v{version} lacks {col}");
+                for (name, m) in [
+                    ("sqlite", SQLITE_MIGRATIONS),
+                    ("postgres", POSTGRES_MIGRATIONS),
+                ] {
+                    assert!(
+                        sql(m, version).contains(&pat),
+                        "{name} v{version} lacks {col}"
+                    );
                 }
             }
         }

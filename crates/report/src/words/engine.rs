@@ -5,7 +5,7 @@
 //! "rose" and "stayed flat" only when the finding's direction says so.
 
 use firsttoken_analyze::Direction;
-use firsttoken_analyze::engine::{EngineSplit, EngineWall, Reconnections};
+use firsttoken_analyze::engine::{EngineClock, EngineSplit, EngineWall, Reconnections};
 use firsttoken_analyze::traces::WallReason;
 
 use super::traces::scope_label;
@@ -19,6 +19,14 @@ pub fn group(s: &EngineSplit) -> String {
         (Some(k), _) => format!("{label}, c={k}"),
         (None, true) => format!("{label}, {} on a new connection", s.phase),
         (None, false) => format!("{label}, {}", s.phase),
+    }
+}
+
+/// Whose clock: `llama.cpp's timings`, `vLLM's span`.
+pub fn clock(c: EngineClock) -> &'static str {
+    match c {
+        EngineClock::LlamaCppStream => "llama.cpp's timings",
+        EngineClock::VllmSpan => "vLLM's span",
     }
 }
 
@@ -36,11 +44,25 @@ pub fn split(s: &EngineSplit) -> String {
     } else {
         String::new()
     };
+    let mut engine = String::new();
+    if let Some(q) = &s.engine_queue {
+        engine.push_str(&format!(
+            "; of the rest, the engine's own queue wait {}",
+            stat(Unit::Ms, q)
+        ));
+    }
+    if let Some(o) = &s.outside_engine {
+        engine.push_str(&format!(
+            "; TTFT − the engine's own TTFT {}",
+            stat(Unit::Ms, o)
+        ));
+    }
     format!(
-        "{}: TTFT {} = engine prefill {} + the rest (HTTP, templating, tokenization, queue, network) {}{spread}, medians over {} requests{coverage}",
+        "{}: TTFT {}, engine prefill {} ({}), the rest (TTFT − prefill per request: HTTP, templating, tokenization, queue, network) {}{spread}; medians over {} requests, which need not add up{engine}{coverage}",
         group(s),
         stat(Unit::Ms, &s.ttft),
         stat(Unit::Ms, &s.prefill),
+        clock(s.clock),
         stat(Unit::Ms, &s.rest),
         s.timed_by_engine,
     )
@@ -83,12 +105,33 @@ pub fn wall(w: &EngineWall) -> String {
     let Some(top) = w.levels.last() else {
         return format!("{label}: no concurrency level above the baseline has the engine's timing");
     };
+    let prefill =
+        if flat(&top.prefill_ratio) || top.prefill_ratio.direction != Direction::Inconclusive {
+            format!("while prefill {}", prefill_change(&top.prefill_ratio))
+        } else {
+            // The rule let the rest's rise dwarf prefill's possible growth:
+            // say how much that is.
+            let grew = top
+                .prefill_ratio
+                .estimate
+                .ci()
+                .zip(w.baseline_prefill.point());
+            let bound = grew.map_or(String::new(), |(ci, base)| {
+                format!(
+                    ", so prefill can have grown by at most {}, under a tenth of that rise",
+                    ms(((ci.upper - 1.0) * base).max(0.0))
+                )
+            });
+            format!(
+                "while prefill's change is {}{bound}",
+                prefill_change(&top.prefill_ratio)
+            )
+        };
     let figures = format!(
-        "time outside prefill {} at c={} against {}, while prefill {}",
+        "time outside prefill {} at c={} against {}, {prefill}",
         rest_change(&top.rest_change),
         top.concurrency,
         w.baseline,
-        prefill_change(&top.prefill_ratio),
     );
     match w.reason {
         WallReason::WaitedForWorker => format!(
@@ -120,11 +163,18 @@ pub fn reconnections(r: &Reconnections) -> String {
     } else {
         String::new()
     };
+    let against = if r.new_connections < r.warm {
+        format!(
+            " against {} on reused connections",
+            stat(Unit::Ms, &r.reused_ttft)
+        )
+    } else {
+        "; no warm request reused its connection".to_string()
+    };
     format!(
-        "{label}: warm requests used new connections: {} of {}{stale}; the server closes connections its Keep-Alive header says it keeps. Warm figures leave these out; their median TTFT was {} against {} on reused connections",
+        "{label}: warm requests used new connections: {} of {}{stale}; the server closed connections it was asked to keep. Warm figures leave these out; their median TTFT was {}{against}",
         r.new_connections,
         r.warm,
         stat(Unit::Ms, &r.new_connection_ttft),
-        stat(Unit::Ms, &r.reused_ttft),
     )
 }
