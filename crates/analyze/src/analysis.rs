@@ -64,6 +64,12 @@ pub struct Analysis {
     pub clock: ClientClock,
     /// What the data cannot support.
     pub limits: Limits,
+    /// The engine's own prefill joined per request, and warm requests on
+    /// new connections ([`crate::engine`]); empty (and left out of the
+    /// JSON) when no stream carried engine timing and every warm request
+    /// reused its connection.
+    #[serde(skip_serializing_if = "crate::engine::EngineTimes::is_empty")]
+    pub engine: crate::engine::EngineTimes,
     /// The app's server-side spans joined to the samples; `None` until
     /// [`crate::traces::attach_traces`] is given spans or trace ids.
     pub traces: Option<crate::traces::Traces>,
@@ -136,6 +142,7 @@ pub fn analyze(
             first_output: Vec::new(),
             flows: crate::flows::flow_shares(frame, settings),
             conversations: crate::conversations::by_turn(frame, settings),
+            engine: crate::engine::engine_times(frame, settings),
             overhead: part.overhead,
             connection: part.connection,
             concurrency: part.concurrency,

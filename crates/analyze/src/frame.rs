@@ -89,6 +89,13 @@ pub(crate) struct Obs {
     /// In a flow, from its start to the measured request's start, ms
     /// (NaN for a single request); its steps are in the frame's flow rows.
     pub flow_wait: f32,
+    /// The engine's own prefill (llama.cpp's `prompt_ms`), ms (NaN when
+    /// the stream carried none).
+    pub prefill: f64,
+    /// The request opened its own connection.
+    pub fresh_connection: bool,
+    /// Its reused connection was found closed and it went again on a new one.
+    pub retried_stale: bool,
 }
 
 impl Obs {
@@ -111,6 +118,13 @@ impl Obs {
     /// A counted, successful request: its timings enter statistics.
     pub fn timed(&self) -> bool {
         !self.warmup && self.error.is_none()
+    }
+
+    /// A counted, successful warm request that used a new connection (the
+    /// one it was to reuse was closed): not warm, so left out of every
+    /// warm figure and counted by the connection finding instead.
+    pub fn reconnected_warm(&self) -> bool {
+        self.phase == PhaseKind::Warm && self.timed() && self.fresh_connection
     }
 }
 
@@ -534,6 +548,12 @@ impl FrameBuilder {
                 .ttft_read_events
                 .map_or(0, |n| u16::try_from(n).unwrap_or(u16::MAX)),
             flow_wait: flow_wait as f32,
+            prefill: val(
+                "engine.prompt_ms",
+                v.engine.as_ref().and_then(|e| e.prompt_ms),
+            )?,
+            fresh_connection: v.connection == firsttoken_record::Connection::Fresh,
+            retried_stale: v.retried_stale,
         };
         let i = self.obs.len() as u32;
         if !flow_wait.is_nan() {
@@ -547,7 +567,12 @@ impl FrameBuilder {
                 request_bytes: v.request_bytes.unwrap_or(0),
             });
         }
-        self.frame.index[prov_index(v.provenance) * PHASES + phase.index()].push(i);
+        // A warm request on a new connection is no warm request: left out
+        // of the warm index, so warm figures describe warm connections
+        // only; the connection finding counts it ([`crate::engine`]).
+        if !obs.reconnected_warm() {
+            self.frame.index[prov_index(v.provenance) * PHASES + phase.index()].push(i);
+        }
         self.obs.push(obs);
         Ok(())
     }

@@ -331,7 +331,9 @@ pub(crate) fn group_where(
     let keys = effective_keys(keys);
     let mut map: HashMap<[u64; 10], Vec<u32>, FxBuild> = HashMap::default();
     for (i, o) in frame.obs.iter().enumerate() {
-        if !keep(o) {
+        // A warm request on a new connection is not warm: no warm figure
+        // includes it (the connection finding counts it).
+        if !keep(o) || o.reconnected_warm() {
             continue;
         }
         let mut code = [0u64; 10];

@@ -28,6 +28,9 @@
 //! - [`traces`]: the app's server-side spans joined to each sample (clock
 //!   offset, queue wait, database / provider / HTTP / auth time), the
 //!   overhead split and the wall's cause ([`attach_traces`]).
+//! - [`engine`]: the engine's own prefill joined per request (TTFT split
+//!   into engine prefill and the rest, the wall attributed), and warm
+//!   requests that had to open a new connection.
 //! - [`analyze()`]: all of it at once, as one serializable [`Analysis`].
 //! - [`run_summary`]: the probe's per-phase run summary ([`RunSummary`]).
 //! - [`power`]: sample-size planning by simulating the report's own rule
@@ -65,6 +68,7 @@ pub mod check;
 pub mod compare;
 pub mod conversations;
 pub mod diagnose;
+pub mod engine;
 pub mod finding;
 pub mod findings;
 pub mod flows;

@@ -237,6 +237,7 @@ impl Stamps {
         s.input_tokens = self.facts.input_tokens;
         s.cost_usd = self.facts.cost_usd;
         s.provider = self.facts.provider.clone();
+        s.engine = self.facts.engine.clone();
         if let (Some(n), Some(first), Some(last)) = (s.output_tokens, s.ttft_ms, s.last_token_ms)
             && n >= 2
             && last > first

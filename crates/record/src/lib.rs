@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod engine;
 pub mod export;
 pub mod import;
 pub mod run;
@@ -42,6 +43,7 @@ pub mod vocab;
 
 // The one percentile definition, which defines the stored `itl_p50_ms`
 // and `itl_p99_ms`: the statistics kernel's.
+pub use engine::{EngineSource, EngineTiming};
 pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
@@ -420,6 +422,10 @@ pub struct Sample {
     /// history it carries included).
     #[serde(default)]
     pub request_bytes: Option<u64>,
+    /// The inference engine's own timing of the request, when its stream
+    /// carried one (llama.cpp's `timings`); `None` otherwise.
+    #[serde(default)]
+    pub engine: Option<EngineTiming>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -474,6 +480,7 @@ impl Sample {
             turn: None,
             history_messages: None,
             request_bytes: None,
+            engine: None,
             error: None,
         }
     }

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use crate::session::{Provenance, SampleRow};
 use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Clock, ErrorKind, HandshakeKind};
+use crate::{Clock, Connection, EngineTiming, ErrorKind, HandshakeKind};
 
 /// The fields of a sample that analysis reads; text borrowed from its
 /// row. Times in ms from the request start, `None` when the phase did not
@@ -94,6 +94,13 @@ pub struct SampleView<'r> {
     pub history_messages: Option<u32>,
     /// In a conversation, the measured request's body size, bytes.
     pub request_bytes: Option<u64>,
+    /// Fresh or reused connection.
+    pub connection: Connection,
+    /// A reused connection was found closed and the request went again on
+    /// a new one.
+    pub retried_stale: bool,
+    /// The engine's own timing, when the stream carried one.
+    pub engine: Option<EngineTiming>,
 }
 
 impl<'r> SampleView<'r> {
@@ -147,6 +154,9 @@ impl<'r> SampleView<'r> {
             turn: s.turn,
             history_messages: s.history_messages,
             request_bytes: s.request_bytes,
+            connection: s.connection,
+            retried_stale: s.retried_stale,
+            engine: s.engine.clone(),
         }
     }
 

@@ -176,6 +176,17 @@ async fn provenance_is_enforced_by_the_schema(db: TestDb) {
         bad.as_ref().is_err_and(|e| e.contains("provenance")),
         "{bad:?}"
     );
+    // Issue 28: an engine timing from an engine outside the vocabulary.
+    let engine = |source: &str| {
+        format!(
+            "INSERT INTO samples (session_id, seq, phase, actual_start_ms, started_at, provenance,
+                                  worker, warmup, connection, content_chunks, engine)
+             VALUES ('s1', 0, 'warm', 1.0, '2026-11-30T01:00:00.000Z', 'measured', 0, FALSE, 'fresh', 0,
+                     '{{\"source\": \"{source}\", \"prompt_ms\": 1}}')"
+        )
+    };
+    let bad = db.raw_exec(&engine("guessed")).await;
+    assert!(bad.as_ref().is_err_and(|e| e.contains("engine")), "{bad:?}");
     let null = db.raw_exec(&insert("NULL")).await;
     assert!(
         null.as_ref().is_err_and(|e| e.contains("provenance")),
@@ -341,7 +352,7 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     let store = db.open().await;
     assert_eq!(
         store.schema_versions().await.unwrap(),
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
     );
     let applied_before = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
@@ -352,7 +363,7 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     assert_eq!(again.migrate().await.unwrap(), 0);
     assert_eq!(
         again.schema_versions().await.unwrap(),
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
     );
     let applied_after = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
@@ -513,6 +524,12 @@ async fn values_that_would_not_read_back_are_refused(db: TestDb) {
     assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
     assert!(err.to_string().contains("ttft_ms"), "{err}");
     let mut row = full_row(&meta.id, 0, 1.0);
+    if let Some(e) = row.sample.engine.as_mut() {
+        e.prompt_ms = Some(-3.0);
+    }
+    let err = store.append_sample(&row).await.unwrap_err();
+    assert!(err.to_string().contains("engine.prompt_ms"), "{err}");
+    let mut row = full_row(&meta.id, 0, 1.0);
     row.sample.seq = u64::MAX;
     let err = store.append_sample(&row).await.unwrap_err();
     assert!(err.to_string().contains("seq"), "{err}");
@@ -648,7 +665,7 @@ async fn postgres_opened_by_two_processes_at_once_migrates_once() {
         for s in [a, b, c] {
             assert_eq!(
                 s.unwrap().schema_versions().await.unwrap(),
-                vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+                vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
             );
         }
     })

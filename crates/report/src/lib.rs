@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod doc;
+pub mod doc_engine;
 pub mod doc_traces;
 pub mod format;
 pub mod html;

@@ -43,6 +43,7 @@ use serde::Serialize;
 
 pub use classify::{Category, GroupMap};
 pub use offset::OffsetEstimate;
+pub(crate) use stats::judge_wall;
 pub use stats::{
     GroupContrast, PartStat, PathContrast, SpanSplit, WaitLevel, WallCause, WallReason,
 };
@@ -166,6 +167,12 @@ pub fn attach_traces(
     }
     let mut t = explain(frame, sessions, input, &analysis.settings);
     stats::link_overhead(&mut t.splits, &analysis.overhead);
+    // An engine that reports its own times in a span (vLLM): its prefill
+    // and queue join the engine's split.
+    let engines = span_engines(frame, input);
+    if !engines.is_empty() {
+        analysis.engine = crate::engine::engine_times_with(frame, &engines, &analysis.settings);
+    }
     // Spans break the overhead down where Server-Timing could not.
     if t.splits.iter().any(|s| s.traced > 0) {
         analysis
@@ -174,6 +181,35 @@ pub fn attach_traces(
             .retain(|l| *l != crate::diagnose::Limit::NoServerTiming);
     }
     analysis.traces = Some(t);
+}
+
+/// The engine times in the spans of each counted sample of `input`: the
+/// first span of its trace carrying an engine's latency attributes
+/// ([`crate::engine::SpanEngine`]), by (frame session index, seq).
+fn span_engines(frame: &Frame, input: &SpanInput<'_>) -> crate::engine::SpanEngines {
+    let mut by_trace: HashMap<&str, Vec<&SpanRow>> = HashMap::new();
+    for s in input.spans {
+        by_trace.entry(s.trace_id.as_str()).or_default().push(s);
+    }
+    let session_ix: HashMap<&str, u32> = frame
+        .sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i as u32))
+        .collect();
+    let mut out = crate::engine::SpanEngines::new();
+    for r in input.rows.iter().filter(|r| !r.sample.warmup) {
+        let Some(trace) = r.sample.trace_id.as_deref().and_then(|t| by_trace.get(t)) else {
+            continue;
+        };
+        let engine = trace
+            .iter()
+            .find_map(|s| crate::engine::SpanEngine::of(&s.attributes));
+        if let (Some(e), Some(&ix)) = (engine, session_ix.get(r.session_id.as_str())) {
+            out.insert((ix, r.sample.seq), e);
+        }
+    }
+    out
 }
 
 /// The setup label of each session (`code_version=…`), empty when all

@@ -345,23 +345,33 @@ fn growth_bound(top: &WaitLevel, base: f64) -> Option<f64> {
 /// What the spans say about the wall at its highest level `top`, the
 /// baseline handler median being `base` ms.
 fn reason_of(top: &WaitLevel, base: f64) -> WallReason {
-    let waits = top.wait_change.direction == Direction::Increase;
+    judge_wall(&top.wait_change, &top.handler_ratio, base)
+}
+
+/// The wall's reason from a wait's change and a handler's ratio at the
+/// highest level, the baseline handler median being `base` ms: the rule
+/// of [`WallReason`], shared with the engine's split ([`crate::engine`],
+/// where the engine's prefill is the handler and the rest the wait).
+pub(crate) fn judge_wall(wait_change: &Finding, handler_ratio: &Finding, base: f64) -> WallReason {
+    let waits = wait_change.direction == Direction::Increase;
     // The wait dominates when the handler's largest possible growth is at
     // most a tenth of the wait's smallest possible rise.
-    let dominated = match (growth_bound(top, base), top.wait_change.estimate.ci()) {
+    let bound = handler_ratio
+        .estimate
+        .ci()
+        .map(|ci| ((ci.upper - 1.0) * base).max(0.0));
+    let dominated = match (bound, wait_change.estimate.ci()) {
         (Some(b), Some(ci)) => b <= WAIT_DOMINANCE * ci.lower,
         _ => false,
     };
-    match top.handler_ratio.direction {
+    match handler_ratio.direction {
         Direction::Increase if waits => WallReason::Both,
         Direction::Increase => WallReason::SharedResource,
-        _ if waits && (rules_out_growth(&top.handler_ratio) || dominated) => {
-            WallReason::WaitedForWorker
-        }
+        _ if waits && (rules_out_growth(handler_ratio) || dominated) => WallReason::WaitedForWorker,
         _ if matches!(
-            top.wait_change.direction,
+            wait_change.direction,
             Direction::NoDetectableDifference | Direction::TooSmallToMatter | Direction::Decrease
-        ) && rules_out_growth(&top.handler_ratio) =>
+        ) && rules_out_growth(handler_ratio) =>
         {
             WallReason::NoRise
         }

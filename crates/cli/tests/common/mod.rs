@@ -133,6 +133,33 @@ pub fn wire_python(test: &str) -> Option<std::path::PathBuf> {
     found
 }
 
+/// llama.cpp's `llama-server` and the tiny GGUF model (`.ci/run` builds
+/// the one with `.ci/llama-server` and writes the other with
+/// `tests/fixtures/llama/make_model.py`, and names them in
+/// `FIRSTTOKEN_TEST_LLAMA_SERVER` and `FIRSTTOKEN_TEST_LLAMA_MODEL`), or
+/// `None`, after saying why, when `test` must skip: only outside CI (`CI`
+/// set: it never skips).
+pub fn llama_server(test: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let file = |var: &str| {
+        std::env::var(var)
+            .ok()
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_file())
+    };
+    let found = file("FIRSTTOKEN_TEST_LLAMA_SERVER").zip(file("FIRSTTOKEN_TEST_LLAMA_MODEL"));
+    if found.is_none() {
+        let why = "FIRSTTOKEN_TEST_LLAMA_SERVER and FIRSTTOKEN_TEST_LLAMA_MODEL do not name \
+                   llama-server and a GGUF model (.ci/run builds them: bash .ci/llama-server, \
+                   python crates/cli/tests/fixtures/llama/make_model.py OUT.gguf)";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "in CI this test never skips: {why}"
+        );
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    found
+}
+
 /// Run `firsttoken ARGS…` with a deadline.
 pub fn firsttoken(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = assert_cmd::Command::cargo_bin("firsttoken").expect("the firsttoken binary");

@@ -94,6 +94,9 @@ struct OaChunk<'a> {
     message: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     provider: Option<Cow<'a, str>>,
+    /// llama.cpp's own timing, on its last chunk ([`super::engine`]).
+    #[serde(default)]
+    timings: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +134,9 @@ pub(crate) fn openai(data: &str, offset: u64, facts: &mut StreamFacts, cf: &mut 
     }
     if let Some(u) = &chunk.usage {
         u.apply(facts);
+    }
+    if let Some(t) = &chunk.timings {
+        super::engine::llama_timings(t, facts);
     }
     if let Some(e) = chunk.error.as_ref().filter(|e| !e.is_null()) {
         return facts.fail(ErrorKind::StreamError, error_text(e));

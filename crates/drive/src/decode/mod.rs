@@ -16,6 +16,7 @@
 //! ```
 
 pub mod coding;
+mod engine;
 mod event;
 mod formats;
 #[cfg(test)]
@@ -74,6 +75,9 @@ pub struct StreamFacts {
     /// the decoder keeps it ([`Decoder::keeping_answer`]); at most
     /// [`MAX_ANSWER_BYTES`].
     pub answer: Option<String>,
+    /// The engine's own timing, when the stream carried it (llama.cpp's
+    /// `timings`).
+    pub engine: Option<firsttoken_record::EngineTiming>,
 }
 
 /// The most answer text a decoder keeps (a conversation's history carries

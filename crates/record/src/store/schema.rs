@@ -49,6 +49,8 @@
 //!   1 for the first), the messages the conversation held before it
 //!   (`history_messages`) and the measured request's body size
 //!   (`request_bytes`).
+//! - version 13 adds the engine's own timing (`engine`, JSON, its source
+//!   `CHECK`ed against the [`crate::EngineSource`] names).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -76,6 +78,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
     (11, include_str!("migrations/sqlite/0011_flows.sql")),
     (12, include_str!("migrations/sqlite/0012_conversations.sql")),
+    (13, include_str!("migrations/sqlite/0013_engine_timing.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -97,6 +100,10 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (
         12,
         include_str!("migrations/postgres/0012_conversations.sql"),
+    ),
+    (
+        13,
+        include_str!("migrations/postgres/0013_engine_timing.sql"),
     ),
 ];
 
@@ -148,7 +155,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 59] = [
+pub const SAMPLE_COLUMNS: [&str; 60] = [
     "session_id",
     "seq",
     "phase",
@@ -208,30 +215,17 @@ pub const SAMPLE_COLUMNS: [&str; 59] = [
     "turn",
     "history_messages",
     "request_bytes",
+    "engine",
 ];
 
-/// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
-/// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
-/// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, then
-/// [`V10_SAMPLE_COLUMNS`] from version 10, [`V11_SAMPLE_COLUMNS`] from
-/// version 11, the rest from version 12.
+/// How many of [`SAMPLE_COLUMNS`] the first migration creates.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
-/// How many of [`SAMPLE_COLUMNS`] version 4 adds.
+/// The later migrations that add `samples` columns, with how many of
+/// [`SAMPLE_COLUMNS`] each adds, in column order after the first 40.
 #[cfg(test)]
-const V4_SAMPLE_COLUMNS: usize = 5;
-/// How many of [`SAMPLE_COLUMNS`] version 5 adds.
-#[cfg(test)]
-const V5_SAMPLE_COLUMNS: usize = 1;
-/// How many of [`SAMPLE_COLUMNS`] version 6 adds.
-#[cfg(test)]
-const V6_SAMPLE_COLUMNS: usize = 4;
-/// How many of [`SAMPLE_COLUMNS`] version 10 adds.
-#[cfg(test)]
-const V10_SAMPLE_COLUMNS: usize = 4;
-/// How many of [`SAMPLE_COLUMNS`] version 11 adds.
-#[cfg(test)]
-const V11_SAMPLE_COLUMNS: usize = 2;
+const ADDED_SAMPLE_COLUMNS: [(i64, usize); 7] =
+    [(4, 5), (5, 1), (6, 4), (10, 4), (11, 2), (12, 3), (13, 1)];
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -511,6 +505,10 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         s.history_messages.map(u64::from),
     )?);
     out.put(opt_int("request_bytes", s.request_bytes)?);
+    if let Some(e) = &s.engine {
+        e.check()?;
+    }
+    out.opt_json(&s.engine)?;
     Ok(())
 }
 
@@ -669,6 +667,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         turn: r.opt_u32("turn")?,
         history_messages: r.opt_u32("history_messages")?,
         request_bytes: r.opt_u64("request_bytes")?,
+        engine: r.typed_json::<crate::EngineTiming>("engine")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {

@@ -4,82 +4,31 @@ use super::*;
 
 #[test]
 fn every_sample_column_appears_in_both_migrations() {
-    let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
-    let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-    let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
-    let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
-    let (v10_cols, later) = later.split_at(V10_SAMPLE_COLUMNS);
-    let (v11_cols, v12_cols) = later.split_at(V11_SAMPLE_COLUMNS);
-    let v12 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 12).unwrap().1;
-    for col in v12_cols {
-        // SQLite rebuilds the table (a CHECK cannot change): the column
-        // is defined, and copied into by no older column.
-        assert!(
-            v12(SQLITE_MIGRATIONS).contains(&format!("    {col} ")),
-            "sqlite v12 lacks {col}"
-        );
-        assert!(
-            v12(POSTGRES_MIGRATIONS).contains(&format!("ADD COLUMN {col} ")),
-            "postgres v12 lacks {col}"
-        );
+    let (v1_cols, mut later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+    let sql = |m: &[(i64, &'static str)], v: i64| m.iter().find(|m| m.0 == v).unwrap().1;
+    for (version, n) in ADDED_SAMPLE_COLUMNS {
+        let (cols, rest) = later.split_at(n);
+        later = rest;
+        for col in cols {
+            for (name, m) in [
+                ("sqlite", SQLITE_MIGRATIONS),
+                ("postgres", POSTGRES_MIGRATIONS),
+            ] {
+                // Version 12 rebuilds SQLite's table (a CHECK cannot
+                // change): the column is defined, not added.
+                let pat = if name == "sqlite" && version == PHASE_LIST_VERSION {
+                    format!("\n    {col} ")
+                } else {
+                    format!("ADD COLUMN {col} ")
+                };
+                assert!(
+                    sql(m, version).contains(&pat),
+                    "{name} v{version} lacks {col}"
+                );
+            }
+        }
     }
-    let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
-    for col in v11_cols {
-        let pat = format!("ADD COLUMN {col} ");
-        assert!(
-            v11(SQLITE_MIGRATIONS).contains(&pat),
-            "sqlite v11 lacks {col}"
-        );
-        assert!(
-            v11(POSTGRES_MIGRATIONS).contains(&pat),
-            "postgres v11 lacks {col}"
-        );
-    }
-    let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
-    for col in v10_cols {
-        let pat = format!("ADD COLUMN {col} ");
-        assert!(
-            v10(SQLITE_MIGRATIONS).contains(&pat),
-            "sqlite v10 lacks {col}"
-        );
-        assert!(
-            v10(POSTGRES_MIGRATIONS).contains(&pat),
-            "postgres v10 lacks {col}"
-        );
-    }
-    for col in v6_cols {
-        let pat = format!("ADD COLUMN {col} ");
-        assert!(
-            SQLITE_MIGRATIONS[5].1.contains(&pat),
-            "sqlite v6 lacks {col}"
-        );
-        assert!(
-            POSTGRES_MIGRATIONS[5].1.contains(&pat),
-            "postgres v6 lacks {col}"
-        );
-    }
-    for col in v5_cols {
-        let pat = format!("ADD COLUMN {col} ");
-        assert!(
-            SQLITE_MIGRATIONS[4].1.contains(&pat),
-            "sqlite v5 lacks {col}"
-        );
-        assert!(
-            POSTGRES_MIGRATIONS[4].1.contains(&pat),
-            "postgres v5 lacks {col}"
-        );
-    }
-    for col in v4_cols {
-        let pat = format!("ADD COLUMN {col} ");
-        assert!(
-            SQLITE_MIGRATIONS[3].1.contains(&pat),
-            "sqlite v4 lacks {col}"
-        );
-        assert!(
-            POSTGRES_MIGRATIONS[3].1.contains(&pat),
-            "postgres v4 lacks {col}"
-        );
-    }
+    assert!(later.is_empty(), "columns added by no migration: {later:?}");
     for col in v1_cols.iter().chain(SESSION_COLUMNS.iter()) {
         let pat = format!("\n    {col} ");
         assert!(SQLITE_MIGRATIONS[0].1.contains(&pat), "sqlite lacks {col}");
@@ -145,5 +94,17 @@ fn the_phase_checks_list_exactly_the_vocabulary() {
                 .all(|m| !m.1.contains("CHECK (phase IN")),
             "a later migration changes the phase CHECK: update PHASE_LIST_VERSION"
         );
+    }
+}
+
+#[test]
+fn the_engine_checks_list_exactly_the_vocabulary() {
+    let names: Vec<String> = crate::EngineSource::ALL
+        .iter()
+        .map(|e| format!("'{}'", e.as_str()))
+        .collect();
+    let list = format!("IN ({}))", names.join(", "));
+    for m in [SQLITE_MIGRATIONS, POSTGRES_MIGRATIONS] {
+        assert!(m.iter().find(|m| m.0 == 13).unwrap().1.contains(&list));
     }
 }

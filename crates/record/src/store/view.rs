@@ -75,11 +75,14 @@ view_columns!(
     turn,
     history_messages,
     request_bytes,
+    connection,
+    retried_stale,
+    engine,
 );
 
 /// The JSON columns of `samples`, read by a scan as their text
 /// (PostgreSQL's `jsonb` cast to text).
-pub(crate) const JSON_COLUMNS: [&str; 3] = ["server_timing", "tls", "flow_steps"];
+pub(crate) const JSON_COLUMNS: [&str; 4] = ["server_timing", "tls", "flow_steps", "engine"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.
@@ -207,6 +210,16 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         turn: u32_of(r, C::turn)?,
         history_messages: u32_of(r, C::history_messages)?,
         request_bytes: u64_of(r, C::request_bytes)?,
+        connection: by_name(
+            C::connection,
+            required(C::connection, str_of(r, C::connection)?)?,
+        )?,
+        retried_stale: r
+            .bool_at(C::retried_stale as usize)
+            .map_err(|e| format!("retried_stale: {e}"))?,
+        engine: str_of(r, C::engine)?
+            .map(|t| serde_json::from_str(t).map_err(|e| format!("engine: {e}")))
+            .transpose()?,
     })
 }
 

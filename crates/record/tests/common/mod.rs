@@ -326,6 +326,14 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
             status: None,
         },
     ]);
+    s.engine = Some(firsttoken_record::EngineTiming {
+        source: firsttoken_record::EngineSource::LlamaCpp,
+        prompt_n: Some(26),
+        prompt_ms: Some(246.205),
+        predicted_n: Some(8),
+        predicted_ms: None,
+        cache_n: Some(0),
+    });
     s.route = Some("rag/v2".into());
     s.server_timing = Some(BTreeMap::from([
         ("db".to_owned(), 12.5),

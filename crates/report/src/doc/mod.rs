@@ -58,6 +58,9 @@ pub enum SectionId {
     Concurrency,
     /// Where the time went, from the server's spans.
     Spans,
+    /// The inference engine's own clock, and connections that were not
+    /// kept.
+    Engine,
     /// Cold start.
     Cold,
     /// Providers and routing strategies.
@@ -74,7 +77,7 @@ pub enum SectionId {
 
 impl SectionId {
     /// Every section, in reading order.
-    pub const ALL: [SectionId; 16] = [
+    pub const ALL: [SectionId; 17] = [
         SectionId::Run,
         SectionId::Findings,
         SectionId::Sessions,
@@ -85,6 +88,7 @@ impl SectionId {
         SectionId::Connection,
         SectionId::Concurrency,
         SectionId::Spans,
+        SectionId::Engine,
         SectionId::Cold,
         SectionId::Providers,
         SectionId::Routes,
@@ -106,6 +110,7 @@ impl SectionId {
             SectionId::Connection => "connection",
             SectionId::Concurrency => "concurrency",
             SectionId::Spans => "spans",
+            SectionId::Engine => "engine",
             SectionId::Cold => "cold",
             SectionId::Providers => "providers",
             SectionId::Routes => "routes",
@@ -613,6 +618,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
         diagnostics::concurrency(a),
     ]);
     sections.extend(crate::doc_traces::section(a));
+    sections.extend(crate::doc_engine::section(a));
     sections.push(diagnostics::cold(a));
     sections.push(diagnostics::providers(a));
     sections.push(diagnostics::routes(a));

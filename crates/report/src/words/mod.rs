@@ -27,6 +27,7 @@ mod cold;
 mod comparison;
 pub mod conversation;
 pub mod demo;
+pub mod engine;
 mod findings;
 pub mod flow;
 mod limits;

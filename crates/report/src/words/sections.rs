@@ -96,6 +96,14 @@ pub fn section(id: SectionId) -> SectionWords {
             ),
             None,
         ),
+        SectionId::Engine => w(
+            "The engine's own clock",
+            "The engine's own clock",
+            Some(
+                "The inference engine's prefill as its stream reports it (llama.cpp's timings.prompt_ms: from its slot starting the prompt to the first sampled token), joined to each request: TTFT = engine prefill + the rest (HTTP parsing, templating, tokenization, any wait for a free slot, the network, the client). Warm requests the server made open a new connection are counted here and left out of every warm figure.",
+            ),
+            None,
+        ),
         SectionId::Cold => w(
             "Cold start",
             "Cold start",
