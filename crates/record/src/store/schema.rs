@@ -44,6 +44,9 @@
 //! - version 11 adds flows: the wait from the flow's start to the measured
 //!   request's start (`flow_wait_ms`) and the earlier steps (`flow_steps`,
 //!   JSON: name, ms, status).
+//! - version 14 adds what a real browser showed (`firsttoken browse`): the
+//!   first token painted (`painted_ttft_ms`) and the rest of
+//!   [`crate::Painted`] (`painted`, JSON).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -70,6 +73,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/sqlite/0009_sample_order.sql")),
     (10, include_str!("migrations/sqlite/0010_tool_calls.sql")),
     (11, include_str!("migrations/sqlite/0011_flows.sql")),
+    (14, include_str!("migrations/sqlite/0014_painted.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -88,6 +92,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/postgres/0009_sample_order.sql")),
     (10, include_str!("migrations/postgres/0010_tool_calls.sql")),
     (11, include_str!("migrations/postgres/0011_flows.sql")),
+    (14, include_str!("migrations/postgres/0014_painted.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -133,7 +138,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 56] = [
+pub const SAMPLE_COLUMNS: [&str; 58] = [
     "session_id",
     "seq",
     "phase",
@@ -190,12 +195,15 @@ pub const SAMPLE_COLUMNS: [&str; 56] = [
     "incomplete_reason",
     "flow_wait_ms",
     "flow_steps",
+    "painted_ttft_ms",
+    "painted",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates; the next
 /// [`V4_SAMPLE_COLUMNS`] come from version 4, then [`V5_SAMPLE_COLUMNS`]
 /// from version 5, then [`V6_SAMPLE_COLUMNS`] from version 6, then
-/// [`V10_SAMPLE_COLUMNS`] from version 10, the rest from version 11.
+/// [`V10_SAMPLE_COLUMNS`] from version 10, [`V11_SAMPLE_COLUMNS`] from
+/// version 11, the rest from version 14.
 #[cfg(test)]
 const V1_SAMPLE_COLUMNS: usize = 40;
 /// How many of [`SAMPLE_COLUMNS`] version 4 adds.
@@ -210,6 +218,9 @@ const V6_SAMPLE_COLUMNS: usize = 4;
 /// How many of [`SAMPLE_COLUMNS`] version 10 adds.
 #[cfg(test)]
 const V10_SAMPLE_COLUMNS: usize = 4;
+/// How many of [`SAMPLE_COLUMNS`] version 11 adds.
+#[cfg(test)]
+const V11_SAMPLE_COLUMNS: usize = 2;
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -483,6 +494,23 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     out.opt_text(&s.incomplete_reason);
     out.put(duration("flow_wait_ms", s.flow_wait_ms)?);
     out.opt_json(&s.flow_steps)?;
+    match &s.painted {
+        Some(p) => {
+            out.put(duration("painted_ttft_ms", p.painted_ttft_ms)?);
+            for (name, v) in [
+                ("painted.input_lead_ms", p.input_lead_ms),
+                ("painted.first_dom_ms", p.first_dom_ms),
+                ("painted.painted_last_ms", p.painted_last_ms),
+            ] {
+                opt_real(name, v)?;
+            }
+            out.opt_json(&s.painted)?;
+        }
+        None => {
+            out.put(Cell::Null);
+            out.put(Cell::Null);
+        }
+    }
     Ok(())
 }
 
@@ -638,6 +666,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         ttft_read_events: r.opt_u64("ttft_read_events")?,
         flow_wait_ms: r.opt_f64("flow_wait_ms")?,
         flow_steps: r.typed_json::<Vec<crate::FlowStepTime>>("flow_steps")?,
+        painted: r.typed_json::<crate::Painted>("painted")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {
@@ -675,7 +704,20 @@ mod tests {
         let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
         let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
         let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
-        let (v10_cols, v11_cols) = later.split_at(V10_SAMPLE_COLUMNS);
+        let (v10_cols, later) = later.split_at(V10_SAMPLE_COLUMNS);
+        let (v11_cols, v14_cols) = later.split_at(V11_SAMPLE_COLUMNS);
+        let v14 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 14).unwrap().1;
+        for col in v14_cols {
+            let pat = format!("ADD COLUMN {col} ");
+            assert!(
+                v14(SQLITE_MIGRATIONS).contains(&pat),
+                "sqlite v14 lacks {col}"
+            );
+            assert!(
+                v14(POSTGRES_MIGRATIONS).contains(&pat),
+                "postgres v14 lacks {col}"
+            );
+        }
         let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
         for col in v11_cols {
             let pat = format!("ADD COLUMN {col} ");
