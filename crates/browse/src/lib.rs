@@ -345,7 +345,12 @@ impl Measured {
     /// (`connect_ms` is present only for a new connection).
     pub fn to_sample(&self, seq: u64, worker: u32, connection: Connection) -> Sample {
         let mut s = Sample::empty(seq, worker, connection);
-        s.http_version = self.http_version.clone();
+        // The stored names; a protocol outside them (h3) is left unnamed.
+        s.http_version = match self.http_version.as_deref() {
+            Some("http/1.1") => Some("HTTP/1.1".into()),
+            Some("h2") => Some("HTTP/2".into()),
+            _ => None,
+        };
         s.dns_ms = self.dns_ms;
         s.connect_ms = self.connect_ms;
         s.tls_ms = self.tls_ms;

@@ -242,3 +242,126 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         "{s}"
     );
 }
+
+/// Every process whose parent is `pid`, with its process group.
+#[cfg(target_os = "linux")]
+fn children(pid: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp …; comm may hold spaces, so split after ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.get(1).and_then(|v| v.parse::<u32>().ok()) == Some(pid) {
+            out.push((p, f[2].parse().unwrap_or(0)));
+        }
+    }
+    out
+}
+
+/// Processes still alive (not zombies) in process group `pgid`.
+#[cfg(target_os = "linux")]
+fn group_alive(pgid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|stat| {
+            let rest = stat.rsplit_once(')')?.1.to_string();
+            let f: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+            Some((f.first()?.clone(), f.get(2)?.parse::<u32>().ok()?))
+        })
+        .filter(|(state, g)| *g == pgid && state != "Z")
+        .count()
+}
+
+/// Poll `cond` every 20 ms for up to `within`.
+fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + within;
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
+    let Some(chromium) = common::chromium("the_browser_is_reaped_on_ctrl_c_and_on_kill") else {
+        return;
+    };
+    // An upstream that takes a minute: the message is in flight when the
+    // signal comes.
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "60000",
+        "--tokens",
+        "2",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("app.db");
+    let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), &[]);
+    let token = sign_up(&app.base);
+    let url = format!("{}/chat", app.base);
+    for signal in ["-INT", "-KILL"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+            .args([
+                "browse",
+                &url,
+                "--input",
+                "#message",
+                "--answer",
+                ".assistant",
+                "--local-storage",
+                "refapp_token=$FT_TEST_TOKEN",
+                "--chromium",
+                chromium.to_str().unwrap(),
+            ])
+            .env("FT_TEST_TOKEN", &token)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Chromium is the child in a process group of its own.
+        let mut group = None;
+        assert!(
+            wait_for(Duration::from_secs(30), || {
+                group = children(pid)
+                    .into_iter()
+                    .map(|(_, g)| g)
+                    .find(|g| *g != 0 && *g != pid);
+                group.is_some()
+            }),
+            "no browser started"
+        );
+        let pgid = group.unwrap();
+        // Wait until the browser has forked its helpers (a renderer at least).
+        assert!(wait_for(Duration::from_secs(30), || group_alive(pgid) >= 2));
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let _ = child.wait();
+        assert!(
+            wait_for(Duration::from_secs(10), || group_alive(pgid) == 0),
+            "after kill {signal}: {} browser processes left",
+            group_alive(pgid)
+        );
+    }
+}

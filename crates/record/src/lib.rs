@@ -627,6 +627,13 @@ mod tests {
 
     fn full_sample() -> Sample {
         let mut s = Sample::empty(3, 1, Connection::Fresh);
+        s.painted = Some(Painted {
+            input_lead_ms: Some(1.5),
+            first_dom_ms: Some(220.0),
+            painted_ttft_ms: Some(221.5),
+            painted_last_ms: Some(900.0),
+            chunks_before_first_paint: Some(1),
+        });
         s.http_version = Some("HTTP/2".into());
         s.dns_ms = Some(0.2);
         s.connect_ms = Some(0.4);

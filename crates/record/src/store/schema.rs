@@ -700,80 +700,32 @@ mod tests {
 
     #[test]
     fn every_sample_column_appears_in_both_migrations() {
-        let (v1_cols, later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
-        let (v4_cols, later) = later.split_at(V4_SAMPLE_COLUMNS);
-        let (v5_cols, later) = later.split_at(V5_SAMPLE_COLUMNS);
-        let (v6_cols, later) = later.split_at(V6_SAMPLE_COLUMNS);
-        let (v10_cols, later) = later.split_at(V10_SAMPLE_COLUMNS);
-        let (v11_cols, v14_cols) = later.split_at(V11_SAMPLE_COLUMNS);
-        let v14 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 14).unwrap().1;
-        for col in v14_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v14(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v14 lacks {col}"
-            );
-            assert!(
-                v14(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v14 lacks {col}"
-            );
-        }
-        let v11 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 11).unwrap().1;
-        for col in v11_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v11(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v11 lacks {col}"
-            );
-            assert!(
-                v11(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v11 lacks {col}"
-            );
-        }
-        let v10 = |m: &[(i64, &'static str)]| m.iter().find(|m| m.0 == 10).unwrap().1;
-        for col in v10_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                v10(SQLITE_MIGRATIONS).contains(&pat),
-                "sqlite v10 lacks {col}"
-            );
-            assert!(
-                v10(POSTGRES_MIGRATIONS).contains(&pat),
-                "postgres v10 lacks {col}"
-            );
-        }
-        for col in v6_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[5].1.contains(&pat),
-                "sqlite v6 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[5].1.contains(&pat),
-                "postgres v6 lacks {col}"
-            );
-        }
-        for col in v5_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[4].1.contains(&pat),
-                "sqlite v5 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[4].1.contains(&pat),
-                "postgres v5 lacks {col}"
-            );
-        }
-        for col in v4_cols {
-            let pat = format!("ADD COLUMN {col} ");
-            assert!(
-                SQLITE_MIGRATIONS[3].1.contains(&pat),
-                "sqlite v4 lacks {col}"
-            );
-            assert!(
-                POSTGRES_MIGRATIONS[3].1.contains(&pat),
-                "postgres v4 lacks {col}"
-            );
+        let (v1_cols, mut later) = SAMPLE_COLUMNS.split_at(V1_SAMPLE_COLUMNS);
+        // Each later version's columns, in order; the last takes the rest.
+        let versions = [
+            (4, V4_SAMPLE_COLUMNS),
+            (5, V5_SAMPLE_COLUMNS),
+            (6, V6_SAMPLE_COLUMNS),
+            (10, V10_SAMPLE_COLUMNS),
+            (11, V11_SAMPLE_COLUMNS),
+            (14, usize::MAX),
+        ];
+        let sql = |m: &[(i64, &'static str)], v: i64| m.iter().find(|m| m.0 == v).unwrap().1;
+        for (v, n) in versions {
+            let (cols, rest) = later.split_at(n.min(later.len()));
+            later = rest;
+            assert!(!cols.is_empty(), "version {v} adds no sample column");
+            for col in cols {
+                let pat = format!("ADD COLUMN {col} ");
+                assert!(
+                    sql(SQLITE_MIGRATIONS, v).contains(&pat),
+                    "sqlite v{v} lacks {col}"
+                );
+                assert!(
+                    sql(POSTGRES_MIGRATIONS, v).contains(&pat),
+                    "postgres v{v} lacks {col}"
+                );
+            }
         }
         for col in v1_cols.iter().chain(SESSION_COLUMNS.iter()) {
             let pat = format!("\n    {col} ");

@@ -76,7 +76,7 @@ view_columns!(
 
 /// The JSON columns of `samples`, read by a scan as their text
 /// (PostgreSQL's `jsonb` cast to text).
-pub(crate) const JSON_COLUMNS: [&str; 3] = ["server_timing", "tls", "flow_steps"];
+pub(crate) const JSON_COLUMNS: [&str; 4] = ["server_timing", "tls", "flow_steps", "painted"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.

@@ -311,6 +311,13 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.first_output = Some(firsttoken_record::FirstOutput::ToolCall);
     s.incomplete_reason = Some("max_output_tokens".into());
     s.flow_wait_ms = Some(12.625);
+    s.painted = Some(firsttoken_record::Painted {
+        input_lead_ms: Some(1.375),
+        first_dom_ms: Some(230.5),
+        painted_ttft_ms: Some(233.25),
+        painted_last_ms: None,
+        chunks_before_first_paint: Some(1),
+    });
     s.flow_steps = Some(vec![
         firsttoken_record::FlowStepTime {
             name: "create \"chat\"".into(),
