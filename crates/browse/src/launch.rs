@@ -198,3 +198,30 @@ pub fn find_chromium(explicit: Option<&Path>) -> Result<PathBuf, BrowseError> {
     }
     Err(BrowseError::NoChromium)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chromium_resolves_only_the_allowed_hosts_and_stays_quiet() {
+        let f = flags(&["127.0.0.1".into(), "app.test".into()]);
+        assert!(
+            f.contains(
+                &"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE app.test"
+                    .to_string()
+            )
+        );
+        for quiet in [
+            "--disable-background-networking",
+            "--no-first-run",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--no-proxy-server",
+            "--remote-debugging-address=127.0.0.1",
+        ] {
+            assert!(f.iter().any(|a| a == quiet), "{quiet} missing: {f:?}");
+        }
+    }
+}

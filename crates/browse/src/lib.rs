@@ -376,3 +376,44 @@ impl Measured {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(url: &str) -> BrowseSpec {
+        BrowseSpec {
+            url: url.into(),
+            input: "#m".into(),
+            send: SendAction::Enter,
+            answer: ".a".into(),
+            request_match: None,
+            format: StreamFormat::Auto,
+            local_storage: vec![("k".into(), SecretValue("s3cret".into()))],
+            allow_hosts: vec!["cdn.test".into()],
+            timeout: Duration::from_secs(1),
+            settle: Duration::from_millis(1),
+            chromium: PathBuf::from("/nonexistent"),
+        }
+    }
+
+    #[test]
+    fn the_page_host_is_what_chromium_may_resolve() {
+        assert_eq!(
+            spec("http://127.0.0.1:8090/chat").host().unwrap(),
+            "127.0.0.1"
+        );
+        assert_eq!(spec("https://[::1]:443/x").host().unwrap(), "::1");
+        assert_eq!(spec("http://app.test/?q=1").host().unwrap(), "app.test");
+        assert!(spec("ftp://x/").host().is_err());
+        assert!(spec("http:///chat").host().is_err());
+        let hosts = spec("http://app.test/").resolvable_hosts().unwrap();
+        assert_eq!(hosts, ["app.test", "localhost", "127.0.0.1", "cdn.test"]);
+    }
+
+    #[test]
+    fn local_storage_values_never_print() {
+        let shown = format!("{:?}", spec("http://127.0.0.1/"));
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+}

@@ -269,10 +269,11 @@ impl Page {
                         // before this call has no time of its own.
                         if let Ok(res) = p.execute(StreamResourceContentParams::new(e.request_id.clone())).await {
                             let bytes = b64(res.result.buffered_data.as_ref());
-                            if let Some(r) = reqs.get_mut(e.request_id.inner()) {
-                                if !bytes.is_empty() && r.feed(&bytes, spec) {
-                                    r.content_unstamped = true;
-                                }
+                            if let Some(r) = reqs.get_mut(e.request_id.inner())
+                                && !bytes.is_empty()
+                                && r.feed(&bytes, spec)
+                            {
+                                r.content_unstamped = true;
                             }
                         }
                     }
@@ -350,10 +351,10 @@ impl Page {
             let ended = chosen.is_some_and(|r| r.end_s.is_some());
             // Settled: the stream ended, and the answer's last change (its
             // frame painted) is `settle` old.
-            if let (true, Some(last), Some(_)) = (ended, s.last_dom, s.last_paint) {
-                if s.now - last >= settle_ms {
-                    break s;
-                }
+            if let (true, Some(last), Some(_)) = (ended, s.last_dom, s.last_paint)
+                && s.now - last >= settle_ms
+            {
+                break s;
             }
             // Ended without text: the page gets `settle` after the end to
             // show something (a page that renders at the end does it then).
@@ -394,10 +395,10 @@ impl Page {
         if !streaming_kind {
             return None;
         }
-        if let Some(m) = &spec.request_match {
-            if !e.request.url.contains(m.as_str()) {
-                return None;
-            }
+        if let Some(m) = &spec.request_match
+            && !e.request.url.contains(m.as_str())
+        {
+            return None;
         }
         Some(Req {
             url: e.request.url.clone(),
