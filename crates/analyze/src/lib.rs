@@ -78,6 +78,7 @@ pub mod live;
 mod metric;
 pub mod parse;
 pub mod power;
+pub mod render;
 pub mod run_summary;
 pub mod samples;
 pub mod session;

@@ -32,6 +32,7 @@ macro_rules! out {
     };
 }
 
+mod browse;
 mod check;
 mod compare;
 mod demo;
@@ -89,6 +90,8 @@ enum Command {
     ImportSpans(session::ImportSpansArgs),
     /// Retry a session's test-account cleanup.
     Cleanup(session::CleanupArgs),
+    /// Measure messages in a real browser (headless Chromium): network and painted TTFT, render lag.
+    Browse(Box<browse::BrowseArgs>),
     /// Run the reference streaming LLM app (the system under test in demos).
     Refapp(Box<refapp::RefappArgs>),
     /// Relay TCP on loopback through an emulated network: delay, jitter, a rate limit.
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
             Command::Plan(args) => on_worker(plan::plan(*args)).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Refapp(args) => refapp::run(*args).await,
+            Command::Browse(args) => browse::run(*args).await,
             Command::Shape(args) => shape::run(args).await,
         }
     });

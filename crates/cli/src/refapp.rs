@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use firsttoken_refapp::{AppState, Config, DbFaultScope, Options, RouterRule, TlsSource, serve};
+use firsttoken_refapp::{
+    AppState, Config, DbFaultScope, Options, PageBuffer, RouterRule, TlsSource, serve,
+};
 
 #[derive(Debug, Args)]
 #[command(
@@ -143,6 +145,25 @@ pub struct RefappArgs {
     /// Accept this many sign-ups, then answer 403 (sign-up closed) while sign-in goes on.
     #[arg(long, value_name = "N")]
     signup_limit: Option<u64>,
+    /// Known-bad front end: the chat page (GET /chat) spends MS of main-thread work per render, re-rendering the whole message on every token.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    page_render_delay_ms: f64,
+    /// Known-bad front end: the chat page shows nothing until N content tokens have arrived, or until the answer ends (`end`).
+    #[arg(long, value_name = "N|end", value_parser = parse_page_buffer)]
+    page_buffer: Option<PageBuffer>,
+}
+
+/// `--page-buffer`: a token count or `end`.
+fn parse_page_buffer(s: &str) -> Result<PageBuffer, String> {
+    if s == "end" {
+        return Ok(PageBuffer::End);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(PageBuffer::Tokens(n)),
+        _ => Err(format!(
+            "expected a token count above 0 or `end`, got {s:?}"
+        )),
+    }
 }
 
 /// `--db-faults`.
@@ -191,7 +212,15 @@ impl TryFrom<RefappArgs> for RefappSpec {
                 ),
             },
         };
+        if !(a.page_render_delay_ms.is_finite() && a.page_render_delay_ms >= 0.0) {
+            anyhow::bail!(
+                "--page-render-delay-ms: expected a non-negative number of milliseconds, got {}",
+                a.page_render_delay_ms
+            );
+        }
         let options = Options {
+            page_render_delay: Duration::from_secs_f64(a.page_render_delay_ms / 1000.0),
+            page_buffer: a.page_buffer.unwrap_or_default(),
             database_url: a.database_url,
             upstream_url: a.upstream_url,
             upstream_key,
@@ -318,6 +347,17 @@ fn known_bad(config: &Config) -> String {
             delay.as_millis(),
             idle.as_millis()
         ));
+    }
+    if !kb.page_render_delay.is_zero() {
+        on.push(format!(
+            "page render delay {} ms",
+            kb.page_render_delay.as_secs_f64() * 1000.0
+        ));
+    }
+    match kb.page_buffer {
+        PageBuffer::Off => {}
+        PageBuffer::Tokens(n) => on.push(format!("page buffers {n} tokens")),
+        PageBuffer::End => on.push("page buffers to the end".into()),
     }
     if on.is_empty() {
         "none".into()

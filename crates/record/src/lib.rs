@@ -201,11 +201,14 @@ pub enum ErrorKind {
     /// The response was not readable HTTP once connected: too many or
     /// malformed headers, an HTTP/2 protocol error.
     Protocol,
+    /// A browser-measured page threw or logged an error (or its tab
+    /// crashed) and painted no answer; the message is the page's error.
+    PageError,
 }
 
 impl ErrorKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Tls,
@@ -216,6 +219,7 @@ impl ErrorKind {
         ErrorKind::NoContent,
         ErrorKind::Decode,
         ErrorKind::Protocol,
+        ErrorKind::PageError,
     ];
 
     /// The snake_case name used in JSON and tables.
@@ -231,6 +235,7 @@ impl ErrorKind {
             ErrorKind::NoContent => "no_content",
             ErrorKind::Decode => "decode",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::PageError => "page_error",
         }
     }
 }
@@ -277,6 +282,33 @@ pub struct TlsInfo {
     /// Full or resumed; `None` in samples stored before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handshake: Option<HandshakeKind>,
+}
+
+/// What a browser-measured message showed on screen. Times are ms from
+/// the start of the request that carried the message (the browser's
+/// `Network.requestWillBeSent`), on the clock of the sample's network
+/// stamps, so `painted_ttft_ms − ttft_ms` is the render lag.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Painted {
+    /// The user's action (the input event that sent the message) before
+    /// the request's start, ms (≥ 0 when the page sends at once).
+    pub input_lead_ms: Option<f64>,
+    /// The answer element first showed text (the DOM change).
+    pub first_dom_ms: Option<f64>,
+    /// The animation frame after that change: the first token painted.
+    pub painted_ttft_ms: Option<f64>,
+    /// The frame after the answer's last change: the last token painted.
+    pub painted_last_ms: Option<f64>,
+    /// Content chunks that had arrived when the first text was painted
+    /// (1 for a page that shows each token as it comes).
+    pub chunks_before_first_paint: Option<u64>,
+}
+
+impl Painted {
+    /// Painted minus network TTFT of `s`: what the front end added.
+    pub fn render_lag_ms(&self, s: &Sample) -> Option<f64> {
+        Some(self.painted_ttft_ms? - s.ttft_ms?)
+    }
 }
 
 /// One measured request. Times are milliseconds from the request's start
@@ -426,6 +458,11 @@ pub struct Sample {
     /// carried one (llama.cpp's `timings`); `None` otherwise.
     #[serde(default)]
     pub engine: Option<EngineTiming>,
+    /// What a real browser showed (`firsttoken browse`): the user's
+    /// action and the answer's paints, on the network stamps' clock;
+    /// `None` for a request an HTTP client sent.
+    #[serde(default)]
+    pub painted: Option<Painted>,
     /// `None` for success.
     pub error: Option<SampleError>,
 }
@@ -481,6 +518,7 @@ impl Sample {
             history_messages: None,
             request_bytes: None,
             engine: None,
+            painted: None,
             error: None,
         }
     }
@@ -612,6 +650,13 @@ mod tests {
 
     fn full_sample() -> Sample {
         let mut s = Sample::empty(3, 1, Connection::Fresh);
+        s.painted = Some(Painted {
+            input_lead_ms: Some(1.5),
+            first_dom_ms: Some(220.0),
+            painted_ttft_ms: Some(221.5),
+            painted_last_ms: Some(900.0),
+            chunks_before_first_paint: Some(1),
+        });
         s.http_version = Some("HTTP/2".into());
         s.dns_ms = Some(0.2);
         s.connect_ms = Some(0.4);

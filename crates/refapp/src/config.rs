@@ -193,6 +193,25 @@ pub struct Options {
     /// (closed, as on apps that allow only the first account or an
     /// admin's invitations) while sign-in goes on. `None`: open.
     pub signup_limit: Option<u64>,
+    /// Known-bad front end: the chat page (`GET /chat`) spends this long
+    /// on the main thread per render (it re-renders the whole message on
+    /// every token); zero: no delay.
+    pub page_render_delay: Duration,
+    /// Known-bad front end: the chat page shows nothing until this much
+    /// of the answer has arrived.
+    pub page_buffer: PageBuffer,
+}
+
+/// When the chat page first shows the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PageBuffer {
+    /// Every token as it arrives.
+    #[default]
+    Off,
+    /// Nothing until this many content tokens (or the end).
+    Tokens(u32),
+    /// Nothing until the answer ends.
+    End,
 }
 
 /// Which answer paths the known-bad database modes apply to.
@@ -268,6 +287,8 @@ impl Default for Options {
             process_time_header: false,
             admin_token: None,
             signup_limit: None,
+            page_render_delay: Duration::ZERO,
+            page_buffer: PageBuffer::Off,
         }
     }
 }
@@ -304,6 +325,8 @@ impl fmt::Debug for Options {
             .field("process_time_header", &self.process_time_header)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
             .field("signup_limit", &self.signup_limit)
+            .field("page_render_delay", &self.page_render_delay)
+            .field("page_buffer", &self.page_buffer)
             .finish()
     }
 }
@@ -325,6 +348,10 @@ pub struct KnownBad {
     pub db_connect_per_call: bool,
     /// Where the database modes apply.
     pub db_fault_scope: DbFaultScope,
+    /// The chat page's main-thread cost per render.
+    pub page_render_delay: Duration,
+    /// When the chat page first shows the answer.
+    pub page_buffer: PageBuffer,
 }
 
 impl From<&Options> for KnownBad {
@@ -337,6 +364,8 @@ impl From<&Options> for KnownBad {
             cold_start: o.cold_start.map(|d| (d, o.cold_start_idle)),
             db_connect_per_call: o.db_connect_per_call,
             db_fault_scope: o.db_fault_scope,
+            page_render_delay: o.page_render_delay,
+            page_buffer: o.page_buffer,
         }
     }
 }
@@ -534,6 +563,15 @@ impl Config {
                     return Err(ConfigError::new(field, "is empty"));
                 }
             }
+        }
+        if options.page_render_delay > Duration::from_secs(10) {
+            return Err(ConfigError::new("page_render_delay", "is over 10 s"));
+        }
+        if options.page_buffer == PageBuffer::Tokens(0) {
+            return Err(ConfigError::new(
+                "page_buffer",
+                "buffering 0 tokens is no buffering: leave it off",
+            ));
         }
         if options.cold_start.is_some() && options.cold_start_idle.is_zero() {
             return Err(ConfigError::new(

@@ -11,6 +11,8 @@
 //!   `{"conversation_id"?: int, "message": string}` with a bearer token →
 //!   an SSE stream of OpenAI `chat.completion.chunk`s.
 //! - `GET /api/conversations/{id}/messages`, `GET /health`, `GET /version`.
+//! - `GET /chat`: a chat page (one HTML file, plain JavaScript) streaming
+//!   `/api/chat` into the page, with known-bad render modes.
 //! - `DELETE /api/admin/users/{id}` with the admin token (`admin_token`)
 //!   → 204 (404: no such user); a user's token gets 403, none 401. With
 //!   `signup_limit`, sign-up closes (403) after that many accounts.
@@ -51,6 +53,7 @@ mod api;
 mod auth;
 pub mod config;
 mod http;
+mod page;
 mod remote;
 pub mod retrieve;
 pub mod route;
@@ -70,7 +73,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{Config, ConfigError, Database, DbFaultScope, KnownBad, Options, TlsSource};
+pub use config::{
+    Config, ConfigError, Database, DbFaultScope, KnownBad, Options, PageBuffer, TlsSource,
+};
 pub use retrieve::DocIndex;
 pub use route::RouterRule;
 pub use store::{Store, StoreError, StoreOptions};
@@ -289,6 +294,7 @@ pub fn app(state: AppState) -> Router {
             "/api/admin/users/{id}",
             axum::routing::delete(api::admin_delete_user),
         )
+        .route("/chat", get(page::chat_page))
         .route("/health", get(api::health))
         .route("/version", get(api::version))
         .fallback(api::not_found)

@@ -94,6 +94,15 @@ pub fn signed(unit: Unit, v: f64) -> String {
     }
 }
 
+/// A count that may be a median of counts: `3`, `2.5`.
+pub fn count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 /// A ratio: `2.93×`.
 pub fn ratio(r: f64) -> String {
     value(Unit::Ratio, r)

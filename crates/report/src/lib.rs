@@ -28,6 +28,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod browse;
 pub mod doc;
 pub mod doc_engine;
 pub mod doc_traces;

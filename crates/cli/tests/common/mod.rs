@@ -371,3 +371,23 @@ pub fn wait_for_samples(child: &mut Child, store: &str, n: i64) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The Chromium for browser tests (`.ci/run` installs Debian's, pinned,
+/// and names it in `FIRSTTOKEN_TEST_CHROMIUM`), or `None`, after saying
+/// why, when `test` must skip: only outside CI (`CI` set: it never skips).
+pub fn chromium(test: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var("FIRSTTOKEN_TEST_CHROMIUM")
+        .ok()
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        let why = "FIRSTTOKEN_TEST_CHROMIUM does not name a Chromium executable \
+                   (.ci/run installs Debian's chromium and sets it)";
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "in CI this test never skips: {why}"
+        );
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    found
+}

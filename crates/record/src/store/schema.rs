@@ -51,6 +51,9 @@
 //!   (`request_bytes`).
 //! - version 13 adds the engine's own timing (`engine`, JSON, its source
 //!   `CHECK`ed against the [`crate::EngineSource`] names).
+//! - version 14 adds what a real browser showed (`firsttoken browse`): the
+//!   first token painted (`painted_ttft_ms`) and the rest of
+//!   [`crate::Painted`] (`painted`, JSON).
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -79,6 +82,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (11, include_str!("migrations/sqlite/0011_flows.sql")),
     (12, include_str!("migrations/sqlite/0012_conversations.sql")),
     (13, include_str!("migrations/sqlite/0013_engine_timing.sql")),
+    (14, include_str!("migrations/sqlite/0014_painted.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -105,6 +109,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
         13,
         include_str!("migrations/postgres/0013_engine_timing.sql"),
     ),
+    (14, include_str!("migrations/postgres/0014_painted.sql")),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying
@@ -155,7 +160,7 @@ pub(crate) const SESSION_COLUMNS: [&str; 17] = [
 
 /// The `samples` columns (all but the row id), in storage order. Also the
 /// CSV export's header.
-pub const SAMPLE_COLUMNS: [&str; 60] = [
+pub const SAMPLE_COLUMNS: [&str; 62] = [
     "session_id",
     "seq",
     "phase",
@@ -216,6 +221,8 @@ pub const SAMPLE_COLUMNS: [&str; 60] = [
     "history_messages",
     "request_bytes",
     "engine",
+    "painted_ttft_ms",
+    "painted",
 ];
 
 /// How many of [`SAMPLE_COLUMNS`] the first migration creates.
@@ -224,8 +231,16 @@ const V1_SAMPLE_COLUMNS: usize = 40;
 /// The later migrations that add `samples` columns, with how many of
 /// [`SAMPLE_COLUMNS`] each adds, in column order after the first 40.
 #[cfg(test)]
-const ADDED_SAMPLE_COLUMNS: [(i64, usize); 7] =
-    [(4, 5), (5, 1), (6, 4), (10, 4), (11, 2), (12, 3), (13, 1)];
+const ADDED_SAMPLE_COLUMNS: [(i64, usize); 8] = [
+    (4, 5),
+    (5, 1),
+    (6, 4),
+    (10, 4),
+    (11, 2),
+    (12, 3),
+    (13, 1),
+    (14, 2),
+];
 
 /// One column value, typed so each backend can bind it natively.
 #[derive(Debug, Clone, PartialEq)]
@@ -509,6 +524,23 @@ fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
         e.check()?;
     }
     out.opt_json(&s.engine)?;
+    match &s.painted {
+        Some(p) => {
+            out.put(duration("painted_ttft_ms", p.painted_ttft_ms)?);
+            for (name, v) in [
+                ("painted.input_lead_ms", p.input_lead_ms),
+                ("painted.first_dom_ms", p.first_dom_ms),
+                ("painted.painted_last_ms", p.painted_last_ms),
+            ] {
+                opt_real(name, v)?;
+            }
+            out.opt_json(&s.painted)?;
+        }
+        None => {
+            out.put(Cell::Null);
+            out.put(Cell::Null);
+        }
+    }
     Ok(())
 }
 
@@ -668,6 +700,7 @@ pub(crate) fn sample_from(r: &impl RowGet) -> Result<SampleRow, String> {
         history_messages: r.opt_u32("history_messages")?,
         request_bytes: r.opt_u64("request_bytes")?,
         engine: r.typed_json::<crate::EngineTiming>("engine")?,
+        painted: r.typed_json::<crate::Painted>("painted")?,
         error,
     };
     let prompt = match (r.opt_u32("prompt_index")?, r.opt_text("prompt_hash")?) {

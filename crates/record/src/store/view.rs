@@ -82,7 +82,8 @@ view_columns!(
 
 /// The JSON columns of `samples`, read by a scan as their text
 /// (PostgreSQL's `jsonb` cast to text).
-pub(crate) const JSON_COLUMNS: [&str; 4] = ["server_timing", "tls", "flow_steps", "engine"];
+pub(crate) const JSON_COLUMNS: [&str; 5] =
+    ["server_timing", "tls", "flow_steps", "engine", "painted"];
 
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.

@@ -314,6 +314,13 @@ pub fn full_row(session_id: &str, seq: u64, actual_start_ms: f64) -> SampleRow {
     s.turn = Some(3);
     s.history_messages = Some(4);
     s.request_bytes = Some(1234);
+    s.painted = Some(firsttoken_record::Painted {
+        input_lead_ms: Some(1.375),
+        first_dom_ms: Some(230.5),
+        painted_ttft_ms: Some(233.25),
+        painted_last_ms: None,
+        chunks_before_first_paint: Some(1),
+    });
     s.flow_steps = Some(vec![
         firsttoken_record::FlowStepTime {
             name: "create \"chat\"".into(),

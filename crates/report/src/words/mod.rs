@@ -32,6 +32,7 @@ mod findings;
 pub mod flow;
 mod limits;
 pub mod plan;
+pub mod render;
 mod routes;
 pub mod run;
 pub mod sections;

@@ -1,0 +1,206 @@
+//! `firsttoken browse`: arguments → a validated [`BrowseSpec`] → the
+//! browser client (`firsttoken-browse`) → one line (or JSON object) per
+//! message and a summary from the report crate.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+
+use firsttoken_browse::{BrowseSpec, Browser, SecretValue, SendAction};
+use firsttoken_record::{Connection, Sample};
+
+use crate::{EXIT_FAILED_REQUESTS, out};
+
+/// Fresh or returning visits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VisitArg {
+    /// One page for every message: a returning user in one conversation.
+    Warm,
+    /// A new browser context (no cookies, no cache, new connections) and a
+    /// fresh page load for every message: a first visit each time.
+    Fresh,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  firsttoken browse http://127.0.0.1:8090/chat --input '#message' --answer '.assistant' \\
+      --local-storage 'refapp_token=$REFAPP_TOKEN' --message 'Hello' -n 20
+
+Stamps per message, on the browser's clock, in ms from the request that carries the message:
+the user's action (a negative lead), the request sent, response head, first data, the first
+content token as the network saw it (ttft), the first token painted on screen, the last one.
+Render lag = painted − network TTFT. Chromium resolves only the page's host, loopback and
+--allow-host names; its background networking is off.
+
+EXIT STATUS: 0 every message painted an answer, 1 some did not, 2 usage or configuration error.")]
+pub struct BrowseArgs {
+    /// The chat page to open.
+    url: String,
+    /// CSS selector of the message input.
+    #[arg(long, value_name = "SELECTOR")]
+    input: String,
+    /// CSS selector of the answer element (the last match after sending is the answer).
+    #[arg(long, value_name = "SELECTOR")]
+    answer: String,
+    /// How to send: `enter`, or the CSS selector of a send button to click.
+    #[arg(long, value_name = "enter|SELECTOR", default_value = "enter")]
+    send: String,
+    /// The message to send (repeatable; cycled through for -n).
+    #[arg(long, short = 'm', value_name = "TEXT", default_value = "Hello")]
+    message: Vec<String>,
+    /// Messages to measure.
+    #[arg(short = 'n', long, default_value_t = 1)]
+    count: u32,
+    /// Warm: one page, messages in one conversation; fresh: a new context and page load each.
+    #[arg(long, value_enum, default_value_t = VisitArg::Warm)]
+    visit: VisitArg,
+    /// A localStorage entry set before the page's scripts run, KEY=VALUE; a value `$NAME`
+    /// reads the environment variable NAME (for sign-in tokens: never printed).
+    #[arg(long = "local-storage", value_name = "KEY=VALUE")]
+    local_storage: Vec<String>,
+    /// Only a request whose URL contains this carries the message (default: the first
+    /// request after the action whose body has a content token).
+    #[arg(long, value_name = "TEXT")]
+    request_match: Option<String>,
+    /// A further host name Chromium may resolve (a CDN the page loads from); repeatable.
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+    /// Longest wait for one message, from the action to its last paint.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    timeout_ms: u64,
+    /// How long the answer must stay unchanged after the stream ends to count as done.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    settle_ms: u64,
+    /// The Chromium executable [default: FIRSTTOKEN_CHROMIUM, else chromium on PATH].
+    #[arg(long, value_name = "PATH")]
+    chromium: Option<PathBuf>,
+    /// One JSON object per message (snake_case keys, ms) instead of lines.
+    #[arg(long)]
+    json: bool,
+    /// Seed of the bootstrap behind the render lag's interval.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+/// Validated `browse` arguments.
+struct Spec {
+    browse: BrowseSpec,
+    messages: Vec<String>,
+    count: u32,
+    visit: VisitArg,
+    json: bool,
+    seed: u64,
+}
+
+impl TryFrom<BrowseArgs> for Spec {
+    type Error = anyhow::Error;
+
+    fn try_from(a: BrowseArgs) -> anyhow::Result<Spec> {
+        if a.count == 0 {
+            bail!("-n: at least one message");
+        }
+        if a.message.iter().any(|m| m.trim().is_empty()) {
+            bail!("--message: a message cannot be empty");
+        }
+        if a.timeout_ms == 0 {
+            bail!("--timeout-ms: must be above 0");
+        }
+        let chromium = firsttoken_browse::find_chromium(a.chromium.as_deref())?;
+        let mut local_storage = Vec::new();
+        for entry in &a.local_storage {
+            let Some((k, v)) = entry.split_once('=') else {
+                bail!("--local-storage {entry:?}: expected KEY=VALUE");
+            };
+            let value = match v.strip_prefix('$') {
+                Some(name) => std::env::var(name).with_context(|| {
+                    format!("--local-storage {k}: the environment variable {name} is not set")
+                })?,
+                None => v.to_string(),
+            };
+            local_storage.push((k.to_string(), SecretValue(value)));
+        }
+        let mut browse = BrowseSpec::new(&a.url, &a.input, &a.answer)?;
+        browse.send = if a.send == "enter" {
+            SendAction::Enter
+        } else {
+            SendAction::Click(a.send)
+        };
+        browse.request_match = a.request_match;
+        browse.local_storage = local_storage;
+        browse.allow_hosts = a.allow_host;
+        browse.timeout = Duration::from_millis(a.timeout_ms);
+        browse.settle = Duration::from_millis(a.settle_ms);
+        browse.chromium = chromium;
+        Ok(Spec {
+            browse,
+            messages: a.message,
+            count: a.count,
+            visit: a.visit,
+            json: a.json,
+            seed: a.seed,
+        })
+    }
+}
+
+/// Run `firsttoken browse`.
+pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
+    let spec = Spec::try_from(args)?;
+    let shutdown = crate::shutdown_token();
+    let work = measure_all(&spec);
+    let results = tokio::select! {
+        r = work => r?,
+        _ = shutdown.cancelled() => {
+            // The browser was dropped with the measuring future: its
+            // process group is gone.
+            eprintln!("interrupted");
+            return Ok(ExitCode::from(EXIT_FAILED_REQUESTS));
+        }
+    };
+    let all_ok = results.iter().all(|s| s.error.is_none());
+    if !spec.json {
+        let settings = firsttoken_analyze::Settings::new(spec.seed);
+        out::text(format_args!(
+            "{}",
+            firsttoken_report::browse::summary(&results, &settings)
+        ));
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILED_REQUESTS)
+    })
+}
+
+async fn measure_all(spec: &Spec) -> anyhow::Result<Vec<Sample>> {
+    let browser = Browser::launch(&spec.browse).await?;
+    let mut page = Some(browser.open(&spec.browse).await?);
+    let mut results = Vec::new();
+    for i in 0..spec.count {
+        let message = &spec.messages[i as usize % spec.messages.len()];
+        if spec.visit == VisitArg::Fresh && i > 0 {
+            // The previous context's tab goes first.
+            drop(page.take());
+            page = Some(browser.open(&spec.browse).await?);
+        }
+        let Some(p) = page.as_ref() else { break };
+        let m = p.measure(message, &spec.browse).await?;
+        // A first visit's first request opens connections; later messages
+        // of a warm page may reuse them (the browser's timing says).
+        let connection = if m.connect_ms.is_some() {
+            Connection::Fresh
+        } else {
+            Connection::Reused
+        };
+        let s = m.to_sample(u64::from(i), 0, connection);
+        if spec.json {
+            out::line(format_args!("{}", serde_json::to_string(&s)?));
+        } else {
+            out::text(format_args!("{}", firsttoken_report::browse::line(&s)));
+        }
+        results.push(s);
+    }
+    Ok(results)
+}

@@ -1,0 +1,367 @@
+//! `firsttoken browse` in a real headless Chromium against the reference
+//! app's chat page, everything on loopback: the painted TTFT minus the
+//! network TTFT is the page's configured render delay, a buffering page is
+//! flagged, and a page that shows nothing ends in a named error.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use common::{EmulatorProcess, firsttoken, text};
+
+/// Sign up on the app at `base` (`http://127.0.0.1:PORT`); the bearer token.
+fn sign_up(base: &str) -> String {
+    let addr = base.strip_prefix("http://").expect("http base");
+    let body = r#"{"email":"browser@bench.invalid","password":"password123"}"#;
+    let mut s = TcpStream::connect(addr).expect("connect to the app");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "POST /api/auth/signup HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("sign-up response");
+    let json = out.split("\r\n\r\n").nth(1).expect("a body");
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
+    v["token"].as_str().expect("a token").to_string()
+}
+
+struct World {
+    _emu: EmulatorProcess,
+    app: EmulatorProcess,
+    _dir: tempfile::TempDir,
+    token: String,
+}
+
+/// The emulator (TTFT 150 ms, a token every 60 ms: slower than any render
+/// delay here, so no token arrives while the page renders the first) and
+/// the app with `page` flags.
+fn world(page: &[&str]) -> World {
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "150",
+        "--itl-ms",
+        "60",
+        "--tokens",
+        "8",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("app.db");
+    let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), page);
+    let token = sign_up(&app.base);
+    World {
+        _emu: emu,
+        app,
+        _dir: dir,
+        token,
+    }
+}
+
+fn browse(w: &World, chromium: &Path, extra: &[&str]) -> std::process::Output {
+    browse_on(w, chromium, "#message", ".assistant", extra)
+}
+
+fn browse_on(
+    w: &World,
+    chromium: &Path,
+    input: &str,
+    answer: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let url = format!("{}/chat", w.app.base);
+    let mut args = vec![
+        "browse",
+        &url,
+        "--input",
+        input,
+        "--answer",
+        answer,
+        "--local-storage",
+        "refapp_token=$FT_TEST_TOKEN",
+        "--chromium",
+        chromium.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    firsttoken(&args, &[("FT_TEST_TOKEN", &w.token)])
+}
+
+fn samples(out: &std::process::Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn f(v: &serde_json::Value, key: &str) -> f64 {
+    v.pointer(key)
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn render_lag_is_the_pages_render_delay() {
+    let Some(chromium) = common::chromium("render_lag_is_the_pages_render_delay") else {
+        return;
+    };
+    const DELAY_MS: f64 = 25.0;
+    let w = world(&["--page-render-delay-ms", "25"]);
+    let out = browse(
+        &w,
+        &chromium,
+        &["-n", "12", "--json", "--message", "Hello there"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let samples = samples(&out);
+    assert_eq!(samples.len(), 12);
+    let mut lags = Vec::new();
+    let mut chunks_before = Vec::new();
+    for s in &samples {
+        assert!(s["error"].is_null(), "{s}");
+        // One clock: the action, the request, the network's first token,
+        // the DOM change, its frame, the last paint, in that order.
+        let lead = f(s, "/painted/input_lead_ms");
+        assert!((0.0..1000.0).contains(&lead), "{s}");
+        let (ttft, dom, painted, last) = (
+            f(s, "/ttft_ms"),
+            f(s, "/painted/first_dom_ms"),
+            f(s, "/painted/painted_ttft_ms"),
+            f(s, "/painted/painted_last_ms"),
+        );
+        assert!(f(s, "/headers_ms") <= ttft, "{s}");
+        assert!(ttft >= 150.0, "the emulator's TTFT is 150 ms: {s}");
+        assert!(ttft < dom && dom <= painted && painted <= last, "{s}");
+        // Eight tokens; two may share one delivery on a busy machine.
+        assert!((1.0..=8.0).contains(&f(s, "/content_chunks")), "{s}");
+        chunks_before.push(f(s, "/painted/chunks_before_first_paint"));
+        lags.push(painted - ttft);
+    }
+    // Each token is shown as it comes: the first paint follows the first
+    // chunk, not a later one.
+    assert_eq!(median(chunks_before), 1.0);
+    let m = median(lags.clone());
+    assert!(
+        (m - DELAY_MS).abs() <= 5.0,
+        "median render lag {m:.2} ms, configured {DELAY_MS} ms: {lags:?}"
+    );
+}
+
+#[test]
+fn a_page_that_buffers_is_flagged() {
+    let Some(chromium) = common::chromium("a_page_that_buffers_is_flagged") else {
+        return;
+    };
+    let w = world(&["--page-buffer", "end"]);
+    let out = browse(&w, &chromium, &["-n", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("The front end buffers: in most answers nothing was painted until the last token had arrived."),
+        "{said}"
+    );
+    assert!(said.contains("after 8 of 8 chunks"), "{said}");
+
+    let w = world(&["--page-buffer", "4"]);
+    let out = browse(&w, &chromium, &["-n", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("the first paint came after 4 tokens had arrived (median)"),
+        "{said}"
+    );
+
+    // The same app without buffering: no such sentence.
+    let w = world(&[]);
+    let out = browse(&w, &chromium, &["-n", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("Render lag"), "{said}");
+    assert!(!said.contains("buffers"), "{said}");
+}
+
+#[test]
+fn a_page_that_shows_nothing_ends_in_a_named_error() {
+    let Some(chromium) = common::chromium("a_page_that_shows_nothing_ends_in_a_named_error") else {
+        return;
+    };
+    let w = world(&[]);
+    // The answer streams, but into no element the selector names.
+    let out = browse_on(&w, &chromium, "#message", "#no-such-answer", &["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let s = &samples(&out)[0];
+    assert_eq!(s["error"]["kind"], "no_content", "{s}");
+    assert!(
+        f(s, "/ttft_ms") >= 150.0,
+        "the network still saw the token: {s}"
+    );
+
+    // The input selector matches nothing: the page cannot be used.
+    let out = browse_on(&w, &chromium, "#no-such-input", ".assistant", &["--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let s = &samples(&out)[0];
+    assert_eq!(s["error"]["kind"], "page_error", "{s}");
+
+    // Without a token the page's request gets 401 and it logs an error.
+    let url = format!("{}/chat", w.app.base);
+    let out = firsttoken(
+        &[
+            "browse",
+            &url,
+            "--input",
+            "#message",
+            "--answer",
+            ".assistant",
+            "--json",
+            "--chromium",
+            chromium.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let s = &samples(&out)[0];
+    assert_eq!(s["error"]["kind"], "page_error", "{s}");
+    assert!(
+        s["error"]["message"].as_str().unwrap().contains("401"),
+        "{s}"
+    );
+}
+
+/// Every process whose parent is `pid`, with its process group.
+#[cfg(target_os = "linux")]
+fn children(pid: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp …; comm may hold spaces, so split after ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.get(1).and_then(|v| v.parse::<u32>().ok()) == Some(pid) {
+            out.push((p, f[2].parse().unwrap_or(0)));
+        }
+    }
+    out
+}
+
+/// Processes still alive (not zombies) in process group `pgid`.
+#[cfg(target_os = "linux")]
+fn group_alive(pgid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|stat| {
+            let rest = stat.rsplit_once(')')?.1.to_string();
+            let f: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+            Some((f.first()?.clone(), f.get(2)?.parse::<u32>().ok()?))
+        })
+        .filter(|(state, g)| *g == pgid && state != "Z")
+        .count()
+}
+
+/// Poll `cond` every 20 ms for up to `within`.
+fn wait_for(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + within;
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
+    let Some(chromium) = common::chromium("the_browser_is_reaped_on_ctrl_c_and_on_kill") else {
+        return;
+    };
+    // An upstream that takes a minute: the message is in flight when the
+    // signal comes.
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "60000",
+        "--tokens",
+        "2",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("app.db");
+    let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), &[]);
+    let token = sign_up(&app.base);
+    let url = format!("{}/chat", app.base);
+    for signal in ["-INT", "-KILL"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))
+            .args([
+                "browse",
+                &url,
+                "--input",
+                "#message",
+                "--answer",
+                ".assistant",
+                "--local-storage",
+                "refapp_token=$FT_TEST_TOKEN",
+                "--chromium",
+                chromium.to_str().unwrap(),
+            ])
+            .env("FT_TEST_TOKEN", &token)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Chromium is the child in a process group of its own.
+        let mut group = None;
+        assert!(
+            wait_for(Duration::from_secs(30), || {
+                group = children(pid)
+                    .into_iter()
+                    .map(|(_, g)| g)
+                    .find(|g| *g != 0 && *g != pid);
+                group.is_some()
+            }),
+            "no browser started"
+        );
+        let pgid = group.unwrap();
+        // Wait until the browser has forked its helpers (a renderer at least).
+        assert!(wait_for(Duration::from_secs(30), || group_alive(pgid) >= 2));
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let _ = child.wait();
+        assert!(
+            wait_for(Duration::from_secs(10), || group_alive(pgid) == 0),
+            "after kill {signal}: {} browser processes left",
+            group_alive(pgid)
+        );
+    }
+}
