@@ -62,6 +62,11 @@ pub(crate) fn flags(allowed_hosts: &[String]) -> Vec<String> {
         "--disable-renderer-backgrounding",
         "--disable-background-timer-throttling",
         "--disable-backgrounding-occluded-windows",
+        // Frames when there is something to draw, not on a 60 Hz tick:
+        // the painted stamp is then the first frame that can show the
+        // text, not that frame plus the wait for a virtual display's vsync.
+        "--disable-frame-rate-limit",
+        "--disable-gpu-vsync",
         "--disable-features=Translate,OptimizationHints,OptimizationGuideModelDownloading,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,HttpsUpgrades,PrivacySandboxSettings4,NetworkTimeServiceQuerying,SafeBrowsingAsyncRealTimeCheck",
         "--remote-debugging-port=0",
         "--remote-debugging-address=127.0.0.1",

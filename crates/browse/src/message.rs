@@ -258,8 +258,14 @@ impl Page {
         let settle_ms = spec.settle.as_secs_f64() * 1000.0;
         let mut timed_out = false;
         let mut crash = false;
+        let mut tick = false;
         let stamps: PageStamps = loop {
+            // Biased, in causal order: every event of a request is in its
+            // channel only after the ones before it on the wire, so taking
+            // `requestWillBeSent` first never leaves a response or its data
+            // for a request not yet known.
             tokio::select! {
+                biased;
                 Some(e) = will_send.next() => {
                     if let Some(r) = self.candidate(&e, spec) {
                         let id = e.request_id.inner().clone();
@@ -332,10 +338,15 @@ impl Page {
                     crash = true;
                     error = Some("the tab crashed".into());
                 }
-                _ = poll.tick() => {}
+                _ = poll.tick() => { tick = true; }
             }
             if crash {
                 return Ok(page_error("the tab crashed".into()));
+            }
+            // The page is read on the poll only: an evaluation per network
+            // event would put work on the page's main thread while it renders.
+            if !std::mem::take(&mut tick) {
+                continue;
             }
             let chosen = choose(&reqs, &order);
             let url = chosen.map(|r| r.url.clone());
@@ -385,12 +396,9 @@ impl Page {
         let kind = e.r#type.clone();
         let streaming_kind = matches!(
             kind,
-            Some(
-                ResourceType::Fetch
-                    | ResourceType::Xhr
-                    | ResourceType::EventSource
-                    | ResourceType::Other
-            ) | None
+            // What a page's script sends; not `Other` (the favicon, a
+            // prefetch), which may start before the action.
+            Some(ResourceType::Fetch | ResourceType::Xhr | ResourceType::EventSource)
         );
         if !streaming_kind {
             return None;
@@ -420,6 +428,10 @@ impl Page {
 impl Req {
     /// Feed body bytes; true when they carried a content token.
     fn feed(&mut self, bytes: &[u8], spec: &BrowseSpec) -> bool {
+        // An error response's body is no answer, whatever it holds.
+        if self.status.is_some_and(|s| !(200..300).contains(&s)) {
+            return false;
+        }
         let ct = self.content_type.clone();
         let d = self
             .decoder
@@ -497,6 +509,12 @@ fn assemble(r: Option<&Req>, s: &PageStamps, error: Option<String>, timed_out: b
     // Text painted while the network carried no content token and the page
     // reported an error is the page's error message, not an answer.
     let network_content = r.is_some_and(|r| !r.content_s.is_empty() || r.content_unstamped);
+    // A refused request is an error even when the page's console said
+    // nothing (or said it after the end was seen).
+    let error = error.or_else(|| {
+        let st = r?.status.filter(|s| *s >= 400)?;
+        (!network_content).then(|| format!("the message's request got HTTP {st}"))
+    });
     let painted = painted && (network_content || error.is_none());
     let error = match (painted, timed_out, error) {
         (true, _, _) => None,

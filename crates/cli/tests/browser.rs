@@ -12,6 +12,15 @@ use std::time::Duration;
 
 use common::{EmulatorProcess, firsttoken, text};
 
+/// One browser at a time: the render-lag test measures the page's main
+/// thread, which other tests' browsers on the same cores would delay.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    // A test that panicked while holding it leaves nothing to clean up.
+    ONE_BROWSER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Sign up on the app at `base` (`http://127.0.0.1:PORT`); the bearer token.
 fn sign_up(base: &str) -> String {
     let addr = base.strip_prefix("http://").expect("http base");
@@ -121,6 +130,7 @@ fn render_lag_is_the_pages_render_delay() {
     let Some(chromium) = common::chromium("render_lag_is_the_pages_render_delay") else {
         return;
     };
+    let _one = one_browser();
     const DELAY_MS: f64 = 25.0;
     let w = world(&["--page-render-delay-ms", "25"]);
     let out = browse(
@@ -128,7 +138,12 @@ fn render_lag_is_the_pages_render_delay() {
         &chromium,
         &["-n", "12", "--json", "--message", "Hello there"],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
     let samples = samples(&out);
     assert_eq!(samples.len(), 12);
     let mut lags = Vec::new();
@@ -168,9 +183,15 @@ fn a_page_that_buffers_is_flagged() {
     let Some(chromium) = common::chromium("a_page_that_buffers_is_flagged") else {
         return;
     };
+    let _one = one_browser();
     let w = world(&["--page-buffer", "end"]);
     let out = browse(&w, &chromium, &["-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
     let said = text(&out.stdout);
     assert!(
         said.contains("The front end buffers: in most answers nothing was painted until the last token had arrived."),
@@ -180,7 +201,12 @@ fn a_page_that_buffers_is_flagged() {
 
     let w = world(&["--page-buffer", "4"]);
     let out = browse(&w, &chromium, &["-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
     let said = text(&out.stdout);
     assert!(
         said.contains("the first paint came after 4 tokens had arrived (median)"),
@@ -190,7 +216,12 @@ fn a_page_that_buffers_is_flagged() {
     // The same app without buffering: no such sentence.
     let w = world(&[]);
     let out = browse(&w, &chromium, &["-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{} {}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
     let said = text(&out.stdout);
     assert!(said.contains("Render lag"), "{said}");
     assert!(!said.contains("buffers"), "{said}");
@@ -201,6 +232,7 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
     let Some(chromium) = common::chromium("a_page_that_shows_nothing_ends_in_a_named_error") else {
         return;
     };
+    let _one = one_browser();
     let w = world(&[]);
     // The answer streams, but into no element the selector names.
     let out = browse_on(&w, &chromium, "#message", "#no-such-answer", &["--json"]);
@@ -234,7 +266,13 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{} {}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
     let s = &samples(&out)[0];
     assert_eq!(s["error"]["kind"], "page_error", "{s}");
     assert!(
@@ -301,6 +339,7 @@ fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
     let Some(chromium) = common::chromium("the_browser_is_reaped_on_ctrl_c_and_on_kill") else {
         return;
     };
+    let _one = one_browser();
     // An upstream that takes a minute: the message is in flight when the
     // signal comes.
     let emu = EmulatorProcess::start_with(&[
