@@ -105,7 +105,7 @@ name = "chat"
 path = "/v1/chat/completions"
 # No prompt-cache reuse between identical prompts (every request prefills),
 # and no early end: a random model may sample its end token first.
-body = '{{"model": "tiny", "stream": true, "max_tokens": 24, "ignore_eos": true, "cache_prompt": false, "messages": [{{"role": "user", "content": "{{prompt}}"}}]}}'
+body = '{{"model": "tiny", "stream": true, "max_tokens": 96, "ignore_eos": true, "cache_prompt": false, "messages": [{{"role": "user", "content": "{{prompt}}"}}]}}'
 format = "openai-chat"
 
 # Prompts of about 80 tokens: a prefill long enough to read against the
