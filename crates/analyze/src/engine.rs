@@ -42,7 +42,7 @@ use crate::estimate::{Percentile, Stat};
 use crate::finding::Finding;
 use crate::frame::{Frame, Obs, PhaseKind};
 use crate::samples::Samples;
-use crate::traces::{TraceScope, WallReason, judge_wall};
+use crate::traces::{TraceScope, WAIT_DOMINANCE, WallReason, judge_wall};
 
 /// Whose clock an engine figure comes from; figures of two clocks are
 /// never pooled.
@@ -436,7 +436,7 @@ fn walls(groups: &BTreeMap<SplitKey, Pairs>, settings: &Settings) -> Vec<EngineW
             })
             .collect();
         let reason = match (levels.last(), b_prefill.percentile(Percentile::P50)) {
-            (Some(top), Some(p)) => judge_wall(&top.rest_change, &top.prefill_ratio, p),
+            (Some(top), Some(p)) => attribute(top, p),
             _ => WallReason::CannotTell,
         };
         out.push(EngineWall {
@@ -450,6 +450,30 @@ fn walls(groups: &BTreeMap<SplitKey, Pairs>, settings: &Settings) -> Vec<EngineW
         });
     }
     out
+}
+
+/// The wall's reason at the highest level `top`, the baseline prefill
+/// median being `base` ms: the span join's rule ([`judge_wall`]), except
+/// that a prefill that rose is still "requests queued for the engine" when
+/// its largest possible growth, in ms, is at most [`WAIT_DOMINANCE`] of
+/// the rest's smallest possible rise: the queue then explains at least
+/// 10/11 of the combined rise (on a shared CPU, requests waiting in the
+/// engine's HTTP threads slow its one compute thread a little).
+fn attribute(top: &EngineLevel, base: f64) -> WallReason {
+    let reason = judge_wall(&top.rest_change, &top.prefill_ratio, base);
+    let bound = top
+        .prefill_ratio
+        .estimate
+        .ci()
+        .map(|ci| ((ci.upper - 1.0) * base).max(0.0));
+    let dominated = match (bound, top.rest_change.estimate.ci()) {
+        (Some(b), Some(ci)) => b <= WAIT_DOMINANCE * ci.lower,
+        _ => false,
+    };
+    match reason {
+        WallReason::Both if dominated => WallReason::WaitedForWorker,
+        r => r,
+    }
 }
 
 #[cfg(test)]
@@ -505,6 +529,26 @@ mod tests {
         let ci = top.rest_change.estimate.ci().unwrap();
         assert!(ci.lower > 100.0, "{ci:?}");
         assert_eq!(w.reason, WallReason::WaitedForWorker);
+    }
+
+    #[test]
+    fn prefill_that_grows_a_little_beside_a_long_queue_is_still_the_queue() {
+        // Queued behind 0–4 requests of 1.4 s each; prefill up 10 %.
+        let mut rows = one_slot();
+        for (i, r) in rows
+            .iter_mut()
+            .filter(|r| r.concurrency == Some(5))
+            .enumerate()
+        {
+            let e = r.sample.engine.as_mut().unwrap();
+            e.prompt_ms = e.prompt_ms.map(|p| p * 1.1);
+            r.sample.ttft_ms = r.sample.ttft_ms.map(|t| t + 10.0 + 1260.0 * (i % 5) as f64);
+        }
+        let frame = Frame::from_rows(&rows, &[meta("s", Provenance::Measured)]).unwrap();
+        let t = engine_times(&frame, &Settings::new(5));
+        let top = &t.walls[0].levels[0];
+        assert_eq!(top.prefill_ratio.direction, crate::Direction::Increase);
+        assert_eq!(t.walls[0].reason, WallReason::WaitedForWorker);
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! | `path_difference` | path − fastest path, median | \|point\| |
 //! | `misrouting` | share sent astray × (astray route − intended route) | that product |
 //! | `providers` | strategy − fastest strategy, median TTFT | \|point\| |
+//! | `engine_queue` | TTFT − engine prefill at the level − at the baseline, median | \|point\| |
+//! | `reconnections` | warm requests on new connections (a count, no interval) | none |
 //!
 //! The wait explained is the effect's point estimate in milliseconds of
 //! TTFT for the requests it affects: the concurrency wall's extra wait at
@@ -120,6 +122,24 @@ pub enum FindingKind {
         /// What the spans say about the wall.
         reason: crate::traces::WallReason,
     },
+    /// From the engine's own clock: the time outside its prefill at
+    /// `level` against the baseline (a difference, ms).
+    EngineQueue {
+        /// Requests in flight.
+        level: u32,
+        /// What the engine's clock says about the wall.
+        reason: crate::traces::WallReason,
+    },
+    /// Warm requests that had to open a new connection: a count, stated
+    /// with no interval and ranked after every finding with a wait.
+    Reconnections {
+        /// Warm requests on a new connection.
+        new_connections: usize,
+        /// Successful counted warm requests.
+        warm: usize,
+        /// Of the new connections, those found closed after sending.
+        stale_retries: usize,
+    },
     /// One strategy against the fastest first token.
     Providers {
         /// The fastest strategy.
@@ -135,8 +155,12 @@ impl FindingKind {
         match self {
             FindingKind::Comparison { .. } => 0,
             FindingKind::Overhead => 1,
-            FindingKind::Connection | FindingKind::ConnectionSetup => 2,
-            FindingKind::Concurrency { .. } | FindingKind::QueueWait { .. } => 3,
+            FindingKind::Connection
+            | FindingKind::ConnectionSetup
+            | FindingKind::Reconnections { .. } => 2,
+            FindingKind::Concurrency { .. }
+            | FindingKind::QueueWait { .. }
+            | FindingKind::EngineQueue { .. } => 3,
             FindingKind::ColdStart { .. } => 4,
             FindingKind::PathDifference { .. } => 5,
             FindingKind::Misrouting { .. } => 6,
@@ -152,6 +176,7 @@ impl FindingKind {
             FindingKind::Connection | FindingKind::ConnectionSetup => "connection",
             FindingKind::Concurrency { .. } => "concurrency",
             FindingKind::QueueWait { .. } => "spans",
+            FindingKind::EngineQueue { .. } | FindingKind::Reconnections { .. } => "engine",
             FindingKind::ColdStart { .. } => "cold",
             FindingKind::PathDifference { .. } | FindingKind::Misrouting { .. } => "routes",
             FindingKind::Providers { .. } => "providers",
@@ -161,7 +186,9 @@ impl FindingKind {
     /// The plot that shows it (the HTML page's `data-plot`).
     pub fn plot(&self) -> &'static str {
         match self {
-            FindingKind::Concurrency { .. } | FindingKind::QueueWait { .. } => "concurrency",
+            FindingKind::Concurrency { .. }
+            | FindingKind::QueueWait { .. }
+            | FindingKind::EngineQueue { .. } => "concurrency",
             FindingKind::Providers { .. } => "providers",
             FindingKind::Overhead | FindingKind::Connection | FindingKind::ConnectionSetup => {
                 "waterfall"
@@ -508,8 +535,51 @@ fn candidates(a: &Analysis, comparisons: &[Comparison]) -> Vec<RankedFinding> {
             }
         }
     }
+    engine_candidates(a, &mut out);
     out.extend(cold_findings);
     out
+}
+
+/// The engine's wall (the time outside its prefill rising) and warm
+/// requests on new connections.
+fn engine_candidates(a: &Analysis, out: &mut Vec<RankedFinding>) {
+    let found = |kind: FindingKind, label: String, finding: Option<Finding>| {
+        let wait = finding.as_ref().and_then(wait_of);
+        RankedFinding {
+            rank: 0,
+            section: kind.section(),
+            plot: kind.plot(),
+            kind,
+            groups: vec![label],
+            finding,
+            wait_ms: wait.map(|w| w.point),
+            wait_ci: wait.map(|w| w.ci),
+        }
+    };
+    for w in &a.engine.walls {
+        let top = w
+            .levels
+            .iter()
+            .rev()
+            .find(|l| l.rest_change.direction == Direction::Increase);
+        if let Some(top) = top {
+            let kind = FindingKind::EngineQueue {
+                level: top.concurrency,
+                reason: w.reason,
+            };
+            let label = short_label(&w.scope.scope, w.scope.path.as_deref());
+            out.push(found(kind, label, Some(top.rest_change)));
+        }
+    }
+    for r in &a.engine.reconnections {
+        let kind = FindingKind::Reconnections {
+            new_connections: r.new_connections,
+            warm: r.warm,
+            stale_retries: r.stale_retries,
+        };
+        let label = short_label(&r.scope.scope, r.scope.path.as_deref());
+        out.push(found(kind, label, None));
+    }
 }
 
 /// The findings a report opens with: every candidate ranked by the user

@@ -105,7 +105,7 @@ name = "chat"
 path = "/v1/chat/completions"
 # No prompt-cache reuse between identical prompts (every request prefills),
 # and no early end: a random model may sample its end token first.
-body = '{{"model": "tiny", "stream": true, "max_tokens": 24, "ignore_eos": true, "cache_prompt": false, "messages": [{{"role": "user", "content": "{{prompt}}"}}]}}'
+body = '{{"model": "tiny", "stream": true, "max_tokens": 96, "ignore_eos": true, "cache_prompt": false, "messages": [{{"role": "user", "content": "{{prompt}}"}}]}}'
 format = "openai-chat"
 
 # Prompts of about 80 tokens: a prefill long enough to read against the
@@ -154,6 +154,12 @@ fn the_engines_clock_is_joined_the_queue_found_and_warm_connections_checked() {
     let report = firsttoken(&["report", "--store", &store, "--format", "json"]);
     assert_code(&report, 0);
     let j: Value = serde_json::from_slice(&report.stdout).unwrap();
+    // Valid against the published schema, the engine's figures included.
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../docs/schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&j).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
     let engine = &j["analysis"]["engine"];
 
     // Every successful request carried the engine's timing, and the rest
@@ -205,6 +211,17 @@ fn the_engines_clock_is_joined_the_queue_found_and_warm_connections_checked() {
         .map(|g| g["pooled"]["n"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(warm_in_groups, warm - fresh, "{}", j["analysis"]["groups"]);
+
+    // Both open the report as findings: the queue ranked by the wait it
+    // explains, the reconnections (a count) after it.
+    let kinds: Vec<&str> = j["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"engine_queue"), "{kinds:?}");
+    assert!(kinds.contains(&"reconnections"), "{kinds:?}");
 
     // The words every format shows.
     let out = firsttoken(&["report", "--store", &store]);

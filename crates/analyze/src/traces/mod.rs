@@ -43,10 +43,10 @@ use serde::Serialize;
 
 pub use classify::{Category, GroupMap};
 pub use offset::OffsetEstimate;
-pub(crate) use stats::judge_wall;
 pub use stats::{
     GroupContrast, PartStat, PathContrast, SpanSplit, WaitLevel, WallCause, WallReason,
 };
+pub(crate) use stats::{WAIT_DOMINANCE, judge_wall};
 pub use waterfall::{ClientPhases, Waterfall, WaterfallKind, WaterfallSpan};
 
 use crate::{Analysis, Frame, Settings};

@@ -690,6 +690,15 @@ mod tests {
                 level: 5,
                 reason: WallReason::WaitedForWorker,
             },
+            FindingKind::EngineQueue {
+                level: 5,
+                reason: WallReason::WaitedForWorker,
+            },
+            FindingKind::Reconnections {
+                new_connections: 9,
+                warm: 20,
+                stale_retries: 9,
+            },
             FindingKind::Providers {
                 fastest: "a".into(),
                 other: "b".into(),

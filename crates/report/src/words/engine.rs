@@ -105,28 +105,35 @@ pub fn wall(w: &EngineWall) -> String {
     let Some(top) = w.levels.last() else {
         return format!("{label}: no concurrency level above the baseline has the engine's timing");
     };
-    let prefill =
-        if flat(&top.prefill_ratio) || top.prefill_ratio.direction != Direction::Inconclusive {
-            format!("while prefill {}", prefill_change(&top.prefill_ratio))
-        } else {
-            // The rule let the rest's rise dwarf prefill's possible growth:
-            // say how much that is.
-            let grew = top
-                .prefill_ratio
-                .estimate
-                .ci()
-                .zip(w.baseline_prefill.point());
-            let bound = grew.map_or(String::new(), |(ci, base)| {
-                format!(
-                    ", so prefill can have grown by at most {}, under a tenth of that rise",
-                    ms(((ci.upper - 1.0) * base).max(0.0))
-                )
-            });
+    // Where the rule let the rest's rise dwarf prefill's possible growth
+    // (prefill rose, or may have), say how much that growth can be.
+    let dwarfed = w.reason == WallReason::WaitedForWorker
+        && !flat(&top.prefill_ratio)
+        && matches!(
+            top.prefill_ratio.direction,
+            Direction::Increase | Direction::Inconclusive
+        );
+    let change = prefill_change(&top.prefill_ratio);
+    let prefill = if dwarfed {
+        let grew = top
+            .prefill_ratio
+            .estimate
+            .ci()
+            .zip(w.baseline_prefill.point());
+        let bound = grew.map_or(String::new(), |(ci, base)| {
             format!(
-                "while prefill's change is {}{bound}",
-                prefill_change(&top.prefill_ratio)
+                ", so prefill can have grown by at most {}, under a tenth of that rise",
+                ms(((ci.upper - 1.0) * base).max(0.0))
             )
-        };
+        });
+        if top.prefill_ratio.direction == Direction::Increase {
+            format!("while prefill {change}{bound}")
+        } else {
+            format!("while prefill's change is {change}{bound}")
+        }
+    } else {
+        format!("while prefill {change}")
+    };
     let figures = format!(
         "time outside prefill {} at c={} against {}, {prefill}",
         rest_change(&top.rest_change),

@@ -24,6 +24,7 @@ pub fn section_name(section: &str) -> &'static str {
         "routes" => "routes",
         "providers" => "providers",
         "spans" => "spans",
+        "engine" => "engine",
         _ => "report",
     }
 }
@@ -49,6 +50,16 @@ pub fn finding(f: &RankedFinding) -> String {
     let g = group(f, 0);
     // A finding stated by values (a repeated cold start) has no interval.
     let Some(x) = &f.finding else {
+        if let FindingKind::Reconnections {
+            new_connections,
+            warm,
+            stale_retries,
+        } = &f.kind
+        {
+            return format!(
+                "{g}: warm requests used new connections: {new_connections} of {warm} ({stale_retries} found the kept one closed after sending); warm figures leave them out"
+            );
+        }
         return match super::cold_finding(&f.kind) {
             Some(s) => format!("{g}: {s}"),
             None => g.to_string(),
@@ -137,6 +148,17 @@ pub fn finding(f: &RankedFinding) -> String {
             let verb = if up { "rose" } else { "fell" };
             format!("{g}: {why}the wait before the handler {verb} by {signed} at c={level}, {n}")
         }
+        FindingKind::EngineQueue { level, reason } => {
+            let why = match reason {
+                WallReason::WaitedForWorker => "requests queued for the engine: ",
+                WallReason::Both => "requests queued for the engine and its prefill slowed: ",
+                _ => "",
+            };
+            let verb = if up { "rose" } else { "fell" };
+            format!("{g}: {why}the time outside prefill {verb} by {signed} at c={level}, {n}")
+        }
+        // Stated above, by its count.
+        FindingKind::Reconnections { .. } => g.to_string(),
         FindingKind::Providers { .. } => format!(
             "{g} has {} first token than {}: {signed}, {n}",
             if up { "a later" } else { "an earlier" },
