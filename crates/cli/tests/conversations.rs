@@ -177,6 +177,7 @@ fn ttft_grows_by_turn_when_the_upstream_grows_with_the_history() {
     let (_dir, store, seen) = run_messages("4");
     assert_history_carried(&store, &seen);
     let json = report_json(&store, &[]);
+    common::assert_report_schema(&json);
     let c = conversation(&json);
     assert_eq!(c["path"], "chat");
     let turns = c["turns"].as_array().unwrap();

@@ -123,11 +123,7 @@ concurrency = {{ levels = [1, 3], requests = 12 }}
     assert_code(&report, 0);
     let j: Value = serde_json::from_slice(&report.stdout).unwrap();
     // Valid against the published schema, the engine's figures included.
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../docs/schema/report.v1.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&j).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    common::assert_report_schema(&j);
     let engine = &j["analysis"]["engine"];
     let splits = engine["splits"].as_array().expect("engine splits");
     assert_eq!(splits.len(), 2, "c=1 and c=3: {engine}");

@@ -324,6 +324,21 @@ pub fn report_json(store: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&report.stdout).unwrap()
 }
 
+/// Assert that `report` (a `report --format json` document) is valid
+/// against the published schema, docs/schema/report.v1.schema.json.
+pub fn assert_report_schema(report: &serde_json::Value) {
+    let schema: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../../docs/schema/report.v1.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
 /// Wait until the store at `store` (a SQLite path or a `postgres://` URL)
 /// holds at least `n` samples of a running session, while `child` (the
 /// `firsttoken run` writing them) still runs; fails after 60 s or when the
