@@ -223,7 +223,7 @@ fn the_engines_clock_is_joined_the_queue_found_and_warm_connections_checked() {
     let out = firsttoken(&["report", "--store", &store]);
     assert_code(&out, 0);
     let t = text(&out.stdout);
-    // The section, for the record (docs/METHODOLOGY.md quotes a run).
+    // The section, for the record (docs/SERVER-TIME.md quotes a run).
     let from = t
         .find("The engine's own clock")
         .expect("the engine section");

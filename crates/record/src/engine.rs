@@ -8,7 +8,7 @@
 //! from the slot's cache. `prompt_ms` leaves out everything before the slot
 //! took the request: HTTP parsing, chat templating, tokenization and any
 //! wait for a free slot. firsttoken's TTFT minus `prompt_ms` is that time
-//! plus the network and the client (docs/METHODOLOGY.md).
+//! plus the network and the client (docs/SERVER-TIME.md).
 
 use serde::{Deserialize, Serialize};
 
