@@ -6,7 +6,7 @@
 use firsttoken_analyze::Analysis;
 
 use crate::doc::{Section, SectionId, TableData, header};
-use crate::format::{DASH, Unit, ms, signed_stat, stat};
+use crate::format::{DASH, Unit, ms, stat};
 use crate::words::engine as words;
 
 /// The section; `None` when no stream carried the engine's timing and
@@ -53,37 +53,20 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
     }
     for w in &e.walls {
         let label = crate::words::traces::scope_label(&w.scope.scope, w.scope.path.as_deref());
-        let mut tab = TableData::new(
-            header(&[
-                &format!("{label}: k"),
-                "n",
-                "rest p50",
-                "Δ rest [CI]",
-                "prefill p50",
-                "÷ baseline [CI]",
-            ]),
-            &[],
+        let first_n = w.levels.first().map(|l| l.rest_change.n_b);
+        let tab = crate::doc_traces::wall_table(
+            &label,
+            ["rest", "prefill"],
+            (w.baseline, first_n, &w.baseline_rest, &w.baseline_prefill),
+            w.levels.iter().map(|l| crate::doc_traces::WallRow {
+                concurrency: l.concurrency.to_string(),
+                n: l.n,
+                wait: &l.rest,
+                change: &l.rest_change.estimate,
+                part: &l.prefill,
+                ratio: &l.prefill_ratio.estimate,
+            }),
         );
-        tab.rows.push(vec![
-            w.baseline.to_string(),
-            w.levels
-                .first()
-                .map_or_else(|| DASH.into(), |l| l.rest_change.n_b.to_string()),
-            stat(Unit::Ms, &w.baseline_rest),
-            DASH.into(),
-            stat(Unit::Ms, &w.baseline_prefill),
-            DASH.into(),
-        ]);
-        for l in &w.levels {
-            tab.rows.push(vec![
-                l.concurrency.to_string(),
-                l.n.to_string(),
-                stat(Unit::Ms, &l.rest),
-                signed_stat(Unit::Ms, &l.rest_change.estimate),
-                stat(Unit::Ms, &l.prefill),
-                stat(Unit::Ratio, &l.prefill_ratio.estimate),
-            ]);
-        }
         s.tables.push(tab);
     }
     Some(s)

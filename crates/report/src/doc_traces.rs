@@ -120,38 +120,83 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
     }
     for w in &t.walls {
         let label = words::scope_label(&w.scope.scope, w.scope.path.as_deref());
-        let mut tab = TableData::new(
-            header(&[
-                &format!("{label}: k"),
-                "n",
-                "wait p50",
-                "Δ wait [CI]",
-                "handler p50",
-                "÷ baseline [CI]",
-            ]),
-            &[],
+        let first_n = w.levels.first().map(|l| l.wait_change.n_b);
+        let tab = wall_table(
+            &label,
+            ["wait", "handler"],
+            (w.baseline, first_n, &w.baseline_wait, &w.baseline_handler),
+            w.levels.iter().map(|l| WallRow {
+                concurrency: l.concurrency.to_string(),
+                n: l.traced,
+                wait: &l.wait,
+                change: &l.wait_change.estimate,
+                part: &l.handler,
+                ratio: &l.handler_ratio.estimate,
+            }),
         );
-        tab.rows.push(vec![
-            w.baseline.to_string(),
-            w.levels
-                .first()
-                .map_or_else(|| DASH.into(), |l| l.wait_change.n_b.to_string()),
-            stat(Unit::Ms, &w.baseline_wait),
-            DASH.into(),
-            stat(Unit::Ms, &w.baseline_handler),
-            DASH.into(),
-        ]);
-        for l in &w.levels {
-            tab.rows.push(vec![
-                l.concurrency.to_string(),
-                l.traced.to_string(),
-                stat(Unit::Ms, &l.wait),
-                signed_stat(Unit::Ms, &l.wait_change.estimate),
-                stat(Unit::Ms, &l.handler),
-                stat(Unit::Ratio, &l.handler_ratio.estimate),
-            ]);
-        }
         s.tables.push(tab);
     }
     Some(s)
+}
+
+/// One level's row of a concurrency wall's table: the wait and its change
+/// over the baseline, and the part that explains it (or not) with its
+/// ratio to the baseline's.
+pub(crate) struct WallRow<'a> {
+    pub concurrency: String,
+    pub n: usize,
+    pub wait: &'a firsttoken_analyze::estimate::Stat,
+    pub change: &'a firsttoken_analyze::estimate::Stat,
+    pub part: &'a firsttoken_analyze::estimate::Stat,
+    pub ratio: &'a firsttoken_analyze::estimate::Stat,
+}
+
+/// A concurrency wall's table, laid out once for the span join and the
+/// engine's clock: a row for the baseline level (`k`, n of the first
+/// level's comparison, the wait and the part), then one a level. `names`
+/// are the wait's and the part's column names (`wait`/`handler`,
+/// `rest`/`prefill`).
+pub(crate) fn wall_table<'a>(
+    label: &str,
+    names: [&str; 2],
+    baseline: (
+        &str,
+        Option<usize>,
+        &firsttoken_analyze::estimate::Stat,
+        &firsttoken_analyze::estimate::Stat,
+    ),
+    levels: impl Iterator<Item = WallRow<'a>>,
+) -> TableData {
+    let [wait, part] = names;
+    let mut tab = TableData::new(
+        header(&[
+            &format!("{label}: k"),
+            "n",
+            &format!("{wait} p50"),
+            &format!("Δ {wait} [CI]"),
+            &format!("{part} p50"),
+            "÷ baseline [CI]",
+        ]),
+        &[],
+    );
+    let (k, n, base_wait, base_part) = baseline;
+    tab.rows.push(vec![
+        k.to_string(),
+        n.map_or_else(|| DASH.into(), |n| n.to_string()),
+        stat(Unit::Ms, base_wait),
+        DASH.into(),
+        stat(Unit::Ms, base_part),
+        DASH.into(),
+    ]);
+    for l in levels {
+        tab.rows.push(vec![
+            l.concurrency,
+            l.n.to_string(),
+            stat(Unit::Ms, l.wait),
+            signed_stat(Unit::Ms, l.change),
+            stat(Unit::Ms, l.part),
+            stat(Unit::Ratio, l.ratio),
+        ]);
+    }
+    tab
 }
