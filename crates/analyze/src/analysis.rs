@@ -1,14 +1,17 @@
 //! Everything at once: grouped percentiles, per-session medians and every
 //! diagnostic, as one serializable [`Analysis`] for the report stage.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use firsttoken_record::session::SessionMeta;
 use serde::Serialize;
 
 use crate::Settings;
 use crate::diagnose::{
     ClientClock, ColdStart, ConcurrencyWall, ConnectionCost, Drift, Limits, Overhead, Providers,
-    Routes, client_clock, cold_start, concurrency_wall, connection_cost, drift, limits, overhead,
-    providers, routes,
+    Routes, client_clock, limits,
 };
 use crate::frame::{Frame, Metric, PhaseKind};
 use crate::group::{GroupKey, headline_keys};
@@ -76,10 +79,10 @@ pub struct Analysis {
 }
 
 /// Analyse a frame: TTFT grouped by `keys` (pooled, with per-session
-/// medians) and every diagnostic. The work is split over two threads
-/// (each computation is a pure function of the frame, and each field of
-/// the result comes from one of them, in the same order as one thread
-/// would give).
+/// medians) and every diagnostic. Each computation is a pure function of
+/// the frame and fills one field of the result, so they run as tasks on
+/// the machine's cores ([`run_tasks`]), the heaviest first; the result is
+/// the same as one thread's.
 pub fn analyze(
     frame: &Frame,
     sessions: &[SessionMeta],
@@ -89,134 +92,141 @@ pub fn analyze(
     // Diagnostics describe one setup: sessions of different code versions
     // are never pooled into one overhead, wall or cold-start figure.
     let versions = code_versions(frame);
-    let scopes: Vec<(Frame, String)> = if versions.len() <= 1 {
-        vec![(frame.clone(), String::new())]
+    let scopes: Vec<(Cow<'_, Frame>, String)> = if versions.len() <= 1 {
+        vec![(Cow::Borrowed(frame), String::new())]
     } else {
         versions
             .iter()
             .map(|v| {
                 (
-                    scoped_to_code_version(frame, v),
+                    Cow::Owned(scoped_to_code_version(frame, v)),
                     format!("code_version={v}"),
                 )
             })
             .collect()
     };
-    let (mut a, other) = std::thread::scope(|s| {
-        let other = s.spawn(|| {
-            let mut part = Diagnostics::default();
+    // A diagnostic over each scope's frame, each item labelled with its
+    // scope when there are several.
+    macro_rules! scoped {
+        ($f:path) => {{
+            let mut out = Vec::new();
             for (f, scope) in &scopes {
-                part.add(f, settings, scope, Half::Second);
+                for mut d in $f(f, settings) {
+                    if !scope.is_empty() {
+                        d.scope = scope.clone();
+                    }
+                    out.push(d);
+                }
             }
-            // A conversation's turns are not pooled here: each turn is a
-            // row of its own in `conversations`.
-            let groups = pooled_where(frame, &headline_keys(keys), Metric::Ttft, settings, |o| {
-                !matches!(o.phase, PhaseKind::Ping | PhaseKind::Conversation)
-            });
-            // Only the turns that called a tool: for the others the first
-            // output is the first token, already in `groups`.
-            let first_output = pooled_where(
+            out
+        }};
+    }
+    let keys = headline_keys(keys);
+    let (overhead, connection, concurrency, cold) = (
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    );
+    let (providers, routes, drift) = (OnceLock::new(), OnceLock::new(), OnceLock::new());
+    let (groups, first_output, flows, conversations, engine, clock_limits) = (
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    );
+    // The heaviest first (as measured at a million rows: overhead ~0.47 s,
+    // connection cost, routes, providers, groups and the limits ~0.17 s
+    // each, cold starts and drift ~0.1 s, the rest less), so the last task
+    // to start is a short one.
+    let tasks: [&(dyn Fn() + Sync); 13] = [
+        &|| drop(overhead.set(scoped!(crate::diagnose::overhead))),
+        &|| drop(connection.set(scoped!(crate::diagnose::connection_cost))),
+        &|| drop(routes.set(scoped!(crate::diagnose::routes))),
+        &|| drop(providers.set(scoped!(crate::diagnose::providers))),
+        // A conversation's turns are not pooled here: each turn is a row
+        // of its own in `conversations`.
+        &|| {
+            drop(
+                groups.set(pooled_where(frame, &keys, Metric::Ttft, settings, |o| {
+                    !matches!(o.phase, PhaseKind::Ping | PhaseKind::Conversation)
+                })),
+            )
+        },
+        &|| {
+            let clock = client_clock(frame, sessions, settings);
+            let mut limits = limits(frame, sessions);
+            limits.add_overloaded(&clock);
+            drop(clock_limits.set((clock, limits)));
+        },
+        &|| drop(cold.set(scoped!(crate::diagnose::cold_start))),
+        &|| drop(drift.set(scoped!(crate::diagnose::drift))),
+        &|| drop(concurrency.set(scoped!(crate::diagnose::concurrency_wall))),
+        &|| drop(engine.set(crate::engine::engine_times(frame, settings))),
+        // Only the turns that called a tool: for the others the first
+        // output is the first token, already in `groups`.
+        &|| {
+            drop(first_output.set(pooled_where(
                 frame,
-                &headline_keys(keys),
+                &keys,
                 Metric::FirstOutput,
                 settings,
                 |o| {
                     !matches!(o.phase, PhaseKind::Ping | PhaseKind::Conversation)
                         && !o.ttftc.is_nan()
                 },
-            );
-            (part, groups, first_output)
-        });
-        let clock = client_clock(frame, sessions, settings);
-        let mut limits = limits(frame, sessions);
-        limits.add_overloaded(&clock);
-        let mut part = Diagnostics::default();
-        for (f, scope) in &scopes {
-            part.add(f, settings, scope, Half::First);
-        }
-        let a = Analysis {
-            settings: *settings,
-            rows: frame.len(),
-            keys: headline_keys(keys),
-            groups: Vec::new(),
-            first_output: Vec::new(),
-            flows: crate::flows::flow_shares(frame, settings),
-            conversations: crate::conversations::by_turn(frame, settings),
-            engine: crate::engine::engine_times(frame, settings),
-            overhead: part.overhead,
-            connection: part.connection,
-            concurrency: part.concurrency,
-            cold: part.cold,
-            providers: Vec::new(),
-            routes: Vec::new(),
-            drift: Vec::new(),
-            clock,
-            limits,
-            traces: None,
-        };
-        // A panic in the other half is this call's panic.
-        let other = other
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (a, other)
-    });
-    let (part, groups, first_output) = other;
-    a.groups = groups;
-    a.first_output = first_output;
-    a.providers = part.providers;
-    a.routes = part.routes;
-    a.drift = part.drift;
-    a
-}
-
-/// Which diagnostics a thread computes.
-#[derive(Clone, Copy, PartialEq)]
-enum Half {
-    /// Overhead, connection cost, the wall, cold starts.
-    First,
-    /// Providers, routes, drift.
-    Second,
-}
-
-/// The diagnostics of some scopes, each labelled with its scope.
-#[derive(Default)]
-struct Diagnostics {
-    overhead: Vec<crate::diagnose::Overhead>,
-    connection: Vec<crate::diagnose::ConnectionCost>,
-    concurrency: Vec<crate::diagnose::ConcurrencyWall>,
-    cold: Vec<crate::diagnose::ColdStart>,
-    providers: Vec<crate::diagnose::Providers>,
-    routes: Vec<crate::diagnose::Routes>,
-    drift: Vec<crate::diagnose::Drift>,
-}
-
-impl Diagnostics {
-    /// Append `half` of the diagnostics of `frame`, labelled with `scope`.
-    fn add(&mut self, frame: &Frame, settings: &Settings, scope: &str, half: Half) {
-        macro_rules! scoped {
-            ($field:ident, $items:expr) => {
-                for mut d in $items {
-                    if !scope.is_empty() {
-                        d.scope = scope.to_string();
-                    }
-                    self.$field.push(d);
-                }
-            };
-        }
-        match half {
-            Half::First => {
-                scoped!(overhead, overhead(frame, settings));
-                scoped!(connection, connection_cost(frame, settings));
-                scoped!(concurrency, concurrency_wall(frame, settings));
-                scoped!(cold, cold_start(frame, settings));
-            }
-            Half::Second => {
-                scoped!(providers, providers(frame, settings));
-                scoped!(routes, routes(frame, settings));
-                scoped!(drift, drift(frame, settings));
-            }
-        }
+            )))
+        },
+        &|| drop(flows.set(crate::flows::flow_shares(frame, settings))),
+        &|| drop(conversations.set(crate::conversations::by_turn(frame, settings))),
+    ];
+    run_tasks(&tasks);
+    let done = "run_tasks ran every task";
+    let (clock, limits) = clock_limits.into_inner().expect(done);
+    Analysis {
+        settings: *settings,
+        rows: frame.len(),
+        keys,
+        groups: groups.into_inner().expect(done),
+        first_output: first_output.into_inner().expect(done),
+        flows: flows.into_inner().expect(done),
+        conversations: conversations.into_inner().expect(done),
+        engine: engine.into_inner().expect(done),
+        overhead: overhead.into_inner().expect(done),
+        connection: connection.into_inner().expect(done),
+        concurrency: concurrency.into_inner().expect(done),
+        cold: cold.into_inner().expect(done),
+        providers: providers.into_inner().expect(done),
+        routes: routes.into_inner().expect(done),
+        drift: drift.into_inner().expect(done),
+        clock,
+        limits,
+        traces: None,
     }
+}
+
+/// Runs every task once, on as many threads as the machine has cores (at
+/// most one a task), each thread taking the next task not yet started. A
+/// panic in a task is this call's panic.
+fn run_tasks(tasks: &[&(dyn Fn() + Sync)]) {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        while let Some(task) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+            task();
+        }
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(tasks.len());
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        work();
+        for h in helpers {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    });
 }
 
 /// Distinct code versions of the frame's sessions, in first-seen order.

@@ -34,19 +34,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use firsttoken_record::session::Provenance;
 use serde::Serialize;
 
 use crate::Settings;
 use crate::bootstrap::{difference_stat, ratio_stat};
 use crate::estimate::{Percentile, Stat};
 use crate::finding::Finding;
-use crate::frame::{Frame, Obs, PhaseKind};
+use crate::frame::{Frame, FxBuild, Obs, PhaseKind};
 use crate::samples::Samples;
 use crate::traces::{TraceScope, WAIT_DOMINANCE, WallReason, judge_wall};
 
 /// Whose clock an engine figure comes from; figures of two clocks are
 /// never pooled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineClock {
     /// llama.cpp's `timings` in the stream's last chunk.
@@ -233,6 +234,9 @@ fn median(v: &[f64], settings: &Settings) -> Stat {
 /// The group key of a split.
 type SplitKey = (TraceScope, EngineClock, PhaseKind, Option<u32>, bool);
 
+/// [`SplitKey`] with its scope as an index into the scopes seen.
+type IndexKey = (usize, EngineClock, PhaseKind, Option<u32>, bool);
+
 /// (TTFT, prefill) of each request with both, and what else its engine
 /// said.
 #[derive(Default)]
@@ -271,17 +275,33 @@ pub fn engine_times_with(frame: &Frame, spans: &SpanEngines, settings: &Settings
     versions.sort_unstable();
     versions.dedup();
     let versions = versions.len();
+    // Rows are grouped under a small scope index (a scope's strings are
+    // built once, not per row), then keyed by their scope for the output's
+    // order.
+    let mut index: HashMap<(Provenance, u32, u32), usize, FxBuild> = HashMap::default();
+    let mut scopes: Vec<TraceScope> = Vec::new();
     // Requests no engine timed, per group, to count them in `requests`.
-    let mut untimed: BTreeMap<(TraceScope, PhaseKind, Option<u32>, bool), usize> = BTreeMap::new();
-    let mut groups: BTreeMap<SplitKey, Pairs> = BTreeMap::new();
-    let mut warm: BTreeMap<TraceScope, (Vec<f64>, Vec<f64>, usize)> = BTreeMap::new();
+    let mut untimed: HashMap<(usize, PhaseKind, Option<u32>, bool), usize, FxBuild> =
+        HashMap::default();
+    let mut by_index: HashMap<IndexKey, Pairs, FxBuild> = HashMap::default();
+    let mut warm_by_index: HashMap<usize, (Vec<f64>, Vec<f64>, usize), FxBuild> =
+        HashMap::default();
     for o in frame.obs.iter() {
         if !o.phase.is_app() || !o.timed() || o.ttft.is_nan() {
             continue;
         }
-        let scope = scope_of(frame, o, versions);
+        let version = if versions > 1 { frame.label(o, 1) } else { 0 };
+        let scope = *index
+            .entry((o.provenance, version, o.path))
+            .or_insert_with(|| {
+                let s = scope_of(frame, o, versions);
+                scopes.iter().position(|x| *x == s).unwrap_or_else(|| {
+                    scopes.push(s);
+                    scopes.len() - 1
+                })
+            });
         if o.phase == PhaseKind::Warm {
-            let w = warm.entry(scope.clone()).or_default();
+            let w = warm_by_index.entry(scope).or_default();
             if o.fresh_connection {
                 w.1.push(o.ttft);
                 w.2 += usize::from(o.retried_stale);
@@ -301,7 +321,7 @@ pub fn engine_times_with(frame: &Frame, spans: &SpanEngines, settings: &Settings
                 continue;
             }
         };
-        let g = groups
+        let g = by_index
             .entry((scope, clock, o.phase, level, o.reconnected_warm()))
             .or_default();
         g.requests += 1;
@@ -314,12 +334,20 @@ pub fn engine_times_with(frame: &Frame, spans: &SpanEngines, settings: &Settings
     }
     // Requests of a group the engine did not time count in its
     // `requests`; a group no engine timed is no engine figure.
-    for ((scope, _, phase, level, reconnected), g) in groups.iter_mut() {
-        g.requests += untimed
-            .get(&(scope.clone(), *phase, *level, *reconnected))
-            .copied()
-            .unwrap_or(0);
-    }
+    let groups: BTreeMap<SplitKey, Pairs> = by_index
+        .into_iter()
+        .map(|((scope, clock, phase, level, reconnected), mut g)| {
+            g.requests += untimed
+                .get(&(scope, phase, level, reconnected))
+                .copied()
+                .unwrap_or(0);
+            ((scopes[scope].clone(), clock, phase, level, reconnected), g)
+        })
+        .collect();
+    let warm: BTreeMap<TraceScope, (Vec<f64>, Vec<f64>, usize)> = warm_by_index
+        .into_iter()
+        .map(|(scope, w)| (scopes[scope].clone(), w))
+        .collect();
     let splits = groups
         .iter()
         .map(|((scope, clock, phase, level, reconnected), g)| {

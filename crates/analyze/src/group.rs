@@ -115,7 +115,7 @@ impl GroupKey {
             GroupKey::CodeVersion => u64::from(frame.label(o, 1)),
             GroupKey::Vantage => u64::from(frame.label(o, 2)),
             // Offset so that chronological order is numeric order.
-            GroupKey::Day => (i64::from(o.day) - i64::from(i32::MIN)) as u64,
+            GroupKey::Day => (i64::from(o.day()) - i64::from(i32::MIN)) as u64,
             GroupKey::Path => u64::from(o.path),
             GroupKey::Phase => phase_rank(o.phase),
             GroupKey::Strategy => u64::from(o.strategy),

@@ -13,7 +13,7 @@ use firsttoken_analyze::{AnalyzeError, Frame, FrameBuilder, Settings};
 use firsttoken_record::run::RunView;
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::span::SpanRow;
-use firsttoken_record::store::{SampleFilter, Store};
+use firsttoken_record::store::{PARALLEL_MIN_ROWS, SampleFilter, Store};
 
 use crate::ReadError;
 use crate::run::{self, Counted};
@@ -144,8 +144,11 @@ async fn read(
     counted: Option<&Counted>,
     options: LoadOptions,
 ) -> Result<Loaded, ReadError> {
+    // Each part of a session read at once folds into a clone of the empty
+    // builder, appended in order after.
+    let empty = FrameBuilder::new(&sessions)?;
     let mut fold = Fold {
-        builder: FrameBuilder::new(&sessions)?,
+        builder: empty.clone(),
         keep: None,
         refused: None,
     };
@@ -159,8 +162,13 @@ async fn read(
         let kept =
             |r: &SampleRow| keep.is_none_or(|k| k.contains(&(r.sample.seq, r.sample.warmup)));
         fold.keep = keep.cloned();
-        fold = store
-            .scan_views(&s.id, fold, |f, v| {
+        let later = || Fold {
+            builder: empty.clone(),
+            keep: keep.cloned(),
+            refused: None,
+        };
+        let mut parts = store
+            .scan_views_parts(&s.id, PARALLEL_MIN_ROWS, fold, later, |f, v| {
                 if f.refused.is_some()
                     || f.keep
                         .as_ref()
@@ -173,7 +181,15 @@ async fn read(
                 }
                 Ok(())
             })
-            .await?;
+            .await?
+            .into_iter();
+        fold = parts.next().expect("the scan gives the first part back");
+        for part in parts {
+            if fold.refused.is_none() {
+                fold.refused = part.refused;
+            }
+            fold.builder.append(part.builder);
+        }
         if let Some(e) = fold.refused.take() {
             return Err(e.into());
         }

@@ -23,6 +23,7 @@ both_backends!(
     a_store_that_refuses_writes_stops_with_earlier_samples_safe,
     values_that_would_not_read_back_are_refused,
     a_deleted_session_takes_its_rows_and_leaves_the_others,
+    a_session_read_in_two_parts_reads_every_sample_once_in_order,
 );
 
 async fn round_trip_with_every_field_and_with_nulls(db: TestDb) {
@@ -56,6 +57,64 @@ async fn round_trip_with_every_field_and_with_nulls(db: TestDb) {
     let rows = store.samples(&meta.id).await.unwrap();
     assert_eq!(rows, vec![early, middle, late]);
     assert!(store.samples("no-such-session").await.unwrap().is_empty());
+}
+
+/// Seven samples, three of them starting at the same instant (the split
+/// falls among them): read in two parts at once (SQLite) or in one
+/// (PostgreSQL), the parts in order hold every sample once, in the order
+/// one scan reads them; below the size that splits, one part.
+async fn a_session_read_in_two_parts_reads_every_sample_once_in_order(db: TestDb) {
+    let store = db.open().await;
+    let meta = full_session("20261130T023000Z-part", "2026-11-30T02:30:00.000Z");
+    store.create_session(&meta).await.unwrap();
+    for (seq, at) in [
+        (0, 50.0),
+        (1, 10.0),
+        (2, 30.0),
+        (3, 30.0),
+        (4, 30.0),
+        (5, 70.0),
+        (6, 20.0),
+    ] {
+        store
+            .append_sample(&full_row(&meta.id, seq, at))
+            .await
+            .unwrap();
+    }
+    let whole = store
+        .scan_views(&meta.id, Vec::new(), |seqs, v| {
+            seqs.push(v.seq);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(whole, [1, 6, 2, 3, 4, 0, 5]);
+    let collect = |seqs: &mut Vec<u64>, v: &firsttoken_record::SampleView<'_>| {
+        seqs.push(v.seq);
+        Ok(())
+    };
+    let parts = store
+        .scan_views_parts(&meta.id, 2, Vec::new(), Vec::new, collect)
+        .await
+        .unwrap();
+    let expected_parts = if matches!(store, Store::Sqlite(_)) {
+        2
+    } else {
+        1
+    };
+    assert_eq!(parts.len(), expected_parts, "{parts:?}");
+    if expected_parts == 2 {
+        assert_eq!(parts[0], [1, 6, 2], "the first half, up to the split");
+    }
+    assert_eq!(parts.concat(), whole);
+    // Fewer samples than the split needs: one part, continuing `first`.
+    let one = store
+        .scan_views_parts(&meta.id, 8, vec![99], Vec::new, collect)
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0][1..], whole[..]);
+    assert_eq!(one[0][0], 99);
 }
 
 async fn sessions_are_listed_newest_first_and_found_by_prefix(db: TestDb) {

@@ -76,19 +76,26 @@ pub fn sort_floats(v: &mut [f64]) {
         v.sort_unstable_by(f64::total_cmp);
         return;
     }
-    // Map to u64 keys that order like f64::total_cmp.
+    // Map to u64 keys that order like f64::total_cmp, held in `v` itself
+    // as bit patterns (moves of a float keep its bits), so the sort needs
+    // one buffer beside the input, not two.
     let key = |x: f64| {
         let b = x.to_bits();
         if b >> 63 == 1 { !b } else { b | (1 << 63) }
     };
-    let mut keys: Vec<u64> = v.iter().map(|&x| key(x)).collect();
+    for x in v.iter_mut() {
+        *x = f64::from_bits(key(*x));
+    }
     let mut tmp = vec![0u64; n];
     let mut hist = vec![0u32; 4 * 65_536];
-    for &k in &keys {
+    for x in v.iter() {
+        let k = x.to_bits();
         for d in 0..4 {
             hist[d * 65_536 + ((k >> (16 * d)) & 0xffff) as usize] += 1;
         }
     }
+    // Where the keys are: `v` (true) or `tmp`.
+    let mut in_v = true;
     for d in 0..4 {
         let h = &mut hist[d * 65_536..(d + 1) * 65_536];
         // A digit every key shares does not reorder anything.
@@ -101,15 +108,32 @@ pub fn sort_floats(v: &mut [f64]) {
             *c = sum;
             sum += t;
         }
-        for &k in &keys {
-            let b = ((k >> (16 * d)) & 0xffff) as usize;
-            tmp[h[b] as usize] = k;
-            h[b] += 1;
+        let digit = |k: u64| ((k >> (16 * d)) & 0xffff) as usize;
+        if in_v {
+            for x in v.iter() {
+                let k = x.to_bits();
+                let b = digit(k);
+                tmp[h[b] as usize] = k;
+                h[b] += 1;
+            }
+        } else {
+            for &k in &tmp {
+                let b = digit(k);
+                v[h[b] as usize] = f64::from_bits(k);
+                h[b] += 1;
+            }
         }
-        std::mem::swap(&mut keys, &mut tmp);
+        in_v = !in_v;
     }
-    for (x, k) in v.iter_mut().zip(keys) {
-        *x = f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    let unkey = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    if in_v {
+        for x in v.iter_mut() {
+            *x = unkey(x.to_bits());
+        }
+    } else {
+        for (x, &k) in v.iter_mut().zip(&tmp) {
+            *x = unkey(k);
+        }
     }
 }
 

@@ -82,7 +82,7 @@ pub fn drift(frame: &Frame, settings: &Settings) -> Vec<Drift> {
 
 /// Rows per UTC day, in day order.
 fn by_day(frame: &Frame, rows: &[u32]) -> Vec<(i32, Vec<u32>)> {
-    let mut parts = partition(rows, |i| frame.obs(i).day as u32 as u64);
+    let mut parts = partition(rows, |i| frame.obs(i).day() as u32 as u64);
     parts.sort_unstable_by_key(|(d, _)| *d as u32 as i32);
     parts
         .into_iter()

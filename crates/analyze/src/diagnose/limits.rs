@@ -273,8 +273,8 @@ pub fn limits(frame: &Frame, sessions: &[SessionMeta]) -> Limits {
 
     let mut days: Vec<i32> = Vec::new();
     for o in frame.obs.iter().filter(|o| o.counted()) {
-        if !days.contains(&o.day) {
-            days.push(o.day);
+        if !days.contains(&o.day()) {
+            days.push(o.day());
         }
     }
     if let [day] = days.as_slice() {

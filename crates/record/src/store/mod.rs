@@ -84,7 +84,7 @@ pub use sessions::DeletedSession;
 pub(crate) use spans::span_cells;
 pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
-pub use view::VIEW_COLUMNS;
+pub use view::{PARALLEL_MIN_ROWS, VIEW_COLUMNS};
 
 use crate::session::SessionMeta;
 

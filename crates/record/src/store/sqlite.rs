@@ -318,4 +318,5 @@ mod scan;
 mod sql;
 mod tx;
 
+pub(crate) use scan::Part;
 pub(crate) use tx::SqliteTx;

@@ -6,11 +6,13 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use super::schema::Cell;
-use super::sql::select_as_text;
+use super::schema::{Cell, RowGet};
+use super::sql::{placeholders, select_as_text};
+use super::sqlite::Part;
 use super::{Store, StoreError};
 use crate::view::{SampleView, checked_path};
 use crate::{Clock, ErrorKind, HandshakeKind};
@@ -88,11 +90,20 @@ pub(crate) const JSON_COLUMNS: [&str; 5] =
 /// `SELECT <view columns> FROM samples WHERE session_id = $1 ORDER BY
 /// actual_start_ms, id`: the order [`Store::samples`] reads.
 fn view_sql() -> String {
+    view_sql_where("")
+}
+
+/// [`view_sql`] with `and` added to its `WHERE`.
+fn view_sql_where(and: &str) -> String {
     format!(
-        "{} WHERE session_id = $1 ORDER BY actual_start_ms, id",
+        "{} WHERE session_id = $1{and} ORDER BY actual_start_ms, id",
         select_as_text("samples", VIEW_COLUMNS, &JSON_COLUMNS)
     )
 }
+
+/// Samples a session needs before [`Store::scan_views_parts`] reads it in
+/// two parts at once: below this, a second thread gains nothing.
+pub const PARALLEL_MIN_ROWS: u64 = 50_000;
 
 fn name(c: C) -> &'static str {
     VIEW_COLUMNS[c as usize]
@@ -299,6 +310,114 @@ impl Store {
         let cells = vec![Cell::Text(session_id.to_owned())];
         self.scan("read samples", &view_sql(), cells, state, each)
             .await
+    }
+}
+
+impl Store {
+    /// As [`Store::scan_views`], with the session's samples split at their
+    /// middle (in the order read) into two parts folded at once, on a
+    /// SQLite store holding at least `min_rows` of them: `first` takes the
+    /// earlier part, a state from `later` the rest; the states come back in
+    /// order (one when the session was not split: on PostgreSQL, for a
+    /// smaller session, or when the file cannot be opened a second time).
+    /// `f` runs on the threads that read the rows.
+    pub async fn scan_views_parts<S, F>(
+        &self,
+        session_id: &str,
+        min_rows: u64,
+        first: S,
+        later: impl FnOnce() -> S,
+        f: F,
+    ) -> Result<Vec<S>, StoreError>
+    where
+        S: Send + 'static,
+        F: Fn(&mut S, &SampleView<'_>) -> Result<(), String> + Send + Sync + 'static,
+    {
+        let session = || vec![Cell::Text(session_id.to_owned())];
+        let Store::Sqlite(sqlite) = self else {
+            return Ok(vec![self.scan_views(session_id, first, f).await?]);
+        };
+        let n = self
+            .query(
+                "count samples",
+                "SELECT count(*) AS n FROM samples WHERE session_id = $1",
+                session(),
+                |r| r.opt_i64("n")?.ok_or_else(|| "n is NULL".to_string()),
+            )
+            .await?
+            .first()
+            .copied()
+            .unwrap_or(0);
+        let n = u64::try_from(n).unwrap_or(0);
+        if n < min_rows.max(2) {
+            return Ok(vec![self.scan_views(session_id, first, f).await?]);
+        }
+        // The first sample of the later part, in the order read.
+        let mut cells = session();
+        cells.push(Cell::Int(i64::try_from(n / 2).unwrap_or(i64::MAX)));
+        let at = self
+            .query(
+                "split samples",
+                "SELECT actual_start_ms, id FROM samples WHERE session_id = $1 \
+                 ORDER BY actual_start_ms, id LIMIT 1 OFFSET $2",
+                cells,
+                |r| {
+                    let id = r.opt_i64("id")?.ok_or("id is NULL")?;
+                    Ok((r.f64("actual_start_ms")?, id))
+                },
+            )
+            .await?;
+        let Some(&(ms, id)) = at.first() else {
+            return Ok(vec![self.scan_views(session_id, first, f).await?]);
+        };
+        let bounds = || {
+            let mut c = session();
+            c.extend([Cell::Real(ms), Cell::Int(id)]);
+            c
+        };
+        let parts = vec![
+            Part {
+                sql: placeholders(
+                    &view_sql_where(
+                        " AND actual_start_ms <= $2 AND (actual_start_ms < $2 OR id < $3)",
+                    ),
+                    false,
+                ),
+                cells: bounds(),
+                state: first,
+            },
+            Part {
+                sql: placeholders(
+                    &view_sql_where(
+                        " AND actual_start_ms >= $2 AND (actual_start_ms > $2 OR id >= $3)",
+                    ),
+                    false,
+                ),
+                cells: bounds(),
+                state: later(),
+            },
+        ];
+        let each = Arc::new(move |st: &mut S, r: &dyn RowRef| -> Result<(), String> {
+            f(st, &view_from(r)?)
+        });
+        match sqlite
+            .scan_parts("read samples", parts, each.clone())
+            .await?
+        {
+            Ok(states) => Ok(states),
+            Err(parts) => {
+                // Read one part after the other on the store's own thread.
+                let mut states = Vec::with_capacity(parts.len());
+                for p in parts {
+                    let each = &each;
+                    states.push(
+                        self.scan("read samples", &p.sql, p.cells, p.state, |s, r| each(s, r))
+                            .await?,
+                    );
+                }
+                Ok(states)
+            }
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! most [`IN_FLIGHT`] batches of [`BATCH_ROWS`] rows exist at once, their
 //! buffers handed back and reused.
 
+use std::sync::Arc;
+
 use rusqlite::params_from_iter;
 use rusqlite::types::ValueRef;
 use tokio::sync::mpsc;
@@ -84,60 +86,180 @@ struct BatchRow<'a> {
     row: usize,
 }
 
-impl BatchRow<'_> {
-    fn cell(&self, i: usize) -> Result<Raw, String> {
+impl<'a> BatchRow<'a> {
+    fn value(&self, i: usize) -> Result<ValueRef<'a>, String> {
         if i >= self.batch.width {
             return Err(format!("no column {i}"));
         }
-        Ok(self.batch.cells[self.row * self.batch.width + i])
-    }
-}
-
-fn kind(r: Raw) -> &'static str {
-    match r {
-        Raw::Null => "NULL",
-        Raw::Int(_) => "an integer",
-        Raw::Real(_) => "a real",
-        Raw::Text { .. } => "text",
-        Raw::Blob => "a blob",
-    }
-}
-
-impl RowRef for BatchRow<'_> {
-    fn f64_at(&self, i: usize) -> Result<Option<f64>, String> {
-        match self.cell(i)? {
-            Raw::Null => Ok(None),
-            Raw::Real(v) => Ok(Some(v)),
-            Raw::Int(v) => Ok(Some(v as f64)),
-            other => Err(format!("expected a number, found {}", kind(other))),
-        }
-    }
-    fn i64_at(&self, i: usize) -> Result<Option<i64>, String> {
-        match self.cell(i)? {
-            Raw::Null => Ok(None),
-            Raw::Int(v) => Ok(Some(v)),
-            other => Err(format!("expected an integer, found {}", kind(other))),
-        }
-    }
-    fn str_at(&self, i: usize) -> Result<Option<&str>, String> {
-        match self.cell(i)? {
-            Raw::Null => Ok(None),
+        Ok(match self.batch.cells[self.row * self.batch.width + i] {
+            Raw::Null => ValueRef::Null,
+            Raw::Int(v) => ValueRef::Integer(v),
+            Raw::Real(v) => ValueRef::Real(v),
             Raw::Text { start, len } => {
                 let (a, b) = (start as usize, start as usize + len as usize);
-                let bytes = self.batch.text.get(a..b).ok_or("text out of range")?;
-                std::str::from_utf8(bytes)
-                    .map(Some)
-                    .map_err(|e| format!("not UTF-8: {e}"))
+                ValueRef::Text(self.batch.text.get(a..b).ok_or("text out of range")?)
             }
-            other => Err(format!("expected text, found {}", kind(other))),
-        }
+            Raw::Blob => ValueRef::Blob(&[]),
+        })
+    }
+}
+
+fn kind(v: ValueRef<'_>) -> &'static str {
+    match v {
+        ValueRef::Null => "NULL",
+        ValueRef::Integer(_) => "an integer",
+        ValueRef::Real(_) => "a real",
+        ValueRef::Text(_) => "text",
+        ValueRef::Blob(_) => "a blob",
+    }
+}
+
+fn f64_of(v: ValueRef<'_>) -> Result<Option<f64>, String> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Real(v) => Ok(Some(v)),
+        ValueRef::Integer(v) => Ok(Some(v as f64)),
+        other => Err(format!("expected a number, found {}", kind(other))),
+    }
+}
+
+fn i64_of(v: ValueRef<'_>) -> Result<Option<i64>, String> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(v) => Ok(Some(v)),
+        other => Err(format!("expected an integer, found {}", kind(other))),
+    }
+}
+
+fn str_of(v: ValueRef<'_>) -> Result<Option<&str>, String> {
+    match v {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .map(Some)
+            .map_err(|e| format!("not UTF-8: {e}")),
+        other => Err(format!("expected text, found {}", kind(other))),
+    }
+}
+
+fn bool_of(v: ValueRef<'_>) -> Result<bool, String> {
+    Ok(i64_of(v)?.ok_or("is NULL")? != 0)
+}
+
+/// A row whose cells SQLite's values give: read by column, typed once for
+/// both ways a row is read.
+trait Cells {
+    fn cell(&self, i: usize) -> Result<ValueRef<'_>, String>;
+}
+
+impl<T: Cells> RowRef for T {
+    fn f64_at(&self, i: usize) -> Result<Option<f64>, String> {
+        f64_of(self.cell(i)?)
+    }
+    fn i64_at(&self, i: usize) -> Result<Option<i64>, String> {
+        i64_of(self.cell(i)?)
+    }
+    fn str_at(&self, i: usize) -> Result<Option<&str>, String> {
+        str_of(self.cell(i)?)
     }
     fn bool_at(&self, i: usize) -> Result<bool, String> {
-        Ok(self.i64_at(i)?.ok_or("is NULL")? != 0)
+        bool_of(self.cell(i)?)
     }
+}
+
+impl Cells for BatchRow<'_> {
+    fn cell(&self, i: usize) -> Result<ValueRef<'_>, String> {
+        self.value(i)
+    }
+}
+
+/// A row read where SQLite holds it (a part of [`SqliteStore::scan_parts`]).
+struct Direct<'a, 'r>(&'a rusqlite::Row<'r>);
+
+impl Cells for Direct<'_, '_> {
+    fn cell(&self, i: usize) -> Result<ValueRef<'_>, String> {
+        self.0.get_ref(i).map_err(|e| e.to_string())
+    }
+}
+
+/// One part of [`SqliteStore::scan_parts`]: its query, parameters and state.
+pub(crate) struct Part<S> {
+    pub sql: String,
+    pub cells: Vec<Cell>,
+    pub state: S,
+}
+
+/// Folds `part`'s rows on `conn`, on this thread.
+fn fold_part<S, F>(
+    conn: &rusqlite::Connection,
+    op: &'static str,
+    path: &str,
+    part: Part<S>,
+    f: &F,
+) -> Result<S, StoreError>
+where
+    F: Fn(&mut S, &dyn RowRef) -> Result<(), String>,
+{
+    let err = |e| error::sqlite(op, path, e);
+    let mut st = conn.prepare(&part.sql).map_err(err)?;
+    let mut rows = st.query(params_from_iter(part.cells.iter())).map_err(err)?;
+    let mut state = part.state;
+    while let Some(row) = rows.next().map_err(err)? {
+        f(&mut state, &Direct(row)).map_err(|m| invalid(op, path, m))?;
+    }
+    Ok(state)
 }
 
 impl SqliteStore {
+    /// `f` over the rows of each part at once, each part on its own thread
+    /// and its own read-only connection, the fold running where the rows
+    /// are read; the parts' states in order. `Err(parts)` gives the parts
+    /// back untouched when the store cannot be opened a second time (a
+    /// read-only directory, say): the caller then reads them one by one.
+    pub(crate) async fn scan_parts<S, F>(
+        &self,
+        op: &'static str,
+        parts: Vec<Part<S>>,
+        f: Arc<F>,
+    ) -> Result<Result<Vec<S>, Vec<Part<S>>>, StoreError>
+    where
+        S: Send + 'static,
+        F: Fn(&mut S, &dyn RowRef) -> Result<(), String> + Send + Sync + 'static,
+    {
+        let path = self.path().to_owned();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut conns = Vec::with_capacity(parts.len());
+            for _ in &parts {
+                match super::read_only_connection(&path, false) {
+                    Ok((c, _)) => conns.push(c),
+                    Err(_) => return Ok(Err(parts)),
+                }
+            }
+            std::thread::scope(|scope| {
+                let running: Vec<_> = parts
+                    .into_iter()
+                    .zip(conns)
+                    .map(|(part, conn)| {
+                        let (path, f) = (&path, &*f);
+                        scope.spawn(move || fold_part(&conn, op, path, part, f))
+                    })
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect::<Result<Vec<S>, StoreError>>()
+                    .map(Ok)
+            })
+        });
+        match task.await {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(StoreError::WriterGone {
+                op,
+                path: self.path().to_owned(),
+            }),
+        }
+    }
+
     /// `f` over every row of `sql`: the store's thread reads, the caller
     /// folds (see the module docs). An `Err` from `f` stops the scan.
     pub(crate) async fn scan<S, F>(

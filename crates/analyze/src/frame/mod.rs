@@ -70,8 +70,6 @@ pub(crate) struct Obs {
     pub timing_start: u32,
     /// Its list of Server-Timing names (`NONE`: it sent none).
     pub timing_shape: u32,
-    /// Days since the Unix epoch of `started_ms`.
-    pub day: i32,
     pub phase: PhaseKind,
     pub provenance: Provenance,
     pub warmup: bool,
@@ -108,6 +106,13 @@ impl Obs {
             .iter()
             .any(|x| !x.is_nan())
             .then(|| parts.iter().filter(|x| !x.is_nan()).sum())
+    }
+
+    /// Days since the Unix epoch of its start (`started_ms`'s UTC day).
+    pub(crate) fn day(&self) -> i32 {
+        firsttoken_record::UtcTime::from_unix_ms(self.started_ms)
+            .day()
+            .days_since_epoch()
     }
 
     /// Counted in statistics: not a warm-up.
@@ -320,8 +325,10 @@ impl Frame {
 /// slot per position in a row's list).
 const SLOT_TIMING: usize = 5;
 
-/// Builds a [`Frame`] one row at a time, so rows can stream from a store.
-#[derive(Debug)]
+/// Builds a [`Frame`] one row at a time, so rows can stream from a store;
+/// builders cloned from one another fill in parts at once and are joined
+/// with [`FrameBuilder::append`].
+#[derive(Debug, Clone)]
 pub struct FrameBuilder {
     frame: Frame,
     obs: Vec<Obs>,
@@ -535,7 +542,6 @@ impl FrameBuilder {
             concurrency,
             timing_start,
             timing_shape,
-            day: v.started_at.day().days_since_epoch(),
             phase,
             provenance: v.provenance,
             warmup: v.warmup,
@@ -700,6 +706,8 @@ impl Hasher for FxHasher {
 
 pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
+mod append;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -713,7 +721,7 @@ mod tests {
         let f = Frame::from_rows(&[r], &sessions).unwrap();
         let o = f.obs(0);
         assert_eq!(format_rfc3339(o.started_ms), "2026-11-30T23:30:00.123Z");
-        assert_eq!(format_day(o.day), "2026-11-30");
+        assert_eq!(format_day(o.day()), "2026-11-30");
     }
 
     #[test]
