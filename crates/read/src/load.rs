@@ -1,8 +1,10 @@
 //! Loading a selection: sessions (or a run) → frame, spans, rows.
 //!
 //! The frame is filled from the store one row at a time
-//! ([`Store::scan_views`]): a report over a million samples holds the
-//! frame (~150 bytes a row) and never a million row objects. Whole rows
+//! ([`Store::scan_views_parts`]): a report over a million samples holds
+//! the frame (~180 bytes a row) and never a million row objects. A large
+//! session is read in two halves at once, each into a clone of the empty
+//! builder, joined in order ([`FrameBuilder::append`]). Whole rows
 //! are read only where a figure needs them: the counted samples whose
 //! trace id a stored span carries (the span join), and, when asked, the
 //! counted successful samples (the HTML page plots single requests).

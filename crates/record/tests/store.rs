@@ -60,9 +60,9 @@ async fn round_trip_with_every_field_and_with_nulls(db: TestDb) {
 }
 
 /// Seven samples, three of them starting at the same instant (the split
-/// falls among them): read in two parts at once (SQLite) or in one
-/// (PostgreSQL), the parts in order hold every sample once, in the order
-/// one scan reads them; below the size that splits, one part.
+/// falls among them): read in two parts at once, the parts in order hold
+/// every sample once, in the order one scan reads them; below the size
+/// that splits, one part.
 async fn a_session_read_in_two_parts_reads_every_sample_once_in_order(db: TestDb) {
     let store = db.open().await;
     let meta = full_session("20261130T023000Z-part", "2026-11-30T02:30:00.000Z");
@@ -97,15 +97,8 @@ async fn a_session_read_in_two_parts_reads_every_sample_once_in_order(db: TestDb
         .scan_views_parts(&meta.id, 2, Vec::new(), Vec::new, collect)
         .await
         .unwrap();
-    let expected_parts = if matches!(store, Store::Sqlite(_)) {
-        2
-    } else {
-        1
-    };
-    assert_eq!(parts.len(), expected_parts, "{parts:?}");
-    if expected_parts == 2 {
-        assert_eq!(parts[0], [1, 6, 2], "the first half, up to the split");
-    }
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(parts[0], [1, 6, 2], "the first half, up to the split");
     assert_eq!(parts.concat(), whole);
     // Fewer samples than the split needs: one part, continuing `first`.
     let one = store

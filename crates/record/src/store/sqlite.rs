@@ -318,5 +318,4 @@ mod scan;
 mod sql;
 mod tx;
 
-pub(crate) use scan::Part;
 pub(crate) use tx::SqliteTx;

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use super::schema::{Cell, RowGet};
-use super::sql::{placeholders, select_as_text};
-use super::sqlite::Part;
+use super::sql::select_as_text;
 use super::{Store, StoreError};
 use crate::view::{SampleView, checked_path};
 use crate::{Clock, ErrorKind, HandshakeKind};
@@ -99,6 +98,14 @@ fn view_sql_where(and: &str) -> String {
         "{} WHERE session_id = $1{and} ORDER BY actual_start_ms, id",
         select_as_text("samples", VIEW_COLUMNS, &JSON_COLUMNS)
     )
+}
+
+/// One part of a scan read in parts at once: its query (`$N` placeholders),
+/// parameters and state.
+pub(crate) struct Part<S> {
+    pub sql: String,
+    pub cells: Vec<Cell>,
+    pub state: S,
 }
 
 /// Samples a session needs before [`Store::scan_views_parts`] reads it in
@@ -315,12 +322,14 @@ impl Store {
 
 impl Store {
     /// As [`Store::scan_views`], with the session's samples split at their
-    /// middle (in the order read) into two parts folded at once, on a
-    /// SQLite store holding at least `min_rows` of them: `first` takes the
-    /// earlier part, a state from `later` the rest; the states come back in
-    /// order (one when the session was not split: on PostgreSQL, for a
-    /// smaller session, or when the file cannot be opened a second time).
-    /// `f` runs on the threads that read the rows.
+    /// middle (in the order read) into two parts folded at once when it
+    /// holds at least `min_rows` of them: `first` takes the earlier part, a
+    /// state from `later` the rest; the states come back in order (one when
+    /// the session was not split: a smaller session, or a SQLite file that
+    /// cannot be opened a second time). Each part has its own connection:
+    /// on SQLite a thread of its own, where `f` runs as rows are read; on
+    /// PostgreSQL a task of its own, so two server processes produce the
+    /// rows and two runtime threads fold them.
     pub async fn scan_views_parts<S, F>(
         &self,
         session_id: &str,
@@ -334,9 +343,6 @@ impl Store {
         F: Fn(&mut S, &SampleView<'_>) -> Result<(), String> + Send + Sync + 'static,
     {
         let session = || vec![Cell::Text(session_id.to_owned())];
-        let Store::Sqlite(sqlite) = self else {
-            return Ok(vec![self.scan_views(session_id, first, f).await?]);
-        };
         let n = self
             .query(
                 "count samples",
@@ -377,21 +383,15 @@ impl Store {
         };
         let parts = vec![
             Part {
-                sql: placeholders(
-                    &view_sql_where(
-                        " AND actual_start_ms <= $2 AND (actual_start_ms < $2 OR id < $3)",
-                    ),
-                    false,
+                sql: view_sql_where(
+                    " AND actual_start_ms <= $2 AND (actual_start_ms < $2 OR id < $3)",
                 ),
                 cells: bounds(),
                 state: first,
             },
             Part {
-                sql: placeholders(
-                    &view_sql_where(
-                        " AND actual_start_ms >= $2 AND (actual_start_ms > $2 OR id >= $3)",
-                    ),
-                    false,
+                sql: view_sql_where(
+                    " AND actual_start_ms >= $2 AND (actual_start_ms > $2 OR id >= $3)",
                 ),
                 cells: bounds(),
                 state: later(),
@@ -400,10 +400,15 @@ impl Store {
         let each = Arc::new(move |st: &mut S, r: &dyn RowRef| -> Result<(), String> {
             f(st, &view_from(r)?)
         });
-        match sqlite
-            .scan_parts("read samples", parts, each.clone())
-            .await?
-        {
+        let parts = match self {
+            Store::Sqlite(sqlite) => {
+                sqlite
+                    .scan_parts("read samples", parts, each.clone())
+                    .await?
+            }
+            Store::Postgres(pg) => return pg.scan_parts("read samples", parts, each).await,
+        };
+        match parts {
             Ok(states) => Ok(states),
             Err(parts) => {
                 // Read one part after the other on the store's own thread.

@@ -2,6 +2,7 @@
 //! from the server, one row at a time (`query_raw`'s row stream).
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use deadpool_postgres::Object;
@@ -10,6 +11,7 @@ use futures_util::TryStreamExt;
 use super::{Fail, PgStore};
 use crate::store::error::{self, StoreError, is_pg_connection_error, is_pool_connection_error};
 use crate::store::schema::Cell;
+use crate::store::view::Part;
 use crate::store::view::RowRef;
 
 impl RowRef for tokio_postgres::Row {
@@ -28,6 +30,46 @@ impl RowRef for tokio_postgres::Row {
 }
 
 impl PgStore {
+    /// `f` over the rows of each part at once, each part on a connection
+    /// and a runtime task of its own; the parts' states in order.
+    pub(crate) async fn scan_parts<S, F>(
+        &self,
+        op: &'static str,
+        parts: Vec<Part<S>>,
+        f: Arc<F>,
+    ) -> Result<Vec<S>, StoreError>
+    where
+        S: Send + 'static,
+        F: Fn(&mut S, &dyn RowRef) -> Result<(), String> + Send + Sync + 'static,
+    {
+        let running: Vec<_> = parts
+            .into_iter()
+            .map(|p| {
+                let (store, f) = (self.clone(), f.clone());
+                tokio::spawn(async move {
+                    store
+                        .scan(op, p.sql, p.cells, p.state, |s, r| f(s, r))
+                        .await
+                })
+            })
+            .collect();
+        let mut states = Vec::with_capacity(running.len());
+        for task in running {
+            match task.await {
+                Ok(state) => states.push(state?),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => {
+                    return Err(StoreError::Invalid {
+                        op,
+                        store: self.url.to_string(),
+                        message: "a part of the scan was cancelled".into(),
+                    });
+                }
+            }
+        }
+        Ok(states)
+    }
+
     /// `f` over every row of `sql` as the rows arrive. A dropped connection
     /// before the first row is retried once on a fresh one; after it, the
     /// state already holds rows, so the error is returned.

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use super::{SqliteStore, invalid};
 use crate::store::error::{self, StoreError};
 use crate::store::schema::Cell;
-use crate::store::view::RowRef;
+use crate::store::sql::placeholders;
+use crate::store::view::{Part, RowRef};
 
 /// Rows per batch.
 const BATCH_ROWS: usize = 2048;
@@ -181,13 +182,6 @@ impl Cells for Direct<'_, '_> {
     }
 }
 
-/// One part of [`SqliteStore::scan_parts`]: its query, parameters and state.
-pub(crate) struct Part<S> {
-    pub sql: String,
-    pub cells: Vec<Cell>,
-    pub state: S,
-}
-
 /// Folds `part`'s rows on `conn`, on this thread.
 fn fold_part<S, F>(
     conn: &rusqlite::Connection,
@@ -200,7 +194,7 @@ where
     F: Fn(&mut S, &dyn RowRef) -> Result<(), String>,
 {
     let err = |e| error::sqlite(op, path, e);
-    let mut st = conn.prepare(&part.sql).map_err(err)?;
+    let mut st = conn.prepare(&placeholders(&part.sql, false)).map_err(err)?;
     let mut rows = st.query(params_from_iter(part.cells.iter())).map_err(err)?;
     let mut state = part.state;
     while let Some(row) = rows.next().map_err(err)? {
