@@ -324,12 +324,13 @@ impl Store {
     /// As [`Store::scan_views`], with the session's samples split at their
     /// middle (in the order read) into two parts folded at once when it
     /// holds at least `min_rows` of them: `first` takes the earlier part, a
-    /// state from `later` the rest; the states come back in order (one when
-    /// the session was not split: a smaller session, or a SQLite file that
-    /// cannot be opened a second time). Each part has its own connection:
-    /// on SQLite a thread of its own, where `f` runs as rows are read; on
-    /// PostgreSQL a task of its own, so two server processes produce the
-    /// rows and two runtime threads fold them.
+    /// state from `later` the rest; the states come back in order (one for
+    /// a smaller session). Each part has its own connection: on SQLite a
+    /// thread of its own, where `f` runs as rows are read (a file that
+    /// cannot be opened a second time has its parts read one after the
+    /// other on the store's thread); on PostgreSQL a task of its own, so
+    /// two server processes produce the rows and two runtime threads fold
+    /// them.
     pub async fn scan_views_parts<S, F>(
         &self,
         session_id: &str,
