@@ -318,9 +318,7 @@ impl Store {
         self.scan("read samples", &view_sql(), cells, state, each)
             .await
     }
-}
 
-impl Store {
     /// As [`Store::scan_views`], with the session's samples split at their
     /// middle (in the order read) into two parts folded at once when it
     /// holds at least `min_rows` of them: `first` takes the earlier part, a

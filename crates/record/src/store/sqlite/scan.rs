@@ -87,24 +87,6 @@ struct BatchRow<'a> {
     row: usize,
 }
 
-impl<'a> BatchRow<'a> {
-    fn value(&self, i: usize) -> Result<ValueRef<'a>, String> {
-        if i >= self.batch.width {
-            return Err(format!("no column {i}"));
-        }
-        Ok(match self.batch.cells[self.row * self.batch.width + i] {
-            Raw::Null => ValueRef::Null,
-            Raw::Int(v) => ValueRef::Integer(v),
-            Raw::Real(v) => ValueRef::Real(v),
-            Raw::Text { start, len } => {
-                let (a, b) = (start as usize, start as usize + len as usize);
-                ValueRef::Text(self.batch.text.get(a..b).ok_or("text out of range")?)
-            }
-            Raw::Blob => ValueRef::Blob(&[]),
-        })
-    }
-}
-
 fn kind(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Null => "NULL",
@@ -169,7 +151,19 @@ impl<T: Cells> RowRef for T {
 
 impl Cells for BatchRow<'_> {
     fn cell(&self, i: usize) -> Result<ValueRef<'_>, String> {
-        self.value(i)
+        if i >= self.batch.width {
+            return Err(format!("no column {i}"));
+        }
+        Ok(match self.batch.cells[self.row * self.batch.width + i] {
+            Raw::Null => ValueRef::Null,
+            Raw::Int(v) => ValueRef::Integer(v),
+            Raw::Real(v) => ValueRef::Real(v),
+            Raw::Text { start, len } => {
+                let (a, b) = (start as usize, start as usize + len as usize);
+                ValueRef::Text(self.batch.text.get(a..b).ok_or("text out of range")?)
+            }
+            Raw::Blob => ValueRef::Blob(&[]),
+        })
     }
 }
 
