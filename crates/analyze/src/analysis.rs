@@ -73,6 +73,12 @@ pub struct Analysis {
     /// reused its connection.
     #[serde(skip_serializing_if = "crate::engine::EngineTimes::is_empty")]
     pub engine: crate::engine::EngineTimes,
+    /// The engine's own metrics differenced over each session that read
+    /// them before and after its requests ([`crate::engine_metrics`]);
+    /// empty (and left out of the JSON) until
+    /// [`crate::engine_metrics::engine_metrics`] is given scrapes.
+    #[serde(skip_serializing_if = "crate::engine_metrics::EngineMetrics::is_empty")]
+    pub engine_metrics: crate::engine_metrics::EngineMetrics,
     /// The app's server-side spans joined to the samples; `None` until
     /// [`crate::traces::attach_traces`] is given spans or trace ids.
     pub traces: Option<crate::traces::Traces>,
@@ -194,6 +200,7 @@ pub fn analyze(
         flows: flows.into_inner().expect(done),
         conversations: conversations.into_inner().expect(done),
         engine: engine.into_inner().expect(done),
+        engine_metrics: Default::default(),
         overhead: overhead.into_inner().expect(done),
         connection: connection.into_inner().expect(done),
         concurrency: concurrency.into_inner().expect(done),

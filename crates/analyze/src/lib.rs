@@ -69,6 +69,7 @@ pub mod compare;
 pub mod conversations;
 pub mod diagnose;
 pub mod engine;
+pub mod engine_metrics;
 pub mod finding;
 pub mod findings;
 pub mod flows;

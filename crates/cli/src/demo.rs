@@ -273,6 +273,7 @@ fn config(
             listen: Some(traces.into()),
             ..TracesSection::default()
         },
+        engine: None,
     }
 }
 

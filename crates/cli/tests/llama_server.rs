@@ -11,7 +11,10 @@
 //!   the one slot) while prefill stays flat;
 //! - find that the warm requests were not warm: llama-server closes the
 //!   connection after each streamed response while its `Keep-Alive` header
-//!   says it keeps it, and leave them out of the warm figures.
+//!   says it keeps it, and leave them out of the warm figures;
+//! - read the engine's own `/metrics` (`--metrics`) before and after the
+//!   session (`[engine] metrics_url`): its counter of generated tokens
+//!   gains exactly the tokens the session's streams said they generated.
 //!
 //! The binary and the model are found by `FIRSTTOKEN_TEST_LLAMA_SERVER`
 //! and `FIRSTTOKEN_TEST_LLAMA_MODEL` (`.ci/run` sets both); outside CI the
@@ -65,7 +68,14 @@ impl Llama {
         let child = Command::new(bin)
             .args(["-m", model.to_str().expect("UTF-8 model path")])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--parallel", "1", "--ctx-size", "2048", "--no-webui"])
+            .args([
+                "--parallel",
+                "1",
+                "--ctx-size",
+                "2048",
+                "--no-webui",
+                "--metrics",
+            ])
             // One compute thread: the other core is left to the HTTP
             // threads and firsttoken, so their work does not stretch the
             // prefill of a shared 2-core machine.
@@ -119,6 +129,9 @@ list = [
 [phases]
 warm = 12
 concurrency = {{ levels = [1, 5], requests = 30 }}
+
+[engine]
+metrics_url = "http://127.0.0.1:{port}/metrics"
 "#,
         long_a = "how long is the queue for the one slot when five users ask at once ".repeat(4),
         long_b = "where did the time go between the request and the first token today ".repeat(4),
@@ -219,6 +232,36 @@ fn the_engines_clock_is_joined_the_queue_found_and_warm_connections_checked() {
     assert!(kinds.contains(&"engine_queue"), "{kinds:?}");
     assert!(kinds.contains(&"reconnections"), "{kinds:?}");
 
+    // The engine's own counters, read before and after the session: the
+    // tokens it generated in between are the ones every stream's timings
+    // said it generated (warm-ups included: the engine served them too).
+    let m = &j["analysis"]["engine_metrics"]["sessions"][0];
+    assert!(m["missing"].is_null(), "{m}");
+    let gain = |name: &str| {
+        m["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map_or(0.0, |c| num(c, "/delta"))
+    };
+    let session = j["sessions"][0]["id"].as_str().unwrap();
+    let export = firsttoken(&["export", "--store", &store, "--session", session]);
+    assert_code(&export, 0);
+    let (mut predicted, mut streams) = (0.0, 0);
+    for line in text(&export.stdout).lines() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        if let Some(n) = row
+            .pointer("/sample/engine/predicted_n")
+            .and_then(Value::as_f64)
+        {
+            predicted += n;
+            streams += 1;
+        }
+    }
+    assert!(streams >= 72, "{streams} streams carried timings");
+    assert_eq!(gain("llamacpp:tokens_predicted_total"), predicted, "{m}");
+
     // The words every format shows.
     let out = firsttoken(&["report", "--store", &store]);
     assert_code(&out, 0);
@@ -240,5 +283,7 @@ fn the_engines_clock_is_joined_the_queue_found_and_warm_connections_checked() {
     assert!(t.contains("requests queued for the engine (a slot)"), "{t}");
     assert!(t.contains("time outside prefill rose by +"), "{t}");
     assert!(t.contains("engine prefill"), "{t}");
+    assert!(t.contains("The engine's own metrics"), "{t}");
+    assert!(t.contains("llamacpp:tokens_predicted_total"), "{t}");
     drop(llama);
 }

@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use firsttoken_analyze::{AnalyzeError, Frame, FrameBuilder, Settings};
+use firsttoken_record::EngineScrape;
 use firsttoken_record::run::RunView;
 use firsttoken_record::session::{SampleRow, SessionMeta};
 use firsttoken_record::span::SpanRow;
@@ -74,6 +75,9 @@ pub struct Loaded {
     pub spans: SpanData,
     /// The run, for [`Selection::Run`].
     pub run: Option<RunView>,
+    /// The engine's metrics each session read before and after its
+    /// requests (`[engine] metrics_url`).
+    pub scrapes: Vec<EngineScrape>,
 }
 
 impl Loaded {
@@ -159,6 +163,7 @@ async fn read(
         ..SpanData::default()
     };
     let mut rows = Vec::new();
+    let mut scrapes = Vec::new();
     for s in &sessions {
         let keep = counted.map(|c| c.of(&s.id));
         let kept =
@@ -206,6 +211,7 @@ async fn read(
             joined.retain(kept);
             spans.rows.extend(joined);
         }
+        scrapes.extend(store.engine_scrapes(&s.id).await?);
         if options.rows {
             let mut ok = store.samples_where(&s.id, SampleFilter::CountedOk).await?;
             ok.retain(kept);
@@ -218,6 +224,7 @@ async fn read(
         rows,
         spans,
         run: None,
+        scrapes,
     })
 }
 

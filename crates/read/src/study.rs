@@ -12,7 +12,8 @@ use crate::Loaded;
 
 /// The analysis of `loaded`, grouped by `keys`, with its sessions'
 /// settings: the diagnostics, then the server spans joined to their
-/// samples (when a session has spans), then, for a run whose agents'
+/// samples (when a session has spans), the engine's metrics differenced
+/// over each session that read them, then, for a run whose agents'
 /// clocks are not known well enough, no concurrency verdict (bursts split
 /// over such agents cannot be judged as one level; the run's head says
 /// why).
@@ -27,6 +28,8 @@ pub fn analyse(loaded: &Loaded, keys: &[GroupKey]) -> Analysis {
         groups: &spans.groups,
     };
     attach_traces(&mut analysis, &loaded.frame, &loaded.sessions, &input);
+    analysis.engine_metrics =
+        firsttoken_analyze::engine_metrics::engine_metrics(&loaded.frame, &loaded.scrapes);
     if let Some(run) = &loaded.run
         && run.start.cross_agent != CrossAgent::Judged
     {

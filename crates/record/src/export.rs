@@ -18,7 +18,11 @@
 //! - `{"schema": "firsttoken.span.v1", …}`: a server-side [`SpanRow`] of the
 //!   session (`session_id`, `trace_id`, `span_id`, `parent_span_id`, `name`,
 //!   `kind`, `service`, `start_unix_nano`, `end_unix_nano`, `error`,
-//!   `attributes`, `events`), secrets already redacted by the store.
+//!   `attributes`, `events`), secrets already redacted by the store;
+//! - `{"schema": "firsttoken.engine_scrape.v1", …}`: the engine's metrics
+//!   read before or after the session, an [`EngineScrape`] (`session_id`,
+//!   `moment`: `start` | `end`, `taken_at`, `url`, `status`, `body`,
+//!   `error`), after the spans.
 //!
 //! [`write_session_jsonl`] writes a session line, then its samples, and
 //! [`write_spans_jsonl`] its spans after them: the form `firsttoken import`
@@ -44,6 +48,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::scrape::EngineScrape;
 use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
 use crate::span::SpanRow;
 use crate::store::{Cell, SAMPLE_COLUMNS, Store, StoreError, sample_cells};
@@ -58,6 +63,8 @@ pub const SESSION_LINE_SCHEMA: &str = "firsttoken.session.v1";
 pub const SAMPLE_ROW_LINE_SCHEMA: &str = "firsttoken.sample_row.v1";
 /// `schema` of a span line.
 pub const SPAN_LINE_SCHEMA: &str = "firsttoken.span.v1";
+/// `schema` of an engine-scrape line.
+pub const SCRAPE_LINE_SCHEMA: &str = "firsttoken.engine_scrape.v1";
 /// The tag an imported session keeps its original id in.
 pub const IMPORTED_FROM_TAG: &str = "imported_from";
 /// The tag an imported session keeps its original provenance in.
@@ -114,6 +121,8 @@ pub struct ExportContents {
     pub rows: Vec<SampleRow>,
     /// Span lines.
     pub spans: Vec<SpanRow>,
+    /// Engine-scrape lines.
+    pub scrapes: Vec<EngineScrape>,
 }
 
 /// Writes a header row and one CSV record per sample (see the module docs).
@@ -197,6 +206,7 @@ pub fn read_export(r: impl BufRead) -> Result<ExportContents, StoreError> {
             Record::Session(m) => out.sessions.push(*m),
             Record::Sample(r) => out.rows.push(*r),
             Record::Span(s) => out.spans.push(*s),
+            Record::Scrape(s) => out.scrapes.push(*s),
         }
         Ok(())
     })?;
@@ -284,6 +294,7 @@ pub(crate) enum Record {
     Session(Box<SessionMeta>),
     Sample(Box<SampleRow>),
     Span(Box<SpanRow>),
+    Scrape(Box<EngineScrape>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,6 +302,7 @@ enum Kind {
     Session,
     Sample,
     Span,
+    Scrape,
 }
 
 impl Kind {
@@ -299,6 +311,7 @@ impl Kind {
             SESSION_LINE_SCHEMA => Some(Kind::Session),
             SAMPLE_ROW_LINE_SCHEMA => Some(Kind::Sample),
             SPAN_LINE_SCHEMA => Some(Kind::Span),
+            SCRAPE_LINE_SCHEMA => Some(Kind::Scrape),
             _ => None,
         }
     }
@@ -308,6 +321,7 @@ impl Kind {
             Kind::Session => "session",
             Kind::Sample => "sample",
             Kind::Span => "span",
+            Kind::Scrape => "engine scrape",
         }
     }
 
@@ -317,6 +331,7 @@ impl Kind {
             Kind::Session => Record::Session(Box::new(SessionMeta::deserialize(d)?)),
             Kind::Sample => Record::Sample(Box::new(SampleRow::deserialize(d)?)),
             Kind::Span => Record::Span(Box::new(SpanRow::deserialize(d)?)),
+            Kind::Scrape => Record::Scrape(Box::new(EngineScrape::deserialize(d)?)),
         })
     }
 }
@@ -409,7 +424,7 @@ pub(crate) fn parse_line(text: &str) -> Result<Record, String> {
         (Category::Data, Seen::Nothing) => "not a JSON object".into(),
         (Category::Data, Seen::NoSchema) => "no \"schema\" member".into(),
         (Category::Data, Seen::Unknown(other)) => format!(
-            "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA} and {SPAN_LINE_SCHEMA})"
+            "unknown record schema {other:?} (this firsttoken reads {SESSION_LINE_SCHEMA}, {SAMPLE_ROW_LINE_SCHEMA}, {SPAN_LINE_SCHEMA} and {SCRAPE_LINE_SCHEMA})"
         ),
         (Category::Data, Seen::Kind(k)) => format!("bad {} record: {e}", k.noun()),
         (Category::Data, Seen::Object) => e.to_string(),
@@ -512,6 +527,8 @@ pub struct Written {
     pub samples: u64,
     /// Span lines (none in CSV).
     pub spans: u64,
+    /// Engine-scrape lines (none in CSV).
+    pub scrapes: u64,
 }
 
 /// Writes session `meta`'s export from `store` as `format`: each row as it
@@ -570,9 +587,18 @@ pub async fn write_session(
     if let Some(e) = failed {
         return Err(io(e));
     }
+    let (samples, spans) = (samples?, spans?);
+    let mut scrapes = 0;
+    if format == Format::Jsonl {
+        for s in store.engine_scrapes(&meta.id).await? {
+            write_line(&mut w, SCRAPE_LINE_SCHEMA, &s).map_err(io)?;
+            scrapes += 1;
+        }
+    }
     let written = Written {
-        samples: samples?,
-        spans: spans?,
+        samples,
+        spans,
+        scrapes,
     };
     w.flush().map_err(io)?;
     Ok(written)

@@ -35,6 +35,7 @@ pub mod engine;
 pub mod export;
 pub mod import;
 pub mod run;
+pub mod scrape;
 pub mod session;
 pub mod span;
 pub mod store;
@@ -45,6 +46,7 @@ pub mod vocab;
 // and `itl_p99_ms`: the statistics kernel's.
 pub use engine::{EngineSource, EngineTiming};
 pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
+pub use scrape::{EngineScrape, MAX_SCRAPE_BYTES, ScrapeMoment};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
 pub use view::SampleView;

@@ -1,7 +1,10 @@
 //! The report's "The engine's own clock" section: each group's TTFT split
 //! into the engine's prefill and the rest, the concurrency wall attributed
 //! by that split, and warm requests that had to open a new connection
-//! ([`firsttoken_analyze::engine`]), laid out once for every format.
+//! ([`firsttoken_analyze::engine`]), and "The engine's own metrics": its
+//! Prometheus metrics differenced over each session
+//! ([`firsttoken_analyze::engine_metrics`]); each laid out once for every
+//! format.
 
 use firsttoken_analyze::Analysis;
 
@@ -68,6 +71,75 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
             }),
         );
         s.tables.push(tab);
+    }
+    Some(s)
+}
+
+/// The "engine's own metrics" section: per session that read them, what
+/// the engine's histograms observed and its counters gained between the
+/// scrapes ([`firsttoken_analyze::engine_metrics`]); `None` when no
+/// session has an `[engine] metrics_url`.
+pub fn metrics_section(analysis: &Analysis) -> Option<Section> {
+    use crate::words::engine_metrics as w;
+    let m = &analysis.engine_metrics;
+    if m.is_empty() {
+        return None;
+    }
+    let mut s = Section::new(SectionId::EngineMetrics);
+    let mut hist = TableData::new(
+        header(&[
+            "series",
+            "n",
+            "p50 in",
+            "p90 in",
+            "p99 in",
+            "firsttoken n",
+            "firsttoken p50 in",
+            "firsttoken p90 in",
+            "firsttoken p99 in",
+        ]),
+        &[2, 3, 4, 6, 7, 8],
+    )
+    .captioned("histograms: the bucket each quantile falls in");
+    let mut counters = TableData::new(header(&["series", "gain", "per second"]), &[])
+        .captioned("counters that grew");
+    for sm in &m.sessions {
+        s.push(w::head(sm));
+        for h in &sm.histograms {
+            s.push(w::histogram(h));
+        }
+        if let Some(r) = w::reset(sm) {
+            s.push(r);
+        }
+        for h in &sm.histograms {
+            let at = |qs: &[firsttoken_analyze::engine_metrics::BucketQuantile], i: usize| {
+                qs.get(i)
+                    .map_or_else(|| DASH.to_string(), |b| w::bucket(b, h.seconds))
+            };
+            let ours = h.ours.as_ref();
+            let mut row = vec![w::series(&h.name, &h.labels), h.count.to_string()];
+            row.extend((0..3).map(|i| at(&h.quantiles, i)));
+            row.push(ours.map_or_else(|| DASH.to_string(), |o| o.n.to_string()));
+            row.extend(
+                (0..3).map(|i| ours.map_or_else(|| DASH.to_string(), |o| at(&o.quantiles, i))),
+            );
+            hist.rows.push(row);
+        }
+        for c in &sm.counters {
+            counters.rows.push(vec![
+                w::series(&c.name, &c.labels),
+                crate::format::count(c.delta),
+                sm.seconds
+                    .filter(|s| *s > 0.0)
+                    .map_or_else(|| DASH.to_string(), |t| format!("{:.1}/s", c.delta / t)),
+            ]);
+        }
+    }
+    if !hist.rows.is_empty() {
+        s.tables.push(hist);
+    }
+    if !counters.rows.is_empty() {
+        s.tables.push(counters);
     }
     Some(s)
 }

@@ -12,7 +12,10 @@
 //! finished as `complete` or `partial` with the reason. With `[traces]
 //! listen`, an OTLP/HTTP receiver collects the app's spans of the session's
 //! requests from before the first request until a grace period after the
-//! last, and stores them next to the samples ([`TraceOutcome`]).
+//! last, and stores them next to the samples ([`TraceOutcome`]). With
+//! `[engine] metrics_url`, the engine's Prometheus text metrics are read
+//! just before the first request and just after the last, and stored as
+//! they came ([`firsttoken_record::EngineScrape`]).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), firsttoken_session::SessionError> {
@@ -38,6 +41,7 @@ mod observe;
 mod pause;
 mod recorder;
 mod run;
+mod scrape;
 mod signin;
 mod source;
 mod spec;
@@ -50,6 +54,7 @@ pub use error::SessionError;
 pub use observe::{Observer, Quiet};
 pub use pause::Pause;
 pub use run::{Outcome, run_session};
+pub use scrape::SCRAPE_TIMEOUT;
 pub use signin::{Credential, read_accounts};
 pub use source::{Source, prompt_ref};
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};

@@ -14,10 +14,11 @@ use firsttoken_record::session::{
     Cleanup, LAG_FLAG_MS, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
 };
 use firsttoken_record::store::host_name;
-use firsttoken_record::{Store, UtcTime};
+use firsttoken_record::{ScrapeMoment, Store, UtcTime};
 
 use crate::accounts::{Accounts, clean_up, sign_up};
 use crate::recorder::{Recorded, Recorder};
+use crate::scrape::scrape;
 use crate::traces::{self, TraceOutcome};
 use crate::{Budget, Observer, SessionError, SessionSpec, Source};
 use firsttoken_collect::TraceRegistry;
@@ -198,6 +199,14 @@ pub async fn run_session(
     let mut stop = Stop::Cancelled;
     let mut cancelled_in_flight = 0;
     let mut recorded = Recorded::default();
+    let metrics_url = cfg.engine.as_ref().map(|e| e.metrics_url.as_str());
+    // Just before the first request.
+    if failure.is_none()
+        && let Some(url) = metrics_url
+        && let Err(e) = scrape(&source, url, (store, &meta.id), ScrapeMoment::Start).await
+    {
+        failure = Some(format!("the store cannot be written: {e}"));
+    }
     if failure.is_none() {
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         let run_cancel = cancel.child_token();
@@ -224,6 +233,12 @@ pub async fn run_session(
             }
             Ok(Err(e)) => failure = Some(format!("the measuring client failed: {e}")),
             Err(e) => failure = Some(format!("the session task stopped: {e}")),
+        }
+        // Right after the last request, before the spans' grace period.
+        if let Some(url) = metrics_url
+            && let Err(e) = scrape(&source, url, (store, &meta.id), ScrapeMoment::End).await
+        {
+            failure.get_or_insert_with(|| format!("the store cannot be written: {e}"));
         }
     }
     if let Some(at) = began.as_ref().and_then(|b| b.get())
@@ -314,7 +329,11 @@ async fn finish_accounts(
 }
 
 /// A one-off GET on the app's connection settings with a short deadline.
-async fn get(source: &Source, url: &str, timeout: Duration) -> Result<(u16, bytes::Bytes), String> {
+pub(crate) async fn get(
+    source: &Source,
+    url: &str,
+    timeout: Duration,
+) -> Result<(u16, bytes::Bytes), String> {
     let mut spec = source.app_spec().clone();
     let target = Target::parse(url).map_err(|e| e.to_string())?;
     spec.request = RequestTemplate::new(target, Some("GET"), None).map_err(|e| e.to_string())?;

@@ -450,6 +450,25 @@ impl Source {
         self.prompts.len()
     }
 
+    /// `text` with every secret the session sends masked as `***`: the
+    /// app's and the provider's credentials and the test accounts' tokens,
+    /// as written and in the encodings a server echoes them in.
+    pub fn scrub(&self, text: &str) -> String {
+        let specs = self
+            .app
+            .iter()
+            .chain(self.direct.iter().map(|(s, _)| s))
+            .chain(self.ping.iter());
+        let mut out = specs.fold(text.to_string(), |t, s| s.request.scrub(&t));
+        for token in self.tokens.iter().filter(|t| t.len() >= 4) {
+            let escaped = serde_json::Value::String(token.clone()).to_string();
+            out = out
+                .replace(token.as_str(), "***")
+                .replace(&escaped[1..escaped.len() - 1], "***");
+        }
+        out
+    }
+
     /// The spec of app path 0 (for set-up calls against the app's base URL).
     pub fn app_spec(&self) -> &ProbeSpec {
         &self.app[0]

@@ -104,6 +104,21 @@ pub struct Config {
     /// Collecting the app's OpenTelemetry spans while the session runs.
     #[serde(default, skip_serializing_if = "TracesSection::is_off")]
     pub traces: TracesSection,
+    /// The inference engine behind the app, when it is self-hosted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineSection>,
+}
+
+/// `[engine]`: the self-hosted inference engine's own metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSection {
+    /// The engine's Prometheus text endpoint (vLLM's `/metrics`;
+    /// `llama-server` needs `--metrics`), read once before the first
+    /// request and once after the last; the report shows what its counters
+    /// and histograms gained in between. A failed read is stored and
+    /// reported, and stops nothing. No credentials in the URL.
+    pub metrics_url: String,
 }
 
 /// The grace period after the last request during which late spans are

@@ -319,3 +319,25 @@ fn conversation_settings_are_checked_naming_their_key() {
     let e = with(&format!("{conv}\nfile = \"\""), "");
     assert!(e.is_err());
 }
+
+/// Issue 28: `[engine] metrics_url` is a URL without credentials.
+#[test]
+fn the_engines_metrics_url_is_checked() {
+    let with = |url: &str| {
+        let text = format!("{DEFAULT_CONFIG}\n[engine]\nmetrics_url = \"{url}\"\n");
+        Config::parse(&text, "f.toml")
+    };
+    let ok = with("http://127.0.0.1:8000/metrics").unwrap();
+    assert_eq!(
+        ok.engine.map(|e| e.metrics_url).as_deref(),
+        Some("http://127.0.0.1:8000/metrics")
+    );
+    let e = with("http://u:hunter2@127.0.0.1:8000/metrics")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("engine.metrics_url") && e.contains("credentials") && !e.contains("hunter2"),
+        "{e}"
+    );
+    assert!(with("not a url").is_err());
+}

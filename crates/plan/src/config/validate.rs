@@ -106,6 +106,11 @@ impl Config {
         if let Some(p) = &self.ping {
             crate::Target::parse(&p.url).map_err(plan)?;
         }
+        // Target::parse refuses credentials in the URL too.
+        if let Some(e) = &self.engine {
+            crate::Target::parse(&e.metrics_url)
+                .map_err(|err| invalid("engine.metrics_url", err.to_string()))?;
+        }
         if let Some(a) = &self.app.auth {
             let mode = a.mode().map_err(|(key, m)| invalid(key, m))?;
             if let (AuthMode::SignIn { .. }, Some(_)) = (mode, &self.app.cleanup) {

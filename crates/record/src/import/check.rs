@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use super::{Import, ImportSession, Run, extend, read_error};
 use crate::export::{Line, Record, for_each_line_from, imported_meta, parse_line};
+use crate::scrape::EngineScrape;
 use crate::session::SessionMeta;
-use crate::store::{StoreError, sample_check, sanitized, session_cells, span_cells};
+use crate::store::{StoreError, sample_check, sanitized, scrape_cells, session_cells, span_cells};
 
 /// Bytes of whole lines per chunk (a longer line makes a longer chunk).
 const CHUNK_BYTES: usize = 1 << 20;
@@ -25,6 +26,8 @@ enum Seen {
     Session(Box<SessionMeta>),
     Sample(String),
     Span(String),
+    /// Scrapes are few and small: kept whole for the store pass.
+    Scrape(Box<EngineScrape>),
 }
 
 /// One checked line.
@@ -75,6 +78,10 @@ fn summarize(line: &Line<'_>) -> Result<Summary, StoreError> {
             span_cells(&span).map_err(|m| refused("span", m))?;
             Seen::Span(span.session_id)
         }
+        Record::Scrape(scrape) => {
+            scrape_cells(&scrape).map_err(|m| refused("engine scrape", m))?;
+            Seen::Scrape(scrape)
+        }
     };
     Ok(Summary {
         number: line.number,
@@ -98,6 +105,7 @@ enum Kind {
     Session,
     Sample,
     Span,
+    Scrape,
 }
 
 /// What the books hold per session id, in the order ids appear.
@@ -109,6 +117,7 @@ struct Entry {
     spans: u64,
     sample_runs: Vec<Run>,
     span_runs: Vec<Run>,
+    scrapes: Vec<EngineScrape>,
 }
 
 #[derive(Default)]
@@ -127,6 +136,7 @@ impl Books {
         let id = match &s.seen {
             Seen::Session(m) => &m.id,
             Seen::Sample(id) | Seen::Span(id) => id,
+            Seen::Scrape(s) => &s.session_id,
         };
         let at = match self.index.get(id.as_str()) {
             Some(&at) => at,
@@ -164,6 +174,10 @@ impl Books {
                 extend(&mut e.span_runs, &line, span_follows);
                 Kind::Span
             }
+            Seen::Scrape(scrape) => {
+                e.scrapes.push(*scrape);
+                Kind::Scrape
+            }
         };
         self.last = Some((at, kind));
         Ok(())
@@ -173,7 +187,10 @@ impl Books {
     /// order of their session lines.
     fn finish(mut self) -> Result<Vec<ImportSession>, StoreError> {
         let e = &self.entries;
-        if let Some(e) = e.iter().find(|e| e.meta.is_none() && e.spans > 0) {
+        if let Some(e) = e
+            .iter()
+            .find(|e| e.meta.is_none() && (e.spans > 0 || !e.scrapes.is_empty()))
+        {
             return Err(StoreError::NoSpanSession {
                 session_id: e.id.clone(),
             });
@@ -201,6 +218,7 @@ impl Books {
                     spans: e.spans,
                     sample_runs: e.sample_runs,
                     span_runs: e.span_runs,
+                    scrapes: e.scrapes,
                 });
             }
         }

@@ -40,6 +40,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use crate::export::{Line, Record, for_each_line_from, imported_row, origin, parse_line};
+use crate::scrape::EngineScrape;
 use crate::session::SessionMeta;
 use crate::span::{MAX_SPANS_PER_SESSION, SpanRow};
 use crate::store::{
@@ -84,6 +85,8 @@ pub struct ImportSession {
     pub spans: u64,
     sample_runs: Vec<Run>,
     span_runs: Vec<Run>,
+    /// Its engine scrapes (`firsttoken.engine_scrape.v1` lines).
+    scrapes: Vec<EngineScrape>,
 }
 
 /// What [`Import::store`] reports as it goes.
@@ -173,6 +176,11 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
                     .append_spans(&stored.id, &batch?, MAX_SPANS_PER_SESSION)
                     .await?
                     .stored;
+            }
+            for scrape in &s.scrapes {
+                let mut scrape = scrape.clone();
+                scrape.session_id.clone_from(&stored.id);
+                store.put_engine_scrape(&scrape).await?;
             }
             on(ImportEvent::Stored {
                 session: s,

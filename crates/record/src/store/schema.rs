@@ -86,6 +86,10 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     (13, include_str!("migrations/sqlite/0013_engine_timing.sql")),
     (14, include_str!("migrations/sqlite/0014_painted.sql")),
     (15, include_str!("migrations/sqlite/0015_trace_index.sql")),
+    (
+        16,
+        include_str!("migrations/sqlite/0016_engine_scrapes.sql"),
+    ),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -114,6 +118,10 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     ),
     (14, include_str!("migrations/postgres/0014_painted.sql")),
     (15, include_str!("migrations/postgres/0015_trace_index.sql")),
+    (
+        16,
+        include_str!("migrations/postgres/0016_engine_scrapes.sql"),
+    ),
 ];
 
 /// The version whose migration adds the `phase` `CHECK`; before applying

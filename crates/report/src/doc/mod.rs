@@ -61,6 +61,8 @@ pub enum SectionId {
     /// The inference engine's own clock, and connections that were not
     /// kept.
     Engine,
+    /// The engine's own metrics before and after each session.
+    EngineMetrics,
     /// Cold start.
     Cold,
     /// Providers and routing strategies.
@@ -77,7 +79,7 @@ pub enum SectionId {
 
 impl SectionId {
     /// Every section, in reading order.
-    pub const ALL: [SectionId; 17] = [
+    pub const ALL: [SectionId; 18] = [
         SectionId::Run,
         SectionId::Findings,
         SectionId::Sessions,
@@ -89,6 +91,7 @@ impl SectionId {
         SectionId::Concurrency,
         SectionId::Spans,
         SectionId::Engine,
+        SectionId::EngineMetrics,
         SectionId::Cold,
         SectionId::Providers,
         SectionId::Routes,
@@ -111,6 +114,7 @@ impl SectionId {
             SectionId::Concurrency => "concurrency",
             SectionId::Spans => "spans",
             SectionId::Engine => "engine",
+            SectionId::EngineMetrics => "engine_metrics",
             SectionId::Cold => "cold",
             SectionId::Providers => "providers",
             SectionId::Routes => "routes",
@@ -619,6 +623,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     ]);
     sections.extend(crate::doc_traces::section(a));
     sections.extend(crate::doc_engine::section(a));
+    sections.extend(crate::doc_engine::metrics_section(a));
     sections.push(diagnostics::cold(a));
     sections.push(diagnostics::providers(a));
     sections.push(diagnostics::routes(a));

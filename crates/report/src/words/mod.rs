@@ -28,6 +28,7 @@ mod comparison;
 pub mod conversation;
 pub mod demo;
 pub mod engine;
+pub mod engine_metrics;
 mod findings;
 pub mod flow;
 mod limits;

@@ -104,6 +104,14 @@ pub fn section(id: SectionId) -> SectionWords {
             ),
             None,
         ),
+        SectionId::EngineMetrics => w(
+            "The engine's own metrics",
+            "Engine metrics",
+            Some(
+                "The engine's Prometheus metrics read just before each session's first request and just after its last ([engine] metrics_url): what its histograms observed and its counters gained in between, each quantile named by the bucket it falls in. They count every request the engine served meanwhile: every phase, path and warm-up of the session, and any other client's.",
+            ),
+            None,
+        ),
         SectionId::Cold => w(
             "Cold start",
             "Cold start",

@@ -1,0 +1,110 @@
+//! Sentences about the engine's own metrics
+//! ([`firsttoken_analyze::engine_metrics`]): what its histograms observed
+//! and its counters gained between the scrape before a session and the one
+//! after, at the resolution of its buckets. A quantile is named by the
+//! bucket it falls in, never by a value finer than the buckets.
+
+use firsttoken_analyze::engine_metrics::{BucketQuantile, HistogramDelta, SessionMetrics};
+
+use crate::format::{count, ms};
+
+/// A series: `name{a="1"}`, or the name alone.
+pub fn series(name: &str, labels: &std::collections::BTreeMap<String, String>) -> String {
+    firsttoken_analyze::engine_metrics::series_label(name, labels)
+}
+
+/// A bound in the histogram's unit: `60 ms` for seconds, `20` for counts.
+fn bound(v: f64, seconds: bool) -> String {
+    if seconds { ms(v * 1000.0) } else { count(v) }
+}
+
+/// The bucket a quantile falls in: `(40 ms, 60 ms]`, `≤ 300 ms`,
+/// `> 2560 s`.
+pub fn bucket(b: &BucketQuantile, seconds: bool) -> String {
+    match (b.lower, b.upper.is_finite()) {
+        (None, true) => format!("≤ {}", bound(b.upper, seconds)),
+        (Some(lo), true) => format!("({}, {}]", bound(lo, seconds), bound(b.upper, seconds)),
+        (Some(lo), false) => format!("> {}", bound(lo, seconds)),
+        (None, false) => "any".to_string(),
+    }
+}
+
+/// `median in (40 ms, 60 ms], p90 in (100 ms, 250 ms], p99 in …`.
+fn quantiles(qs: &[BucketQuantile], seconds: bool) -> String {
+    qs.iter()
+        .map(|b| {
+            let name = if b.q == 0.5 {
+                "median".to_string()
+            } else {
+                format!("p{}", (b.q * 100.0).round())
+            };
+            format!("{name} in {}", bucket(b, seconds))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The session's endpoint and the time between its scrapes, or why there
+/// is no difference.
+pub fn head(m: &SessionMetrics) -> String {
+    match (&m.missing, m.seconds) {
+        (Some(why), _) => format!("session {}: no difference from {}: {why}", m.session, m.url),
+        (None, Some(s)) => format!(
+            "session {}: {} read {} s apart, before the first request and after the last: {} histogram series observed requests, {} counters grew",
+            m.session,
+            m.url,
+            count((s * 10.0).round() / 10.0),
+            m.histograms.len(),
+            m.counters.len()
+        ),
+        (None, None) => format!("session {}: {}", m.session, m.url),
+    }
+}
+
+/// One histogram's difference, with firsttoken's own values beside it
+/// where it measured the same quantity.
+pub fn histogram(h: &HistogramDelta) -> String {
+    let name = series(&h.name, &h.labels);
+    let engine = format!(
+        "{name}: the engine observed {} in between; {}",
+        h.count,
+        quantiles(&h.quantiles, h.seconds)
+    );
+    let Some(o) = &h.ours else {
+        return engine;
+    };
+    let what = o.metric.name().to_uppercase();
+    if o.n == 0 {
+        return format!("{engine}; firsttoken has no {what} of the session to set beside it");
+    }
+    let counts = match h.count.cmp(&o.n) {
+        std::cmp::Ordering::Equal => String::new(),
+        std::cmp::Ordering::Greater => format!(
+            " The engine counted {} more than firsttoken's {}: other clients' requests, or ones that failed on firsttoken's side.",
+            h.count - o.n,
+            o.n
+        ),
+        std::cmp::Ordering::Less => format!(
+            " The engine counted {} fewer than firsttoken's {}: requests that never reached it (served by something else, or failed before it).",
+            o.n - h.count,
+            o.n
+        ),
+    };
+    format!(
+        "{engine}. firsttoken's {what} of the session's {} answered requests (every phase, path and warm-up pooled, as the engine's histogram pools them), in the same buckets: {}.{counts}",
+        o.n,
+        quantiles(&o.quantiles, h.seconds)
+    )
+}
+
+/// Series whose counts went down: the engine restarted.
+pub fn reset(m: &SessionMetrics) -> Option<String> {
+    (!m.reset.is_empty()).then(|| {
+        format!(
+            "session {}: {} series went down between the scrapes (the engine restarted) and have no difference: {}",
+            m.session,
+            m.reset.len(),
+            m.reset.join(", ")
+        )
+    })
+}
