@@ -24,11 +24,78 @@ fn every_format_shows_every_sentence_and_table_of_the_layout() {
     let (sessions, _, analysis, cmp) = common::before_after_compared();
     let comparisons = [cmp];
     let input = ReportInput::new(&sessions, &analysis, &comparisons);
+    let checked = every_format_shows(&input);
+    assert!(checked > 20, "{checked} lines checked");
+}
+
+/// The engine's metrics (issue 28), differenced from /metrics text as vLLM
+/// writes it, are one more section every format shows.
+#[test]
+fn the_engines_metrics_reach_every_format() {
+    use firsttoken_record::{EngineScrape, ScrapeMoment, UtcTime};
+    let (sessions, _, mut analysis, cmp) = common::before_after_compared();
+    let (.., frame) = common::before_after();
+    let scrape = |moment, ms, body: &str| EngineScrape {
+        session_id: sessions[0].id.clone(),
+        moment,
+        taken_at: UtcTime::from_unix_ms(ms),
+        url: "http://127.0.0.1:8000/metrics".into(),
+        status: Some(200),
+        body: Some(body.into()),
+        error: None,
+    };
+    let scrapes = [
+        scrape(
+            ScrapeMoment::Start,
+            0,
+            include_str!("../../analyze/tests/fixtures/vllm_metrics_start.txt"),
+        ),
+        scrape(
+            ScrapeMoment::End,
+            30_000,
+            include_str!("../../analyze/tests/fixtures/vllm_metrics_end.txt"),
+        ),
+    ];
+    analysis.engine_metrics = firsttoken_analyze::engine_metrics::engine_metrics(&frame, &scrapes);
+    let comparisons = [cmp];
+    let input = ReportInput::new(&sessions, &analysis, &comparisons);
     let doc = build(&input);
-    let terminal = flat(&render(Format::Terminal, &input).unwrap());
-    let markdown = render(Format::Markdown, &input).unwrap();
-    let page = render(Format::Html, &input).unwrap();
+    let s = doc
+        .sections
+        .iter()
+        .find(|s| s.id == SectionId::EngineMetrics)
+        .expect("the section");
+    assert_eq!(s.tables.len(), 2, "histograms and counters");
+    assert!(
+        s.lines
+            .iter()
+            .any(|l| l.contains("vllm:time_to_first_token_seconds")
+                && l.contains("median in (40 ms, 60 ms]")),
+        "{:?}",
+        s.lines
+    );
+    every_format_shows(&input);
     let v = json_of(&input);
+    let ttft = v["analysis"]["engine_metrics"]["sessions"][0]["histograms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "vllm:time_to_first_token_seconds")
+        .expect("the engine's TTFT histogram")
+        .clone();
+    assert_eq!(
+        ttft["quantiles"][0],
+        serde_json::json!({"q": 0.5, "lower": 0.04, "upper": 0.06})
+    );
+}
+
+/// Every section of `input`'s layout, in every format; the lines checked.
+fn every_format_shows(input: &ReportInput<'_>) -> usize {
+    let doc = build(input);
+    let terminal = flat(&render(Format::Terminal, input).unwrap());
+    let markdown = render(Format::Markdown, input).unwrap();
+    let page = render(Format::Html, input).unwrap();
+    let v = json_of(input);
     let text = v["text"].as_array().unwrap();
     let mut checked = 0;
     for s in &doc.sections {
@@ -100,7 +167,7 @@ fn every_format_shows_every_sentence_and_table_of_the_layout() {
             }
         }
     }
-    assert!(checked > 20, "{checked} lines checked");
+    checked
 }
 
 #[test]
