@@ -14,7 +14,7 @@ use firsttoken_record::session::{
     Cleanup, LAG_FLAG_MS, Labels, SampleRow, SessionMeta, SessionStatus, new_session_id,
 };
 use firsttoken_record::store::host_name;
-use firsttoken_record::{ScrapeMoment, Store, UtcTime};
+use firsttoken_record::{EngineScrape, ScrapeMoment, Store, UtcTime};
 
 use crate::accounts::{Accounts, clean_up, sign_up};
 use crate::recorder::{Recorded, Recorder};
@@ -38,6 +38,9 @@ pub struct Outcome {
     pub cancelled_in_flight: u64,
     /// What span collection did, when `[traces] listen` was set.
     pub traces: Option<TraceOutcome>,
+    /// The engine's metrics read before and after the requests, when
+    /// `[engine] metrics_url` was set: each as stored, without its body.
+    pub scrapes: Vec<EngineScrape>,
 }
 
 impl Outcome {
@@ -201,11 +204,14 @@ pub async fn run_session(
     let mut recorded = Recorded::default();
     let metrics_url = cfg.engine.as_ref().map(|e| e.metrics_url.as_str());
     // Just before the first request.
+    let mut scrapes = Vec::new();
     if failure.is_none()
         && let Some(url) = metrics_url
-        && let Err(e) = scrape(&source, url, (store, &meta.id), ScrapeMoment::Start).await
     {
-        failure = Some(format!("the store cannot be written: {e}"));
+        match scrape(&source, url, (store, &meta.id), ScrapeMoment::Start).await {
+            Ok(row) => scrapes.push(row),
+            Err(e) => failure = Some(format!("the store cannot be written: {e}")),
+        }
     }
     if failure.is_none() {
         let (tx, rx) = tokio::sync::mpsc::channel(256);
@@ -235,10 +241,13 @@ pub async fn run_session(
             Err(e) => failure = Some(format!("the session task stopped: {e}")),
         }
         // Right after the last request, before the spans' grace period.
-        if let Some(url) = metrics_url
-            && let Err(e) = scrape(&source, url, (store, &meta.id), ScrapeMoment::End).await
-        {
-            failure.get_or_insert_with(|| format!("the store cannot be written: {e}"));
+        if let Some(url) = metrics_url {
+            match scrape(&source, url, (store, &meta.id), ScrapeMoment::End).await {
+                Ok(row) => scrapes.push(row),
+                Err(e) => {
+                    failure.get_or_insert_with(|| format!("the store cannot be written: {e}"));
+                }
+            }
         }
     }
     if let Some(at) = began.as_ref().and_then(|b| b.get())
@@ -295,6 +304,7 @@ pub async fn run_session(
         failed: recorded.failed,
         cancelled_in_flight,
         traces,
+        scrapes,
     })
 }
 

@@ -14,13 +14,14 @@ use crate::Source;
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Read `url` now and store what came back as session `session_id`'s
-/// `moment` scrape. Only a store that cannot be written is an error.
+/// `moment` scrape; returns the stored row without its body. Only a store
+/// that cannot be written is an error.
 pub(crate) async fn scrape(
     source: &Source,
     url: &str,
     (store, session_id): (&Store, &str),
     moment: ScrapeMoment,
-) -> Result<(), StoreError> {
+) -> Result<EngineScrape, StoreError> {
     let got = crate::run::get(source, url, SCRAPE_TIMEOUT).await;
     let mut row = EngineScrape {
         session_id: session_id.to_owned(),
@@ -47,5 +48,7 @@ pub(crate) async fn scrape(
             }
         }
     }
-    store.put_engine_scrape(&row).await
+    store.put_engine_scrape(&row).await?;
+    row.body = None;
+    Ok(row)
 }

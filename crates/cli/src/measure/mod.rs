@@ -42,6 +42,13 @@ pub async fn run_spec(
             }
         }
     }
+    for line in outcome
+        .scrapes
+        .iter()
+        .filter_map(firsttoken_report::words::engine_metrics::scrape_failed)
+    {
+        eprintln!("warning: {line}");
+    }
     Ok(outcome)
 }
 

@@ -108,3 +108,18 @@ pub fn reset(m: &SessionMetrics) -> Option<String> {
         )
     })
 }
+
+/// What `run` says of the engine's metrics when it ends: `None` when both
+/// reads worked, else which read failed and why.
+pub fn scrape_failed(s: &firsttoken_record::EngineScrape) -> Option<String> {
+    let when = match s.moment {
+        firsttoken_record::ScrapeMoment::Start => "before the first request",
+        firsttoken_record::ScrapeMoment::End => "after the last request",
+    };
+    s.error.as_ref().map(|e| {
+        format!(
+            "the engine's metrics ({}) could not be read {when}: {e}; the report has no difference of them for this session",
+            s.url
+        )
+    })
+}
