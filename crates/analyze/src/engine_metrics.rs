@@ -13,15 +13,21 @@
 //! distributions are compared at the one resolution both have. The
 //! engine's histogram pools every request it served in between — every
 //! phase, path and warm-up of the session, and any other client's — so
-//! firsttoken's side pools the session's requests the same way, and says
-//! so; the two counts are shown side by side.
+//! firsttoken's side pools the session's app requests the same way (pings
+//! and direct requests left out), and says so; the two counts are shown
+//! side by side, and a difference between them is not explained away. The
+//! engine's clock starts when a request reaches it: firsttoken's values
+//! hold the network and the app besides.
 //!
-//! A series whose value went down between the scrapes (the engine
-//! restarted) has no difference and is named instead.
+//! An engine whose `process_start_time_seconds` changed between the reads
+//! restarted: its session has no difference. A series whose value went
+//! down, or whose buckets changed, has none either and is named instead.
+//! A family the parser cannot assemble (the HELP and TYPE of a labelled
+//! family no request touched) is left out; the rest of the text is read.
 
 use std::collections::BTreeMap;
 
-use prom_text_format_parser::{Metric as Family, Scrape, Type, ValueType};
+use prom_text_format_parser::{Metric as Family, Type, ValueType, parse_scrape};
 use serde::Serialize;
 
 use firsttoken_record::{EngineScrape, ScrapeMoment};
@@ -63,8 +69,9 @@ pub struct SessionMetrics {
     pub histograms: Vec<HistogramDelta>,
     /// Counters that grew in between, per label set.
     pub counters: Vec<CounterDelta>,
-    /// Series that went down between the scrapes (`name{labels}`): the
-    /// engine restarted, so they have no difference.
+    /// Series that went down, or whose buckets changed, between the
+    /// scrapes (`name{labels}`), most likely a restart: they have no
+    /// difference.
     pub reset: Vec<String>,
 }
 
@@ -96,8 +103,9 @@ fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error
 pub struct OursInBuckets {
     /// firsttoken's metric (TTFT or E2E), in seconds here to match.
     pub metric: Metric,
-    /// The session's requests with a value (every phase, path and warm-up
-    /// pooled, as the engine's histogram pools them).
+    /// The session's answered app requests with a value (every app phase,
+    /// path and warm-up pooled, as the engine's histogram pools them;
+    /// pings and direct requests left out).
     pub n: u64,
     /// The bucket each of [`QUANTILES`] falls in.
     pub quantiles: Vec<BucketQuantile>,
@@ -167,7 +175,7 @@ pub fn engine_metrics(frame: &Frame, scrapes: &[EngineScrape]) -> EngineMetrics 
             frame
                 .obs
                 .iter()
-                .filter(|o| o.session as usize == six && o.error.is_none())
+                .filter(|o| o.session as usize == six && o.error.is_none() && o.phase.is_app())
                 .map(|o| m.of(o) / 1000.0)
                 .filter(|v| v.is_finite())
                 .collect()
@@ -193,7 +201,7 @@ fn session_metrics(
         counters: Vec::new(),
         reset: Vec::new(),
     };
-    let body = |s: Option<&EngineScrape>, moment: &str| -> Result<Scrape, String> {
+    let body = |s: Option<&EngineScrape>, moment: &str| -> Result<Vec<Family>, String> {
         let s = s.ok_or_else(|| format!("no scrape {moment} the session"))?;
         let text = s.body.as_deref().ok_or_else(|| {
             format!(
@@ -201,12 +209,17 @@ fn session_metrics(
                 s.error.as_deref().unwrap_or("no body")
             )
         })?;
-        Scrape::parse(text).map_err(|e| {
-            format!(
+        // A family the parser cannot assemble (prometheus_client writes
+        // the HELP and TYPE of a labelled family no request touched, with
+        // no sample) is left out; the others are kept.
+        match parse_scrape(text) {
+            (families, _) if !families.is_empty() => Ok(families),
+            (_, Some(e)) => Err(format!(
                 "the scrape {moment} the session is not Prometheus text: {}",
                 parse_error(&e)
-            )
-        })
+            )),
+            (_, None) => Err(format!("the scrape {moment} the session holds no metric")),
+        }
     };
     let (a, b) = match (body(start, "before"), body(end, "after")) {
         (Ok(a), Ok(b)) => (a, b),
@@ -217,6 +230,17 @@ fn session_metrics(
     };
     if let (Some(s), Some(e)) = (start, end) {
         m.seconds = Some((e.taken_at.unix_ms() - s.taken_at.unix_ms()) as f64 / 1000.0);
+    }
+    // An engine that says when its process started, and started again in
+    // between: its counts began anew, so no difference means anything.
+    if let (Some(x), Some(y)) = (process_start(&a), process_start(&b))
+        && x != y
+    {
+        m.missing = Some(format!(
+            "the engine restarted between the reads (process_start_time_seconds {} → {})",
+            x, y
+        ));
+        return m;
     }
     let before = Series::of(&a);
     for (key, after) in Series::of(&b).0 {
@@ -267,6 +291,14 @@ fn session_metrics(
         }
     }
     m
+}
+
+/// The `process_start_time_seconds` gauge, when the engine exports it.
+fn process_start(families: &[Family]) -> Option<f64> {
+    let f = families
+        .iter()
+        .find(|f| f.name == "process_start_time_seconds")?;
+    f.samples.first().map(|s| number(&s.value))
 }
 
 /// What the parser found wrong, in a sentence.
@@ -396,9 +428,9 @@ impl Hist {
 struct Series(BTreeMap<Key, Value>);
 
 impl Series {
-    fn of(scrape: &Scrape) -> Series {
+    fn of(families: &[Family]) -> Series {
         let mut out = BTreeMap::new();
-        for f in &scrape.metrics {
+        for f in families {
             match f.kind {
                 Type::Counter => counters(f, &mut out),
                 Type::Histogram => histograms(f, &mut out),

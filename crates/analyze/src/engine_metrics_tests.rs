@@ -209,3 +209,36 @@ fn the_nearest_rank_bucket_is_the_first_that_reaches_the_rank() {
     );
     assert_eq!(ours_for("vllm:request_queue_time_seconds"), None);
 }
+
+#[test]
+fn an_engine_that_started_again_between_the_reads_has_no_difference() {
+    let later = END.replace(
+        "process_start_time_seconds 1.796529e+09",
+        "process_start_time_seconds 1.796529030e+09",
+    );
+    assert_ne!(later, END);
+    let m = diff(Some(START), Some(&later), &[]);
+    assert!(
+        m.missing
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the engine restarted between the reads")),
+        "{:?}",
+        m.missing
+    );
+    assert!(m.histograms.is_empty() && m.counters.is_empty());
+}
+
+#[test]
+fn a_family_with_no_sample_is_left_out_and_the_rest_read() {
+    // prometheus_client writes the HELP and TYPE of a labelled family no
+    // request touched, with nothing under them (the fixture's prefill).
+    assert!(END.contains("# TYPE vllm:request_prefill_time_seconds histogram\n# HELP"));
+    let m = diff(Some(START), Some(END), &[]);
+    assert_eq!(m.missing, None);
+    assert!(
+        m.histograms
+            .iter()
+            .all(|h| h.name != "vllm:request_prefill_time_seconds")
+    );
+    assert_eq!(m.histograms.len(), 3);
+}

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::UtcTime;
 
-/// The largest scrape body kept, in bytes (8 MiB); a larger one is stored
-/// as an error. vLLM's `/metrics` is about 30 KB per model.
+/// The largest scrape body the store keeps, in bytes (8 MiB). A session
+/// reads at most 1 MiB of it (the limit of drive's set-up calls): a larger
+/// body is stored as an error. The fixture of vLLM's `/metrics` with one
+/// model is under 10 KB.
 pub const MAX_SCRAPE_BYTES: usize = 8 << 20;
 
 /// When a scrape was taken.

@@ -86,8 +86,21 @@ pub fn metrics_section(analysis: &Analysis) -> Option<Section> {
         return None;
     }
     let mut s = Section::new(SectionId::EngineMetrics);
+    // Several sessions: each row names its session first.
+    let several = m.sessions.len() > 1;
+    let columns = |cols: &[&'static str]| {
+        let mut all = if several { vec!["session"] } else { Vec::new() };
+        all.extend_from_slice(cols);
+        header(&all)
+    };
+    let words_at = |cols: &[usize]| -> Vec<usize> {
+        let shift = usize::from(several);
+        let mut out: Vec<usize> = cols.iter().map(|c| c + shift).collect();
+        out.extend((shift == 1).then_some(1));
+        out
+    };
     let mut hist = TableData::new(
-        header(&[
+        columns(&[
             "series",
             "n",
             "p50 in",
@@ -98,10 +111,10 @@ pub fn metrics_section(analysis: &Analysis) -> Option<Section> {
             "firsttoken p90 in",
             "firsttoken p99 in",
         ]),
-        &[2, 3, 4, 6, 7, 8],
+        &words_at(&[2, 3, 4, 6, 7, 8]),
     )
     .captioned("histograms: the bucket each quantile falls in");
-    let mut counters = TableData::new(header(&["series", "gain", "per second"]), &[])
+    let mut counters = TableData::new(columns(&["series", "gain", "per second"]), &words_at(&[]))
         .captioned("counters that grew");
     for sm in &m.sessions {
         s.push(w::head(sm));
@@ -117,7 +130,8 @@ pub fn metrics_section(analysis: &Analysis) -> Option<Section> {
                     .map_or_else(|| DASH.to_string(), |b| w::bucket(b, h.seconds))
             };
             let ours = h.ours.as_ref();
-            let mut row = vec![w::series(&h.name, &h.labels), h.count.to_string()];
+            let mut row: Vec<String> = several.then(|| sm.session.clone()).into_iter().collect();
+            row.extend([w::series(&h.name, &h.labels), h.count.to_string()]);
             row.extend((0..3).map(|i| at(&h.quantiles, i)));
             row.push(ours.map_or_else(|| DASH.to_string(), |o| o.n.to_string()));
             row.extend(
@@ -126,13 +140,15 @@ pub fn metrics_section(analysis: &Analysis) -> Option<Section> {
             hist.rows.push(row);
         }
         for c in &sm.counters {
-            counters.rows.push(vec![
+            let mut row: Vec<String> = several.then(|| sm.session.clone()).into_iter().collect();
+            row.extend([
                 w::series(&c.name, &c.labels),
                 crate::format::count(c.delta),
                 sm.seconds
                     .filter(|s| *s > 0.0)
                     .map_or_else(|| DASH.to_string(), |t| format!("{:.1}/s", c.delta / t)),
             ]);
+            counters.rows.push(row);
         }
     }
     if !hist.rows.is_empty() {

@@ -50,7 +50,7 @@ pub fn head(m: &SessionMetrics) -> String {
     match (&m.missing, m.seconds) {
         (Some(why), _) => format!("session {}: no difference from {}: {why}", m.session, m.url),
         (None, Some(s)) => format!(
-            "session {}: {} read {} s apart, before the first request and after the last: {} histogram series observed requests, {} counters grew",
+            "session {}: {} read {} s apart, before the first request and after the last: {} histogram series gained observations, {} counters grew",
             m.session,
             m.url,
             count((s * 10.0).round() / 10.0),
@@ -77,21 +77,16 @@ pub fn histogram(h: &HistogramDelta) -> String {
     if o.n == 0 {
         return format!("{engine}; firsttoken has no {what} of the session to set beside it");
     }
-    let counts = match h.count.cmp(&o.n) {
-        std::cmp::Ordering::Equal => String::new(),
-        std::cmp::Ordering::Greater => format!(
-            " The engine counted {} more than firsttoken's {}: other clients' requests, or ones that failed on firsttoken's side.",
-            h.count - o.n,
-            o.n
-        ),
-        std::cmp::Ordering::Less => format!(
-            " The engine counted {} fewer than firsttoken's {}: requests that never reached it (served by something else, or failed before it).",
-            o.n - h.count,
-            o.n
-        ),
+    let counts = if h.count == o.n {
+        String::new()
+    } else {
+        format!(
+            " The counts differ (the engine {}, firsttoken {}) and the data does not say why: other clients, several engine calls per request, the engine's series split by label, requests firsttoken did not count, or the engine recording late could each make it.",
+            h.count, o.n
+        )
     };
     format!(
-        "{engine}. firsttoken's {what} of the session's {} answered requests (every phase, path and warm-up pooled, as the engine's histogram pools them), in the same buckets: {}.{counts}",
+        "{engine}. firsttoken's {what} of the session's {} answered app requests (every app phase, path and warm-up pooled, as the engine's histogram pools them; pings and direct requests left out), in the same buckets, on firsttoken's clock, which also holds the network and the app before the engine: {}.{counts}",
         o.n,
         quantiles(&o.quantiles, h.seconds)
     )
@@ -101,7 +96,7 @@ pub fn histogram(h: &HistogramDelta) -> String {
 pub fn reset(m: &SessionMetrics) -> Option<String> {
     (!m.reset.is_empty()).then(|| {
         format!(
-            "session {}: {} series went down between the scrapes (the engine restarted) and have no difference: {}",
+            "session {}: {} series went down or changed buckets between the scrapes (most likely the engine restarted) and have no difference: {}",
             m.session,
             m.reset.len(),
             m.reset.join(", ")
