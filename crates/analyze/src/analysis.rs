@@ -79,6 +79,12 @@ pub struct Analysis {
     /// [`crate::engine_metrics::engine_metrics`] is given scrapes.
     #[serde(skip_serializing_if = "crate::engine_metrics::EngineMetrics::is_empty")]
     pub engine_metrics: crate::engine_metrics::EngineMetrics,
+    /// Render lag of browser-measured messages (`firsttoken browse
+    /// --store`) per code version, phase and path ([`crate::render`]);
+    /// empty (and left out of the JSON) until
+    /// [`crate::render::render_groups`] is given such rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub render: Vec<crate::render::RenderGroup>,
     /// The app's server-side spans joined to the samples; `None` until
     /// [`crate::traces::attach_traces`] is given spans or trace ids.
     pub traces: Option<crate::traces::Traces>,
@@ -201,6 +207,7 @@ pub fn analyze(
         conversations: conversations.into_inner().expect(done),
         engine: engine.into_inner().expect(done),
         engine_metrics: Default::default(),
+        render: Vec::new(),
         overhead: overhead.into_inner().expect(done),
         connection: connection.into_inner().expect(done),
         concurrency: concurrency.into_inner().expect(done),

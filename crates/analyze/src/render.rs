@@ -96,6 +96,71 @@ pub fn buffering(messages: &[Painted]) -> Buffering {
     }
 }
 
+/// The render lag of one group of stored browser messages: the messages of
+/// one code version, phase and path (never pooled across them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RenderGroup {
+    /// The sessions' code version.
+    pub code_version: String,
+    /// `warm` (one page) or `fresh` (a new browser context each message).
+    pub phase: firsttoken_record::PhaseKind,
+    /// The path (`browser` for `firsttoken browse --store`).
+    pub path: String,
+    /// Messages in the group, failed ones included.
+    pub messages: usize,
+    /// Their render lag and buffering (answered messages only).
+    pub lag: RenderLag,
+}
+
+/// Render lag per group of the stored rows that carry paint stamps
+/// (browser-measured messages; warm-ups left out), grouped by the code
+/// version of their session in `sessions`, their phase and path.
+pub fn render_groups(
+    rows: &[firsttoken_record::SampleRow],
+    sessions: &[firsttoken_record::SessionMeta],
+    settings: &Settings,
+) -> Vec<RenderGroup> {
+    use std::collections::BTreeMap;
+    let version = |id: &str| {
+        sessions
+            .iter()
+            .find(|s| s.id == id)
+            .map_or_else(|| "unknown".to_string(), |s| s.labels.code_version.clone())
+    };
+    let mut groups: BTreeMap<
+        (String, firsttoken_record::PhaseKind, String),
+        (usize, Vec<Painted>),
+    > = BTreeMap::new();
+    for r in rows.iter().filter(|r| !r.sample.warmup) {
+        let Some(p) = r.sample.painted else { continue };
+        let path = r.dest.path_column().unwrap_or("").to_string();
+        let g = groups
+            .entry((version(&r.session_id), r.phase, path))
+            .or_default();
+        g.0 += 1;
+        if r.sample.error.is_none() {
+            g.1.push(Painted {
+                ttft_ms: r.sample.ttft_ms,
+                painted_ttft_ms: p.painted_ttft_ms,
+                content_chunks: r.sample.content_chunks,
+                chunks_before_first_paint: p.chunks_before_first_paint,
+            });
+        }
+    }
+    groups
+        .into_iter()
+        .map(
+            |((code_version, phase, path), (messages, painted))| RenderGroup {
+                code_version,
+                phase,
+                path,
+                messages,
+                lag: render_lag(&painted, settings),
+            },
+        )
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

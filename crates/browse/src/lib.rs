@@ -40,6 +40,7 @@
 
 mod launch;
 mod message;
+pub mod recording;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
+use firsttoken_browse::recording::Recording;
 use firsttoken_browse::{BrowseSpec, Browser, SecretValue, SendAction};
 use firsttoken_record::{Connection, Sample};
 
@@ -83,6 +84,11 @@ pub struct BrowseArgs {
     /// Seed of the bootstrap behind the render lag's interval.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Also keep the messages as a session in this store (a SQLite file or a
+    /// postgres:// URL): path `browser`, phase warm or fresh, each stored as
+    /// it is measured; `firsttoken report` and `export` read it.
+    #[arg(long, value_name = "STORE")]
+    store: Option<String>,
 }
 
 /// Validated `browse` arguments.
@@ -93,6 +99,7 @@ struct Spec {
     visit: VisitArg,
     json: bool,
     seed: u64,
+    store: Option<String>,
 }
 
 impl TryFrom<BrowseArgs> for Spec {
@@ -141,6 +148,7 @@ impl TryFrom<BrowseArgs> for Spec {
             visit: a.visit,
             json: a.json,
             seed: a.seed,
+            store: a.store,
         })
     }
 }
@@ -148,16 +156,54 @@ impl TryFrom<BrowseArgs> for Spec {
 /// Run `firsttoken browse`.
 pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
     let spec = Spec::try_from(args)?;
-    let shutdown = crate::shutdown_token();
-    let work = measure_all(&spec);
-    let results = tokio::select! {
-        r = work => r?,
-        _ = shutdown.cancelled() => {
-            // The browser was dropped with the measuring future: its
-            // process group is gone.
-            eprintln!("interrupted");
-            return Ok(ExitCode::from(EXIT_FAILED_REQUESTS));
+    let mut recording = match &spec.store {
+        Some(at) => {
+            let store = firsttoken_record::Store::open(at)
+                .await
+                .with_context(|| format!("--store {}", firsttoken_record::store::mask_url(at)))?;
+            let fresh = spec.visit == VisitArg::Fresh;
+            Some(Recording::start(store, &spec.browse, fresh, spec.count, spec.seed).await?)
         }
+        None => None,
+    };
+    let shutdown = crate::shutdown_token();
+    // The measuring future (and with it the browser) is dropped before the
+    // session is finished.
+    let results = {
+        let work = measure_all(&spec, recording.as_mut());
+        tokio::select! {
+            r = work => Some(r),
+            _ = shutdown.cancelled() => None,
+        }
+    };
+    let Some(results) = results else {
+        // The browser was dropped with the measuring future: its process
+        // group is gone.
+        eprintln!("interrupted");
+        if let Some(rec) = recording {
+            let n = rec.stored();
+            let reason = format!("interrupted after {n} of {} messages", spec.count);
+            let meta = rec.finish(Some(reason)).await?;
+            eprintln!("session {} kept as partial ({n} messages)", meta.id);
+        }
+        return Ok(ExitCode::from(EXIT_FAILED_REQUESTS));
+    };
+    let results = match (results, recording) {
+        (Ok(r), Some(rec)) => {
+            let meta = rec.finish(None).await?;
+            eprintln!("session {} stored ({} messages)", meta.id, r.len());
+            r
+        }
+        (Ok(r), None) => r,
+        (Err(e), Some(rec)) => {
+            let n = rec.stored();
+            let meta = rec
+                .finish(Some(format!("stopped after {n} messages: {e:#}")))
+                .await?;
+            eprintln!("session {} kept as partial ({n} messages)", meta.id);
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
     };
     let all_ok = results.iter().all(|s| s.error.is_none());
     if !spec.json {
@@ -174,7 +220,10 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn measure_all(spec: &Spec) -> anyhow::Result<Vec<Sample>> {
+async fn measure_all(
+    spec: &Spec,
+    mut recording: Option<&mut Recording>,
+) -> anyhow::Result<Vec<Sample>> {
     let browser = Browser::launch(&spec.browse).await?;
     let mut page = Some(browser.open(&spec.browse).await?);
     let mut results = Vec::new();
@@ -186,6 +235,7 @@ async fn measure_all(spec: &Spec) -> anyhow::Result<Vec<Sample>> {
             page = Some(browser.open(&spec.browse).await?);
         }
         let Some(p) = page.as_ref() else { break };
+        let began = std::time::Instant::now();
         let m = p.measure(message, &spec.browse).await?;
         // A first visit's first request opens connections; later messages
         // of a warm page may reuse them (the browser's timing says).
@@ -195,6 +245,9 @@ async fn measure_all(spec: &Spec) -> anyhow::Result<Vec<Sample>> {
             Connection::Reused
         };
         let s = m.to_sample(u64::from(i), 0, connection);
+        if let Some(rec) = recording.as_deref_mut() {
+            rec.add(&s, began).await?;
+        }
         if spec.json {
             out::line(format_args!("{}", serde_json::to_string(&s)?));
         } else {

@@ -133,10 +133,20 @@ fn render_lag_is_the_pages_render_delay() {
     let _one = one_browser();
     const DELAY_MS: f64 = 25.0;
     let w = world(&["--page-render-delay-ms", "25"]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("browse.db").display().to_string();
     let out = browse(
         &w,
         &chromium,
-        &["-n", "12", "--json", "--message", "Hello there"],
+        &[
+            "-n",
+            "12",
+            "--json",
+            "--message",
+            "Hello there",
+            "--store",
+            &store,
+        ],
     );
     assert!(
         out.status.success(),
@@ -175,6 +185,72 @@ fn render_lag_is_the_pages_render_delay() {
     assert!(
         (m - DELAY_MS).abs() <= 5.0,
         "median render lag {m:.2} ms, configured {DELAY_MS} ms: {lags:?}"
+    );
+
+    // `--store`: the same twelve messages kept as a complete session, path
+    // `browser`, phase warm, each with its paints; the report reads them.
+    let ids = common::session_ids(&store);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(
+        text(&out.stderr).contains(&format!("session {} stored (12 messages)", ids[0])),
+        "{}",
+        text(&out.stderr)
+    );
+    let export = firsttoken(&["export", "--store", &store, "--session", &ids[0]], &[]);
+    let lines: Vec<serde_json::Value> = text(&export.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["status"]["state"], "complete", "{}", lines[0]);
+    assert_eq!(lines[0]["spec"]["browse"]["visit"], "warm");
+    let rows = &lines[1..];
+    assert_eq!(rows.len(), 12);
+    for (r, s) in rows.iter().zip(&samples) {
+        assert_eq!(
+            (r["phase"].as_str(), r["path"].as_str()),
+            (Some("warm"), Some("browser")),
+            "{r}"
+        );
+        assert_eq!(r["sample"]["ttft_ms"], s["ttft_ms"], "{r}");
+        assert_eq!(r["sample"]["painted"], s["painted"], "{r}");
+    }
+    let j = common::report_json(&store, &[]);
+    // A warm message the browser sent on a new connection is not warm:
+    // left out of the warm figures, as for the HTTP client.
+    let reused = samples.iter().filter(|s| s["connect_ms"].is_null()).count();
+    let warm_n = j["analysis"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["label"]["phase"] == "warm" && g["label"]["path"] == "browser")
+        .map_or(0, |g| g["pooled"]["n"].as_u64().unwrap_or(0) as usize);
+    assert_eq!(warm_n, reused, "{}", j["analysis"]["groups"]);
+    // The stored report's render lag: the same twelve, the same median.
+    let render = &j["analysis"]["render"][0];
+    assert_eq!(
+        (
+            render["phase"].as_str(),
+            render["path"].as_str(),
+            render["lag"]["n"].as_u64()
+        ),
+        (Some("warm"), Some("browser"), Some(12)),
+        "{render}"
+    );
+    // firsttoken's one percentile definition, over the same lags.
+    let stored = f(render, "/lag/median_ms/point");
+    let mut sorted = lags.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert!(
+        sorted.first() <= Some(&stored)
+            && Some(&stored) <= sorted.last()
+            && (stored - DELAY_MS).abs() <= 5.0,
+        "stored median {stored} ms, lags {lags:?}"
+    );
+    let page = firsttoken(&["report", "--store", &store, "--format", "markdown"], &[]);
+    assert!(
+        text(&page.stdout).contains("Render lag (browser)"),
+        "{}",
+        text(&page.stdout)
     );
 }
 

@@ -78,6 +78,9 @@ pub struct Loaded {
     /// The engine's metrics each session read before and after its
     /// requests (`[engine] metrics_url`).
     pub scrapes: Vec<EngineScrape>,
+    /// The rows of browser-measured sessions (`firsttoken browse
+    /// --store`), whole: their paint stamps (few rows: a browser is slow).
+    pub painted: Vec<SampleRow>,
 }
 
 impl Loaded {
@@ -164,6 +167,7 @@ async fn read(
     };
     let mut rows = Vec::new();
     let mut scrapes = Vec::new();
+    let mut painted = Vec::new();
     for s in &sessions {
         let keep = counted.map(|c| c.of(&s.id));
         let kept =
@@ -212,6 +216,11 @@ async fn read(
             spans.rows.extend(joined);
         }
         scrapes.extend(store.engine_scrapes(&s.id).await?);
+        if s.spec.get("browse").is_some() {
+            let mut all = store.samples(&s.id).await?;
+            all.retain(kept);
+            painted.extend(all);
+        }
         if options.rows {
             let mut ok = store.samples_where(&s.id, SampleFilter::CountedOk).await?;
             ok.retain(kept);
@@ -225,6 +234,7 @@ async fn read(
         spans,
         run: None,
         scrapes,
+        painted,
     })
 }
 

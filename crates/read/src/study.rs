@@ -30,6 +30,8 @@ pub fn analyse(loaded: &Loaded, keys: &[GroupKey]) -> Analysis {
     attach_traces(&mut analysis, &loaded.frame, &loaded.sessions, &input);
     analysis.engine_metrics =
         firsttoken_analyze::engine_metrics::engine_metrics(&loaded.frame, &loaded.scrapes);
+    analysis.render =
+        firsttoken_analyze::render::render_groups(&loaded.painted, &loaded.sessions, &settings);
     if let Some(run) = &loaded.run
         && run.start.cross_agent != CrossAgent::Judged
     {

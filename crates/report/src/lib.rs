@@ -31,6 +31,7 @@
 pub mod browse;
 pub mod doc;
 pub mod doc_engine;
+pub mod doc_render;
 pub mod doc_traces;
 pub mod format;
 pub mod html;

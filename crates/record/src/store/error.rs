@@ -150,10 +150,13 @@ pub enum StoreError {
         /// The session the samples name.
         session_id: String,
     },
-    /// An export has spans of a session but no session record for it.
-    #[error("a span names session {session_id:?}, which has no session line; nothing was imported")]
+    /// An export has spans or engine scrapes of a session but no session
+    /// record for it.
+    #[error(
+        "a span or engine scrape names session {session_id:?}, which has no session line; nothing was imported"
+    )]
     NoSpanSession {
-        /// The session the spans name.
+        /// The session the spans or scrapes name.
         session_id: String,
     },
     /// An export holds a session line and not one sample of it.

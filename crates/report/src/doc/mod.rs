@@ -63,6 +63,8 @@ pub enum SectionId {
     Engine,
     /// The engine's own metrics before and after each session.
     EngineMetrics,
+    /// Render lag of messages measured in a real browser.
+    Render,
     /// Cold start.
     Cold,
     /// Providers and routing strategies.
@@ -79,7 +81,7 @@ pub enum SectionId {
 
 impl SectionId {
     /// Every section, in reading order.
-    pub const ALL: [SectionId; 18] = [
+    pub const ALL: [SectionId; 19] = [
         SectionId::Run,
         SectionId::Findings,
         SectionId::Sessions,
@@ -92,6 +94,7 @@ impl SectionId {
         SectionId::Spans,
         SectionId::Engine,
         SectionId::EngineMetrics,
+        SectionId::Render,
         SectionId::Cold,
         SectionId::Providers,
         SectionId::Routes,
@@ -115,6 +118,7 @@ impl SectionId {
             SectionId::Spans => "spans",
             SectionId::Engine => "engine",
             SectionId::EngineMetrics => "engine_metrics",
+            SectionId::Render => "render",
             SectionId::Cold => "cold",
             SectionId::Providers => "providers",
             SectionId::Routes => "routes",
@@ -624,6 +628,7 @@ pub fn build(input: &ReportInput<'_>) -> Doc {
     sections.extend(crate::doc_traces::section(a));
     sections.extend(crate::doc_engine::section(a));
     sections.extend(crate::doc_engine::metrics_section(a));
+    sections.extend(crate::doc_render::section(a));
     sections.push(diagnostics::cold(a));
     sections.push(diagnostics::providers(a));
     sections.push(diagnostics::routes(a));

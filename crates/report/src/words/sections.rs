@@ -112,6 +112,14 @@ pub fn section(id: SectionId) -> SectionWords {
             ),
             None,
         ),
+        SectionId::Render => w(
+            "Render lag (browser)",
+            "Render lag",
+            Some(
+                "Messages measured in a real browser and stored (firsttoken browse --store), per code version, phase and path: from the first token at the browser's network stack to the animation frame that paints it (docs/METHODOLOGY.md, the painted stamp).",
+            ),
+            None,
+        ),
         SectionId::Cold => w(
             "Cold start",
             "Cold start",

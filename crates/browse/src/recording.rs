@@ -1,0 +1,142 @@
+//! Browser measurements kept as a session (`firsttoken browse --store`):
+//! a session row made before the first message, each message stored as a
+//! sample the moment it is measured (so an interruption loses only the
+//! message in flight), and the row finished as `complete`, or `partial`
+//! with the reason.
+//!
+//! Each message is an app request of path [`BROWSER_PATH`], in phase
+//! `warm` (one page, a returning user) or `fresh` (a new browser context
+//! each time); its network stamps are the sample's, its paints the
+//! sample's `painted`. The session's spec names the page, the selectors
+//! and the visit, never a local-storage value (sign-in tokens).
+
+use std::time::{Instant, SystemTime};
+
+use firsttoken_record::session::{Labels, Provenance, SampleRow, SessionMeta, SessionStatus};
+use firsttoken_record::store::{host_name, mask_url};
+use firsttoken_record::{Destination, PhaseKind, Sample, Store, StoreError, UtcTime};
+
+use crate::{BrowseSpec, SendAction};
+
+/// The path name of a browser-measured message in the store.
+pub const BROWSER_PATH: &str = "browser";
+
+/// A session of browser measurements being recorded.
+pub struct Recording {
+    store: Store,
+    meta: SessionMeta,
+    phase: PhaseKind,
+    /// The session's start, the origin of each sample's `actual_start_ms`.
+    origin: Instant,
+    stored: u64,
+}
+
+impl Recording {
+    /// Create the session row: `fresh` visits or warm ones, `count`
+    /// messages planned, `seed` the report's bootstrap seed.
+    pub async fn start(
+        store: Store,
+        spec: &BrowseSpec,
+        fresh: bool,
+        count: u32,
+        seed: u64,
+    ) -> Result<Recording, StoreError> {
+        let now = SystemTime::now();
+        let phase = if fresh {
+            PhaseKind::Fresh
+        } else {
+            PhaseKind::Warm
+        };
+        let send = match &spec.send {
+            SendAction::Enter => "enter".to_string(),
+            SendAction::Click(sel) => sel.clone(),
+        };
+        let meta = SessionMeta {
+            id: firsttoken_record::session::new_session_id(now),
+            started_at: UtcTime::from(now),
+            ended_at: None,
+            status: SessionStatus::Running,
+            spec: serde_json::json!({
+                "browse": {
+                    "url": mask_url(&spec.url),
+                    "input": spec.input,
+                    "answer": spec.answer,
+                    "send": send,
+                    "request_match": spec.request_match,
+                    "visit": phase.as_str(),
+                    "timeout_ms": spec.timeout.as_millis() as u64,
+                    "settle_ms": spec.settle.as_millis() as u64,
+                },
+                "planned": { phase.as_str(): count },
+            }),
+            seed,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: host_name(),
+            pid: Some(std::process::id()),
+            labels: Labels {
+                network: "unknown".into(),
+                code_version: "unknown".into(),
+                vantage: host_name(),
+                tags: Default::default(),
+            },
+            provenance: Provenance::Measured,
+            cleanup: None,
+            client_lag_p99_ms: None,
+        };
+        store.create_session(&meta).await?;
+        Ok(Recording {
+            store,
+            meta,
+            phase,
+            origin: Instant::now(),
+            stored: 0,
+        })
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        &self.meta.id
+    }
+
+    /// Store one measured message, which began `began` (the action).
+    pub async fn add(&mut self, sample: &Sample, began: Instant) -> Result<(), StoreError> {
+        let row = SampleRow {
+            session_id: self.meta.id.clone(),
+            phase: self.phase,
+            dest: Destination::App {
+                path: Some(BROWSER_PATH.to_string()),
+            },
+            concurrency: None,
+            intended_start_ms: None,
+            actual_start_ms: began.saturating_duration_since(self.origin).as_secs_f64() * 1000.0,
+            started_at: UtcTime::from(SystemTime::now() - began.elapsed()),
+            provenance: Provenance::Measured,
+            prompt: None,
+            sample: sample.clone(),
+        };
+        self.store.append_sample(&row).await?;
+        self.stored += 1;
+        Ok(())
+    }
+
+    /// Finish the session: `complete`, or `partial` with `interrupted`'s
+    /// reason; returns it as stored.
+    pub async fn finish(mut self, interrupted: Option<String>) -> Result<SessionMeta, StoreError> {
+        let status = match interrupted {
+            None => SessionStatus::Complete,
+            Some(reason) => SessionStatus::Partial { reason },
+        };
+        let ended = UtcTime::now();
+        self.store
+            .finish_session(&self.meta.id, &status, ended, None, None)
+            .await?;
+        self.meta.status = status;
+        self.meta.ended_at = Some(ended);
+        Ok(self.meta)
+    }
+
+    /// Messages stored so far.
+    pub fn stored(&self) -> u64 {
+        self.stored
+    }
+}
