@@ -5,7 +5,7 @@
 use super::error::mask_url;
 use super::schema::{Cell, RowGet};
 use super::sessions::SESSION_FOUND_SQL;
-use super::sql::retry_once;
+use super::sql::{insert_rows_sql, retry_once};
 use super::{Store, StoreError};
 use crate::scrape::{EngineScrape, MAX_SCRAPE_BYTES, ScrapeMoment};
 
@@ -79,18 +79,18 @@ impl Store {
         {
             return self.no_session_if_zero(0, op, &s.session_id);
         }
-        let values: Vec<String> = (1..=SCRAPE_COLUMNS.len())
-            .map(|i| format!("${i}"))
+        let update: Vec<String> = SCRAPE_COLUMNS[2..]
+            .iter()
+            .map(|c| format!("{c} = excluded.{c}"))
             .collect();
-        let sql = format!(
-            "INSERT INTO engine_scrapes ({}) VALUES ({}) ON CONFLICT (session_id, moment) DO UPDATE SET {}",
-            SCRAPE_COLUMNS.join(", "),
-            values.join(", "),
-            SCRAPE_COLUMNS[2..]
-                .iter()
-                .map(|c| format!("{c} = excluded.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+        let sql = insert_rows_sql(
+            "engine_scrapes",
+            &SCRAPE_COLUMNS,
+            1,
+            &format!(
+                "ON CONFLICT (session_id, moment) DO UPDATE SET {}",
+                update.join(", ")
+            ),
         );
         tx.exec(&sql, cells.to_vec()).await?;
         tx.commit().await
