@@ -8,10 +8,11 @@
 //!
 //! | step | share of agent `i` |
 //! |---|---|
-//! | single request, idle-gap probe | the `k`-th one of its phase goes to agent `k mod n` |
-//! | burst of `c` | members `j` with `(j + b) mod n = i` (`b` the burst's number): `c/n` or `c/n + 1` each, so the in-flight requests of all agents add up to `c`; the remainder rotates over agents burst by burst |
-//! | open-loop arrivals at rate `r` | arrivals `j` with `j mod n = i`, at their intended offsets: rate `r/n` each, and the union is the whole schedule |
+//! | single request, idle-gap probe | the `k`-th one of its phase goes to agent `(s + k) mod n`, `s` the number of single requests of the phases that appear before it: each phase, and all of them together, split within one request |
+//! | burst of `c` | members `j` with `(s + j) mod n = i` (`s` the members of earlier bursts): `c/n` or `c/n + 1` each, so the in-flight requests of all agents add up to `c`; the remainder moves on to the next agents burst by burst |
+//! | open-loop arrivals at rate `r` | arrivals `j` with `(s + j) mod n = i` (`s` the arrivals of earlier steps), at their intended offsets: rate `r/n` each, and the union is the whole schedule |
 //! | closed loop, `w` workers, `m` requests | `w/n` workers (the remainder to the first agents) and the requests in proportion to the workers |
+//! | conversation | whole, to the agent with the fewest conversation turns so far (the lowest index on a tie) |
 //!
 //! Each request of a segment has an index (its place in the segment's
 //! steps, counted as drive counts a sample's `seq`), which lets a rerun of
@@ -81,9 +82,9 @@ impl Segment {
 
     /// This agent's share of `whole` (empty steps dropped).
     pub fn apply(&self, whole: &Protocol) -> Protocol {
-        let mut per_phase: BTreeMap<PhaseKind, usize> = BTreeMap::new();
-        let mut bursts = 0usize;
-        let mut conversations = 0usize;
+        let mut per_phase = phase_offsets(whole);
+        let (mut members, mut arrivals) = (0usize, 0usize);
+        let mut owners = conversation_owners(whole, self.count as usize).into_iter();
         let mut steps = Vec::new();
         for step in &whole.steps {
             let share = match step {
@@ -94,19 +95,11 @@ impl Segment {
                     mine.then(|| step.clone())
                 }
                 Step::Burst(v) => {
-                    let b = bursts;
-                    bursts += 1;
-                    let mine: Vec<_> = (0..v.len())
-                        .filter(|j| self.mine(j + b))
-                        .map(|j| v[j].clone())
-                        .collect();
+                    let mine = self.deal(v, &mut members);
                     (!mine.is_empty()).then_some(Step::Burst(mine))
                 }
                 Step::Arrivals(v) => {
-                    let mine: Vec<_> = (0..v.len())
-                        .filter(|&j| self.mine(j))
-                        .map(|j| v[j].clone())
-                        .collect();
+                    let mine = self.deal(v, &mut arrivals);
                     (!mine.is_empty()).then_some(Step::Arrivals(mine))
                 }
                 Step::Closed {
@@ -125,14 +118,13 @@ impl Segment {
                         .sum();
                     (w > 0 && m > 0).then(|| Step::closed(w as u32, m, template.clone()))
                 }
-                // Whole conversations, dealt round-robin: a conversation's
-                // turns belong to one agent.
+                // Whole conversations: a conversation's turns belong to one
+                // agent, the one with the fewest turns so far.
                 Step::Conversations(v) => {
-                    let c = conversations;
-                    conversations += v.len();
-                    let mine: Vec<_> = (0..v.len())
-                        .filter(|j| self.mine(j + c))
-                        .map(|j| v[j].clone())
+                    let mine: Vec<_> = v
+                        .iter()
+                        .filter(|_| owners.next() == Some(self.index as usize))
+                        .cloned()
                         .collect();
                     (!mine.is_empty()).then_some(Step::Conversations(mine))
                 }
@@ -140,6 +132,18 @@ impl Segment {
             steps.extend(share);
         }
         Protocol { steps }
+    }
+
+    /// This agent's members of `v`, dealt round-robin on from where the
+    /// previous step of its kind ended (`dealt`), so the remainders of
+    /// successive steps fall on successive agents.
+    fn deal<T: Clone>(&self, v: &[T], dealt: &mut usize) -> Vec<T> {
+        let start = *dealt;
+        *dealt += v.len();
+        (0..v.len())
+            .filter(|j| self.mine(j + start))
+            .map(|j| v[j].clone())
+            .collect()
     }
 
     /// The steps of `segment` (this agent's share) that are not fully in
@@ -185,6 +189,53 @@ pub fn index_of(ranges: &[Range<u64>], seq: u64) -> Option<u64> {
         k -= len;
     }
     None
+}
+
+/// Where each phase's single requests start being dealt: after every
+/// earlier phase's (in order of first appearance), so that agent 0 does not
+/// take the remainder of every phase.
+fn phase_offsets(whole: &Protocol) -> BTreeMap<PhaseKind, usize> {
+    let mut totals: Vec<(PhaseKind, usize)> = Vec::new();
+    for step in &whole.steps {
+        if let Step::One(p) | Step::AfterIdle(_, p) = step {
+            match totals.iter_mut().find(|(k, _)| *k == p.phase) {
+                Some((_, n)) => *n += 1,
+                None => totals.push((p.phase, 1)),
+            }
+        }
+    }
+    let mut at = 0;
+    totals
+        .into_iter()
+        .map(|(phase, n)| {
+            let start = at;
+            at += n;
+            (phase, start)
+        })
+        .collect()
+}
+
+/// The agent of each conversation of `whole`, in order: the one with the
+/// fewest turns so far (the lowest index on a tie), so the agents' request
+/// counts differ by at most one conversation's turns.
+fn conversation_owners(whole: &Protocol, agents: usize) -> Vec<usize> {
+    let mut load = vec![0usize; agents.max(1)];
+    let mut owners = Vec::new();
+    for step in &whole.steps {
+        let Step::Conversations(v) = step else {
+            continue;
+        };
+        for turns in v {
+            let (agent, _) = load
+                .iter()
+                .enumerate()
+                .min_by_key(|&(i, l)| (*l, i))
+                .expect("at least one agent");
+            load[agent] += turns.len();
+            owners.push(agent);
+        }
+    }
+    owners
 }
 
 #[cfg(test)]
@@ -260,6 +311,29 @@ mod tests {
         }
     }
 
+    /// The input on which the dealing of stop 36 left three agents 17
+    /// requests apart (bursts rotated by their number, conversations by
+    /// count, every phase's remainder on agent 0): now within one request
+    /// per kind of step and one conversation's turns.
+    #[test]
+    fn interleaved_levels_and_conversations_stay_balanced() {
+        let whole = Protocol::expand(
+            &phases(1, 4, 22, vec![3, 7, 2], 25, 38),
+            &Layout {
+                path_conversations: vec![vec![3, 1], vec![2]],
+                ..Layout::simple(2, 3, 4)
+            },
+            Order::Interleaved,
+            12594961744037459087,
+        );
+        let sizes: Vec<usize> = (0..3)
+            .map(|i| Segment { index: i, count: 3 }.apply(&whole).requests())
+            .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), whole.requests());
+        let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+        assert!(hi - lo <= 3 + 3, "{sizes:?}");
+    }
+
     proptest! {
         /// The done test of issue 14: for n = 1…7 the segments' requests
         /// are exactly the whole protocol's, none lost, none doubled.
@@ -287,29 +361,41 @@ mod tests {
                 prop_assert_eq!(parts.iter().map(Protocol::requests).sum::<usize>(), whole.requests());
                 // Shares differ by at most one request per step kind and phase.
                 let sizes: Vec<usize> = parts.iter().map(Protocol::requests).collect();
+                // Singles, bursts and arrivals each split within one request;
+                // conversations within one conversation's turns.
+                let longest = whole.steps.iter().filter_map(|s| match s {
+                    Step::Conversations(v) => v.iter().map(Vec::len).max(),
+                    _ => None,
+                }).max().unwrap_or(0);
                 let (lo, hi) = (sizes.iter().min().copied().unwrap_or(0), sizes.iter().max().copied().unwrap_or(0));
-                prop_assert!(hi - lo <= 16, "unbalanced shares {:?}", sizes);
+                prop_assert!(hi - lo <= 3 + longest, "unbalanced shares {:?} (n = {})", sizes, n);
             }
         }
 
         /// Concurrency is split so the agents' in-flight requests add up to
-        /// the level, burst by burst.
+        /// the level, burst by burst, each agent within one request of the
+        /// level's `1/n`, and the remainders spread: the agents' totals
+        /// differ by at most one request.
         #[test]
-        fn burst_levels_add_up(levels in proptest::collection::vec(1u32..20, 1..4), n in 1u32..8) {
-            let whole = Protocol::expand(&phases(0, 0, 0, levels, 40, 0), &Layout::simple(1, 0, 1), Order::Blocks, 1);
+        fn burst_levels_add_up(extra in proptest::collection::vec(0u32..20, 1..12), n in 1u32..8) {
+            // Every level at least n, so every agent has a member of every burst.
+            let levels: Vec<u32> = extra.iter().map(|e| n + e).collect();
+            let member = |c: u32| Planned { phase: PhaseKind::Concurrency, dest: Dest::App(0), fresh: false, concurrency: Some(c), prompt: 0, turn: None };
+            let whole = Protocol { steps: levels.iter().map(|&c| Step::Burst(vec![member(c); c as usize])).collect() };
             let parts: Vec<Protocol> = (0..n).map(|i| Segment { index: i, count: n }.apply(&whole)).collect();
-            let whole_bursts: Vec<usize> = whole.steps.iter().map(Step::len).collect();
-            // Burst b of the whole = the sum of every agent's burst b (agents
-            // with no member of it have no step for it).
-            let mut sums = vec![0usize; whole_bursts.len()];
-            for (b, s) in whole.steps.iter().enumerate() {
-                let Step::Burst(v) = s else { continue };
-                for i in 0..n {
-                    sums[b] += (0..v.len()).filter(|j| (j + b) % n as usize == i as usize).count();
-                }
+            for part in &parts {
+                prop_assert_eq!(part.steps.len(), whole.steps.len());
             }
-            prop_assert_eq!(sums, whole_bursts);
-            prop_assert_eq!(parts.iter().map(Protocol::requests).sum::<usize>(), whole.requests());
+            for (b, s) in whole.steps.iter().enumerate() {
+                let c = s.len();
+                let shares: Vec<usize> = parts.iter().map(|p| p.steps[b].len()).collect();
+                prop_assert_eq!(shares.iter().sum::<usize>(), c);
+                let (lo, hi) = (c / n as usize, c.div_ceil(n as usize));
+                prop_assert!(shares.iter().all(|&k| lo <= k && k <= hi), "burst {} of {}: {:?}", b, c, shares);
+            }
+            let totals: Vec<usize> = parts.iter().map(Protocol::requests).collect();
+            let (lo, hi) = (totals.iter().min().unwrap(), totals.iter().max().unwrap());
+            prop_assert!(hi - lo <= 1, "totals {:?}", totals);
         }
 
         /// Closed loops: workers and requests both add up.
