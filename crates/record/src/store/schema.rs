@@ -56,6 +56,9 @@
 //!   [`crate::Painted`] (`painted`, JSON).
 //! - version 15 indexes samples by trace id alone (it was session and trace
 //!   id): half the size, so a bulk import's page cache holds it.
+//! - version 17 drops PostgreSQL's foreign key from samples to sessions
+//!   (a trigger per inserted row; SQLite keeps its inline check): deleting
+//!   a session deletes its samples explicitly.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -90,6 +93,7 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
         16,
         include_str!("migrations/sqlite/0016_engine_scrapes.sql"),
     ),
+    (17, include_str!("migrations/sqlite/0017_samples_no_fk.sql")),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -121,6 +125,10 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (
         16,
         include_str!("migrations/postgres/0016_engine_scrapes.sql"),
+    ),
+    (
+        17,
+        include_str!("migrations/postgres/0017_samples_no_fk.sql"),
     ),
 ];
 

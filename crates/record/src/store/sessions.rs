@@ -361,8 +361,11 @@ impl Store {
                     .unwrap_or(0),
             );
         }
-        // Samples, spans, test accounts and run membership go with the
-        // session (`ON DELETE CASCADE`).
+        // Samples are deleted here (PostgreSQL's samples have no foreign
+        // key since version 17); spans, test accounts, run membership and
+        // engine scrapes go with the session (`ON DELETE CASCADE`).
+        tx.exec("DELETE FROM samples WHERE session_id = $1", cells())
+            .await?;
         let n = tx
             .exec("DELETE FROM sessions WHERE id = $1", cells())
             .await?;
