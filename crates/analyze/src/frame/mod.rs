@@ -306,19 +306,6 @@ impl Frame {
             .find(|(p, _)| *p == o.path)
             .map_or(o.path, |(_, r)| *r)
     }
-
-    /// A row's Server-Timing (name id, ms) pairs, in the order it sent them.
-    pub(crate) fn server_timing(&self, o: &Obs) -> impl Iterator<Item = (u32, f64)> + '_ {
-        let names: &[u32] = self
-            .timing_shapes
-            .get(o.timing_shape as usize)
-            .map_or(&[], Vec::as_slice);
-        let s = o.timing_start as usize;
-        names
-            .iter()
-            .zip(self.timings.get(s..s + names.len()).unwrap_or_default())
-            .map(|(&n, &v)| (n, v))
-    }
 }
 
 /// The first [`FrameBuilder::intern_at`] slot of Server-Timing names (one

@@ -58,6 +58,7 @@
 
 mod bounds;
 mod error;
+mod flat_json;
 mod imported;
 mod migrate;
 mod postgres;
