@@ -1,7 +1,9 @@
 //! The one JSON shape a report reads a million times: a flat object of
 //! plain names to numbers (a sample's Server-Timing, as the store writes
-//! it), read without a general parser. Anything else — an escape in a
-//! name, whitespace, a nested value, a number JSON would not write — is
+//! it, and as PostgreSQL's `jsonb` prints it: one space after each `:`
+//! and `,`), read without a general parser. Anything else — an escape in
+//! a name, other whitespace, a nested value, a number JSON would not
+//! write — is
 //! `None`, and the caller parses the text with `serde_json` (which also
 //! words the error). Numbers are Rust's `f64` parse of the JSON number's
 //! text: correctly rounded, as `serde_json` with `float_roundtrip` reads
@@ -37,6 +39,9 @@ pub(crate) fn numbers(text: &str) -> Option<Vec<(&str, f64)>> {
             return None;
         }
         i += 1;
+        if b.get(i) == Some(&b' ') {
+            i += 1;
+        }
         let end = i + b[i..].iter().position(|&c| c == b',' || c == b'}')?;
         let number = text.get(i..end)?;
         if !json_number(number.as_bytes()) {
@@ -45,7 +50,11 @@ pub(crate) fn numbers(text: &str) -> Option<Vec<(&str, f64)>> {
         out.push((name, number.parse().ok()?));
         i = end + 1;
         match b[end] {
-            b',' => continue,
+            b',' => {
+                if b.get(i) == Some(&b' ') {
+                    i += 1;
+                }
+            }
             _ => return (i == b.len()).then_some(out),
         }
     }
@@ -102,10 +111,16 @@ mod tests {
             ])
         );
         assert_eq!(numbers("{}"), Some(vec![]));
+        // PostgreSQL's jsonb text.
+        assert_eq!(
+            numbers(r#"{"db": 1.5, "total": 20}"#),
+            Some(vec![("db", 1.5), ("total", 20.0)])
+        );
         for other in [
             r#"{"a\"b":1}"#,
             r#"{ "a":1}"#,
-            r#"{"a": 1}"#,
+            r#"{"a":  1}"#,
+            r#"{"a":1 }"#,
             r#"{"a":1,}"#,
             r#"{"a":01}"#,
             r#"{"a":1.}"#,
