@@ -97,13 +97,17 @@ pub fn buffering(messages: &[Painted]) -> Buffering {
 }
 
 /// The render lag of one group of stored browser messages: the messages of
-/// one code version, phase and path (never pooled across them).
+/// one code version, phase, concurrency level and path (never pooled
+/// across them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RenderGroup {
     /// The sessions' code version.
     pub code_version: String,
-    /// `warm` (one page) or `fresh` (a new browser context each message).
+    /// `warm` (one page), `fresh` (a new browser context each message) or
+    /// `concurrency` (several contexts at once).
     pub phase: firsttoken_record::PhaseKind,
+    /// Contexts sending at once, for phase `concurrency`.
+    pub concurrency: Option<u32>,
     /// The path (`browser` for `firsttoken browse --store`).
     pub path: String,
     /// Messages in the group, failed ones included.
@@ -114,7 +118,8 @@ pub struct RenderGroup {
 
 /// Render lag per group of the stored rows that carry paint stamps
 /// (browser-measured messages; warm-ups left out), grouped by the code
-/// version of their session in `sessions`, their phase and path.
+/// version of their session in `sessions`, their phase, concurrency level
+/// and path.
 pub fn render_groups(
     rows: &[firsttoken_record::SampleRow],
     sessions: &[firsttoken_record::SessionMeta],
@@ -128,14 +133,14 @@ pub fn render_groups(
             .map_or_else(|| "unknown".to_string(), |s| s.labels.code_version.clone())
     };
     let mut groups: BTreeMap<
-        (String, firsttoken_record::PhaseKind, String),
+        (String, firsttoken_record::PhaseKind, Option<u32>, String),
         (usize, Vec<Painted>),
     > = BTreeMap::new();
     for r in rows.iter().filter(|r| !r.sample.warmup) {
         let Some(p) = r.sample.painted else { continue };
         let path = r.dest.path_column().unwrap_or("").to_string();
         let g = groups
-            .entry((version(&r.session_id), r.phase, path))
+            .entry((version(&r.session_id), r.phase, r.concurrency, path))
             .or_default();
         g.0 += 1;
         if r.sample.error.is_none() {
@@ -150,9 +155,10 @@ pub fn render_groups(
     groups
         .into_iter()
         .map(
-            |((code_version, phase, path), (messages, painted))| RenderGroup {
+            |((code_version, phase, concurrency, path), (messages, painted))| RenderGroup {
                 code_version,
                 phase,
+                concurrency,
                 path,
                 messages,
                 lag: render_lag(&painted, settings),

@@ -6,7 +6,8 @@
 //!
 //! Each message is an app request of path [`BROWSER_PATH`], in phase
 //! `warm` (one page, a returning user) or `fresh` (a new browser context
-//! each time); its network stamps are the sample's, its paints the
+//! each time), or `concurrency` at its level when several contexts sent
+//! their messages at once; its network stamps are the sample's, its paints the
 //! sample's `painted`. The session's spec names the page, the selectors
 //! and the visit, never a local-storage value (sign-in tokens).
 
@@ -26,26 +27,35 @@ pub struct Recording {
     store: Store,
     meta: SessionMeta,
     phase: PhaseKind,
+    /// Contexts sending at once, when more than one.
+    level: Option<u32>,
     /// The session's start, the origin of each sample's `actual_start_ms`.
     origin: Instant,
     stored: u64,
 }
 
 impl Recording {
-    /// Create the session row: `fresh` visits or warm ones, `count`
-    /// messages planned, `seed` the report's bootstrap seed.
+    /// Create the session row: `fresh` visits or warm ones, `level`
+    /// contexts at once (`None`: one), `count` messages planned, `seed` the
+    /// report's bootstrap seed.
     pub async fn start(
         store: Store,
         spec: &BrowseSpec,
         fresh: bool,
+        level: Option<u32>,
         count: u32,
         seed: u64,
     ) -> Result<Recording, StoreError> {
         let now = SystemTime::now();
-        let phase = if fresh {
+        let visit = if fresh {
             PhaseKind::Fresh
         } else {
             PhaseKind::Warm
+        };
+        let phase = if level.is_some() {
+            PhaseKind::Concurrency
+        } else {
+            visit
         };
         let send = match &spec.send {
             SendAction::Enter => "enter".to_string(),
@@ -63,7 +73,8 @@ impl Recording {
                     "answer": spec.answer,
                     "send": send,
                     "request_match": spec.request_match,
-                    "visit": phase.as_str(),
+                    "visit": visit.as_str(),
+                    "contexts": level.unwrap_or(1),
                     "timeout_ms": spec.timeout.as_millis() as u64,
                     "settle_ms": spec.settle.as_millis() as u64,
                 },
@@ -88,6 +99,7 @@ impl Recording {
             store,
             meta,
             phase,
+            level,
             origin: Instant::now(),
             stored: 0,
         })
@@ -106,7 +118,7 @@ impl Recording {
             dest: Destination::App {
                 path: Some(BROWSER_PATH.to_string()),
             },
-            concurrency: None,
+            concurrency: self.level,
             intended_start_ms: None,
             actual_start_ms: began.saturating_duration_since(self.origin).as_secs_f64() * 1000.0,
             started_at: UtcTime::from(SystemTime::now() - began.elapsed()),

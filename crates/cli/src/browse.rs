@@ -58,6 +58,12 @@ pub struct BrowseArgs {
     /// Warm: one page, messages in one conversation; fresh: a new context and page load each.
     #[arg(long, value_enum, default_value_t = VisitArg::Warm)]
     visit: VisitArg,
+    /// Users at once: this many browser contexts (own cookies, cache and connections) in
+    /// one browser, each sending its message at the same moment, round after round until
+    /// -n messages are measured; above 1 each message is stored in phase `concurrency`
+    /// at this level.
+    #[arg(long, short = 'c', value_name = "N", default_value_t = 1)]
+    contexts: u32,
     /// A localStorage entry set before the page's scripts run, KEY=VALUE; a value `$NAME`
     /// reads the environment variable NAME (for sign-in tokens: never printed).
     #[arg(long = "local-storage", value_name = "KEY=VALUE")]
@@ -97,6 +103,7 @@ struct Spec {
     messages: Vec<String>,
     count: u32,
     visit: VisitArg,
+    contexts: u32,
     json: bool,
     seed: u64,
     store: Option<String>,
@@ -114,6 +121,9 @@ impl TryFrom<BrowseArgs> for Spec {
         }
         if a.timeout_ms == 0 {
             bail!("--timeout-ms: must be above 0");
+        }
+        if !(1..=MAX_CONTEXTS).contains(&a.contexts) {
+            bail!("--contexts: from 1 to {MAX_CONTEXTS}");
         }
         let chromium = firsttoken_browse::find_chromium(a.chromium.as_deref())?;
         let mut local_storage = Vec::new();
@@ -146,6 +156,7 @@ impl TryFrom<BrowseArgs> for Spec {
             messages: a.message,
             count: a.count,
             visit: a.visit,
+            contexts: a.contexts,
             json: a.json,
             seed: a.seed,
             store: a.store,
@@ -162,7 +173,8 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .with_context(|| format!("--store {}", firsttoken_record::store::mask_url(at)))?;
             let fresh = spec.visit == VisitArg::Fresh;
-            Some(Recording::start(store, &spec.browse, fresh, spec.count, spec.seed).await?)
+            let level = (spec.contexts > 1).then_some(spec.contexts);
+            Some(Recording::start(store, &spec.browse, fresh, level, spec.count, spec.seed).await?)
         }
         None => None,
     };
@@ -220,40 +232,53 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Most browser contexts at once (each is a renderer process).
+const MAX_CONTEXTS: u32 = 64;
+
 async fn measure_all(
     spec: &Spec,
     mut recording: Option<&mut Recording>,
 ) -> anyhow::Result<Vec<Sample>> {
     let browser = Browser::launch(&spec.browse).await?;
-    let mut page = Some(browser.open(&spec.browse).await?);
+    let mut pages = Vec::new();
     let mut results = Vec::new();
-    for i in 0..spec.count {
-        let message = &spec.messages[i as usize % spec.messages.len()];
-        if spec.visit == VisitArg::Fresh && i > 0 {
-            // The previous context's tab goes first.
-            drop(page.take());
-            page = Some(browser.open(&spec.browse).await?);
+    let mut next = 0u32;
+    while next < spec.count {
+        let round = spec.contexts.min(spec.count - next);
+        if spec.visit == VisitArg::Fresh || pages.is_empty() {
+            // The previous contexts' tabs go first.
+            pages.clear();
+            for _ in 0..spec.contexts {
+                pages.push(browser.open(&spec.browse).await?);
+            }
         }
-        let Some(p) = page.as_ref() else { break };
         let began = std::time::Instant::now();
-        let m = p.measure(message, &spec.browse).await?;
-        // A first visit's first request opens connections; later messages
-        // of a warm page may reuse them (the browser's timing says).
-        let connection = if m.connect_ms.is_some() {
-            Connection::Fresh
-        } else {
-            Connection::Reused
-        };
-        let s = m.to_sample(u64::from(i), 0, connection);
-        if let Some(rec) = recording.as_deref_mut() {
-            rec.add(&s, began).await?;
+        let measured = futures_util::future::join_all((0..round).map(|k| {
+            let message = &spec.messages[(next + k) as usize % spec.messages.len()];
+            pages[k as usize].measure(message, &spec.browse)
+        }))
+        .await;
+        for (k, m) in (0u32..).zip(measured) {
+            let m = m?;
+            // A first visit's first request opens connections; later messages
+            // of a warm page may reuse them (the browser's timing says).
+            let connection = if m.connect_ms.is_some() {
+                Connection::Fresh
+            } else {
+                Connection::Reused
+            };
+            let s = m.to_sample(u64::from(next + k), k, connection);
+            if let Some(rec) = recording.as_deref_mut() {
+                rec.add(&s, began).await?;
+            }
+            if spec.json {
+                out::line(format_args!("{}", serde_json::to_string(&s)?));
+            } else {
+                out::text(format_args!("{}", firsttoken_report::browse::line(&s)));
+            }
+            results.push(s);
         }
-        if spec.json {
-            out::line(format_args!("{}", serde_json::to_string(&s)?));
-        } else {
-            out::text(format_args!("{}", firsttoken_report::browse::line(&s)));
-        }
-        results.push(s);
+        next += round;
     }
     Ok(results)
 }

@@ -254,6 +254,66 @@ fn render_lag_is_the_pages_render_delay() {
     );
 }
 
+/// `--contexts 3`: three users at once, each its own browser context, two
+/// rounds; every message is painted, each context sends one message a
+/// round, and the store keeps them in phase `concurrency` at level 3,
+/// which the report's render lag keeps apart from any other phase.
+#[test]
+fn contexts_send_at_once_and_are_stored_at_their_level() {
+    let Some(chromium) = common::chromium("contexts_send_at_once_and_are_stored_at_their_level")
+    else {
+        return;
+    };
+    let _one = one_browser();
+    let w = world(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("browse.db").display().to_string();
+    let out = browse(
+        &w,
+        &chromium,
+        &["-n", "6", "--contexts", "3", "--json", "--store", &store],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let samples = samples(&out);
+    assert_eq!(samples.len(), 6);
+    let mut workers: Vec<u64> = samples
+        .iter()
+        .map(|s| s["worker"].as_u64().unwrap())
+        .collect();
+    workers.sort_unstable();
+    assert_eq!(workers, [0, 0, 1, 1, 2, 2]);
+    for s in &samples {
+        assert!(s["error"].is_null(), "{s}");
+        assert!(f(s, "/painted/painted_ttft_ms") >= f(s, "/ttft_ms"), "{s}");
+    }
+    let ids = common::session_ids(&store);
+    let export = firsttoken(&["export", "--store", &store, "--session", &ids[0]], &[]);
+    let lines: Vec<serde_json::Value> = text(&export.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["spec"]["browse"]["contexts"], 3, "{}", lines[0]);
+    for r in &lines[1..] {
+        assert_eq!(
+            (r["phase"].as_str(), r["concurrency"].as_u64()),
+            (Some("concurrency"), Some(3)),
+            "{r}"
+        );
+    }
+    let j = common::report_json(&store, &[]);
+    let render = j["analysis"]["render"].as_array().unwrap();
+    assert_eq!(render.len(), 1, "{render:?}");
+    assert_eq!(render[0]["phase"], "concurrency", "{render:?}");
+    assert_eq!(render[0]["concurrency"], 3, "{render:?}");
+    assert_eq!(render[0]["lag"]["n"], 6, "{render:?}");
+    let page = firsttoken(&["report", "--store", &store, "--format", "markdown"], &[]);
+    assert!(
+        text(&page.stdout).contains("· concurrency 3 · browser"),
+        "{}",
+        text(&page.stdout)
+    );
+}
+
 #[test]
 fn a_page_that_buffers_is_flagged() {
     let Some(chromium) = common::chromium("a_page_that_buffers_is_flagged") else {

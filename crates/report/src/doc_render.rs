@@ -28,7 +28,11 @@ pub fn section(analysis: &Analysis) -> Option<Section> {
         &[4],
     );
     for g in &analysis.render {
-        let label = format!("{} · {} · {}", g.code_version, g.phase.as_str(), g.path);
+        let phase = match g.concurrency {
+            Some(c) => format!("{} {c}", g.phase.as_str()),
+            None => g.phase.as_str().to_string(),
+        };
+        let label = format!("{} · {phase} · {}", g.code_version, g.path);
         s.push(format!("{label}: {}", words::render_lag(&g.lag)));
         if let Some(b) = words::buffering(&g.lag.buffering) {
             s.push(format!("{label}: {b}"));
