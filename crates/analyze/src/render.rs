@@ -132,10 +132,9 @@ pub fn render_groups(
             .find(|s| s.id == id)
             .map_or_else(|| "unknown".to_string(), |s| s.labels.code_version.clone())
     };
-    let mut groups: BTreeMap<
-        (String, firsttoken_record::PhaseKind, Option<u32>, String),
-        (usize, Vec<Painted>),
-    > = BTreeMap::new();
+    // (code version, phase, level, path) → (messages, answered ones).
+    type Key = (String, firsttoken_record::PhaseKind, Option<u32>, String);
+    let mut groups: BTreeMap<Key, (usize, Vec<Painted>)> = BTreeMap::new();
     for r in rows.iter().filter(|r| !r.sample.warmup) {
         let Some(p) = r.sample.painted else { continue };
         let path = r.dest.path_column().unwrap_or("").to_string();
