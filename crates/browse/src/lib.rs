@@ -94,6 +94,9 @@ pub struct BrowseSpec {
     pub settle: Duration,
     /// The Chromium executable.
     pub chromium: PathBuf,
+    /// Send a W3C `traceparent` with a fresh trace id per message on the
+    /// page's requests (so the app's spans join the sample).
+    pub traceparent: bool,
 }
 
 /// A value kept out of every `Debug` output.
@@ -108,7 +111,8 @@ impl std::fmt::Debug for SecretValue {
 
 impl BrowseSpec {
     /// A spec with defaults: Enter sends, any request, `auto` format, 60 s
-    /// timeout, 300 ms settle, Chromium found by [`find_chromium`].
+    /// timeout, 300 ms settle, a `traceparent` per message, Chromium found
+    /// by [`find_chromium`].
     pub fn new(url: &str, input: &str, answer: &str) -> Result<BrowseSpec, BrowseError> {
         let spec = BrowseSpec {
             url: url.to_string(),
@@ -122,6 +126,7 @@ impl BrowseSpec {
             timeout: Duration::from_secs(60),
             settle: Duration::from_millis(300),
             chromium: find_chromium(None)?,
+            traceparent: true,
         };
         spec.host()?;
         Ok(spec)
@@ -203,6 +208,9 @@ pub struct Measured {
     pub chunks_before_first_paint: Option<u64>,
     /// How the page's clock was put on the DevTools clock.
     pub clock: ClockLink,
+    /// The trace id of the `traceparent` the page's requests carried for
+    /// this message (`None`: none was sent).
+    pub trace_id: Option<String>,
 }
 
 /// How the page's `performance.now()` stamps were converted.
@@ -374,6 +382,7 @@ impl Measured {
             chunks_before_first_paint: self.chunks_before_first_paint,
         });
         s.error = self.error.clone();
+        s.trace_id = self.trace_id.clone();
         s
     }
 }
@@ -395,6 +404,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             settle: Duration::from_millis(1),
             chromium: PathBuf::from("/nonexistent"),
+            traceparent: true,
         }
     }
 

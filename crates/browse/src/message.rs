@@ -13,13 +13,14 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::network::{
     EnableParams, EventDataReceived, EventLoadingFailed, EventLoadingFinished,
-    EventRequestWillBeSent, EventResponseReceived, ResourceTiming, ResourceType,
-    StreamResourceContentParams,
+    EventRequestWillBeSent, EventResponseReceived, Headers, ResourceTiming, ResourceType,
+    SetExtraHttpHeadersParams, StreamResourceContentParams,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     ConsoleApiCalledType, EventConsoleApiCalled, EventExceptionThrown,
 };
 use firsttoken_drive::decode::Decoder;
+use firsttoken_drive::trace::{TRACEPARENT, TraceContext};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
@@ -138,6 +139,23 @@ impl Page {
     /// Type `message` into the input, send it, and measure until the answer
     /// has settled (or `spec.timeout`).
     pub async fn measure(&self, message: &str, spec: &BrowseSpec) -> Result<Measured, BrowseError> {
+        let trace = if spec.traceparent {
+            TraceContext::random()
+        } else {
+            None
+        };
+        self.measure_traced(message, spec, trace).await
+    }
+
+    /// [`Page::measure`] with the trace context the caller chose (`None`:
+    /// no `traceparent`), so a span receiver can expect its trace id
+    /// before the message is sent.
+    pub async fn measure_traced(
+        &self,
+        message: &str,
+        spec: &BrowseSpec,
+        trace: Option<TraceContext>,
+    ) -> Result<Measured, BrowseError> {
         let p = &self.page;
         let mut will_send = p
             .event_listener::<EventRequestWillBeSent>()
@@ -206,6 +224,17 @@ impl Page {
         p.execute(InsertTextParams::new(message))
             .await
             .map_err(cdp("type the message"))?;
+        // This message's trace context, on every request the page sends
+        // from here until the next message (Network.setExtraHTTPHeaders:
+        // set before the action, so nothing is intercepted or paused on
+        // the timed path, unlike a Fetch-domain rewrite of the request).
+        if let Some(t) = &trace {
+            p.execute(SetExtraHttpHeadersParams::new(Headers::new(
+                serde_json::json!({ TRACEPARENT: t.traceparent() }),
+            )))
+            .await
+            .map_err(cdp("set the traceparent"))?;
+        }
         let _: bool = self
             .eval("arm the send", "__firsttoken.sending()".into())
             .await?;
@@ -379,7 +408,9 @@ impl Page {
         };
 
         let chosen = choose(&reqs, &order);
-        Ok(assemble(chosen, &stamps, error, timed_out))
+        let mut m = assemble(chosen, &stamps, error, timed_out);
+        m.trace_id = trace.map(|t| t.trace_id);
+        Ok(m)
     }
 
     /// True when the page's clock has passed the request's end by `settle`.
@@ -498,6 +529,7 @@ fn empty() -> Measured {
         painted_last_ms: None,
         content_chunks: 0,
         chunks_before_first_paint: None,
+        trace_id: None,
         clock: ClockLink::None,
     }
 }
@@ -585,5 +617,6 @@ fn assemble(r: Option<&Req>, s: &PageStamps, error: Option<String>, timed_out: b
         } else {
             ClockLink::None
         },
+        trace_id: None,
     }
 }

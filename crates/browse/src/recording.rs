@@ -77,6 +77,7 @@ impl Recording {
                     "contexts": level.unwrap_or(1),
                     "timeout_ms": spec.timeout.as_millis() as u64,
                     "settle_ms": spec.settle.as_millis() as u64,
+                    "traceparent": spec.traceparent,
                 },
                 "planned": { phase.as_str(): count },
             }),

@@ -257,7 +257,9 @@ fn main() {
         (!p.is_empty()).then_some(p)
     });
     let Some(chromium) = chromium else {
-        println!("browser_overhead: no Chromium (install Debian's chromium or set FIRSTTOKEN_CHROMIUM); nothing measured");
+        println!(
+            "browser_overhead: no Chromium (install Debian's chromium or set FIRSTTOKEN_CHROMIUM); nothing measured"
+        );
         return;
     };
     let levels: Vec<u32> = std::env::var("FT_BENCH_LEVELS")

@@ -11,7 +11,10 @@ use clap::{Args, ValueEnum};
 
 use firsttoken_browse::recording::Recording;
 use firsttoken_browse::{BrowseSpec, Browser, SecretValue, SendAction};
+use firsttoken_drive::trace::TraceContext;
+use firsttoken_plan::config::TracesSection;
 use firsttoken_record::{Connection, Sample};
+use firsttoken_session::SpanReceiver;
 
 use crate::{EXIT_FAILED_REQUESTS, out};
 
@@ -95,6 +98,17 @@ pub struct BrowseArgs {
     /// it is measured; `firsttoken report` and `export` read it.
     #[arg(long, value_name = "STORE")]
     store: Option<String>,
+    /// Send no W3C traceparent (by default each message's requests carry one with a fresh
+    /// trace id, stored with the sample, so the app's spans join it). Set before the user's
+    /// action with Network.setExtraHTTPHeaders: nothing is intercepted on the timed path; a
+    /// page that calls another origin makes a CORS preflight for it.
+    #[arg(long)]
+    no_traceparent: bool,
+    /// Receive the app's spans over OTLP/HTTP on this address while the session runs (the
+    /// app exports to http://ADDR/v1/traces) and store those of the messages' traces with
+    /// the session, as `run`'s [traces] listen does; needs --store.
+    #[arg(long, value_name = "ADDR", requires = "store")]
+    otlp_listen: Option<String>,
 }
 
 /// Validated `browse` arguments.
@@ -107,6 +121,7 @@ struct Spec {
     json: bool,
     seed: u64,
     store: Option<String>,
+    otlp_listen: Option<String>,
 }
 
 impl TryFrom<BrowseArgs> for Spec {
@@ -151,6 +166,12 @@ impl TryFrom<BrowseArgs> for Spec {
         browse.timeout = Duration::from_millis(a.timeout_ms);
         browse.settle = Duration::from_millis(a.settle_ms);
         browse.chromium = chromium;
+        browse.traceparent = !a.no_traceparent;
+        if a.otlp_listen.is_some() && a.no_traceparent {
+            bail!(
+                "--otlp-listen: the spans join by the traceparent that --no-traceparent turns off"
+            );
+        }
         Ok(Spec {
             browse,
             messages: a.message,
@@ -160,6 +181,7 @@ impl TryFrom<BrowseArgs> for Spec {
             json: a.json,
             seed: a.seed,
             store: a.store,
+            otlp_listen: a.otlp_listen,
         })
     }
 }
@@ -167,6 +189,7 @@ impl TryFrom<BrowseArgs> for Spec {
 /// Run `firsttoken browse`.
 pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
     let spec = Spec::try_from(args)?;
+    let mut receiver = None;
     let mut recording = match &spec.store {
         Some(at) => {
             let store = firsttoken_record::Store::open(at)
@@ -174,7 +197,23 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("--store {}", firsttoken_record::store::mask_url(at)))?;
             let fresh = spec.visit == VisitArg::Fresh;
             let level = (spec.contexts > 1).then_some(spec.contexts);
-            Some(Recording::start(store, &spec.browse, fresh, level, spec.count, spec.seed).await?)
+            let rec = Recording::start(
+                store.clone(),
+                &spec.browse,
+                fresh,
+                level,
+                spec.count,
+                spec.seed,
+            )
+            .await?;
+            let traces = TracesSection {
+                listen: spec.otlp_listen.clone(),
+                ..TracesSection::default()
+            };
+            receiver = SpanReceiver::start(&traces, &store, rec.session_id())
+                .await
+                .context("--otlp-listen")?;
+            Some(rec)
         }
         None => None,
     };
@@ -182,12 +221,22 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
     // The measuring future (and with it the browser) is dropped before the
     // session is finished.
     let results = {
-        let work = measure_all(&spec, recording.as_mut());
+        let work = measure_all(&spec, recording.as_mut(), receiver.as_ref());
         tokio::select! {
             r = work => Some(r),
             _ = shutdown.cancelled() => None,
         }
     };
+    if let Some(r) = receiver {
+        let t = r.finish().await;
+        eprintln!(
+            "spans: {} stored, {} of other traces, {} lost{}",
+            t.stored,
+            t.not_ours,
+            t.lost,
+            t.store_error.map(|e| format!(" ({e})")).unwrap_or_default()
+        );
+    }
     let Some(results) = results else {
         // The browser was dropped with the measuring future: its process
         // group is gone.
@@ -238,6 +287,7 @@ const MAX_CONTEXTS: u32 = 64;
 async fn measure_all(
     spec: &Spec,
     mut recording: Option<&mut Recording>,
+    receiver: Option<&SpanReceiver>,
 ) -> anyhow::Result<Vec<Sample>> {
     let browser = Browser::launch(&spec.browse).await?;
     let mut pages = Vec::new();
@@ -255,7 +305,12 @@ async fn measure_all(
         let began = std::time::Instant::now();
         let measured = futures_util::future::join_all((0..round).map(|k| {
             let message = &spec.messages[(next + k) as usize % spec.messages.len()];
-            pages[k as usize].measure(message, &spec.browse)
+            let trace = spec.browse.traceparent.then(TraceContext::random).flatten();
+            // The receiver keeps this trace's spans from before it is sent.
+            if let (Some(r), Some(t)) = (receiver, &trace) {
+                r.expect(&t.trace_id);
+            }
+            pages[k as usize].measure_traced(message, &spec.browse, trace)
         }))
         .await;
         for (k, m) in (0u32..).zip(measured) {

@@ -314,6 +314,64 @@ fn contexts_send_at_once_and_are_stored_at_their_level() {
     );
 }
 
+/// Each message's requests carry a fresh `traceparent`; with
+/// `--otlp-listen` the app's own spans (the reference app exporting OTLP to
+/// it) are stored with the session and join every message, as for the
+/// HTTP client's samples.
+#[test]
+fn the_apps_spans_join_each_browser_message() {
+    let Some(chromium) = common::chromium("the_apps_spans_join_each_browser_message") else {
+        return;
+    };
+    let _one = one_browser();
+    let listen = format!("127.0.0.1:{}", common::edge::free_port());
+    let otlp = format!("http://{listen}");
+    let w = world(&["--otlp-endpoint", &otlp]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("browse.db").display().to_string();
+    let out = browse(
+        &w,
+        &chromium,
+        &[
+            "-n",
+            "4",
+            "--json",
+            "--store",
+            &store,
+            "--otlp-listen",
+            &listen,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let measured = samples(&out);
+    let traces: std::collections::BTreeSet<&str> = measured
+        .iter()
+        .map(|s| {
+            s["trace_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a trace id: {s}"))
+        })
+        .collect();
+    assert_eq!(traces.len(), 4, "a fresh trace id per message: {traces:?}");
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("spans: ") && !said.contains("spans: 0 stored"),
+        "{said}"
+    );
+    let j = common::report_json(&store, &[]);
+    let coverage = j["analysis"]["traces"]["coverage"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a span join: {}", j["analysis"]["traces"]));
+    assert!(!coverage.is_empty());
+    for c in coverage {
+        assert_eq!(c["requests"], c["traced"], "every message joined: {c}");
+    }
+    // Without the header nothing is sent to join by.
+    let out = browse(&w, &chromium, &["-n", "1", "--json", "--no-traceparent"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(samples(&out)[0]["trace_id"].is_null());
+}
+
 #[test]
 fn a_page_that_buffers_is_flagged() {
     let Some(chromium) = common::chromium("a_page_that_buffers_is_flagged") else {

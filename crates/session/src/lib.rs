@@ -58,4 +58,4 @@ pub use scrape::SCRAPE_TIMEOUT;
 pub use signin::{Credential, read_accounts};
 pub use source::{Source, prompt_ref};
 pub use spec::{DEFAULT_STORE, Overrides, SessionSpec};
-pub use traces::TraceOutcome;
+pub use traces::{SpanReceiver, TraceOutcome};

@@ -63,6 +63,47 @@ impl TraceOutcome {
     }
 }
 
+/// A span receiver for a session that `run_session` does not drive (a
+/// browser session: `firsttoken browse --store --otlp-listen`): the same
+/// receiver and writer, the caller naming each trace id it sends before
+/// the request goes out.
+pub struct SpanReceiver {
+    running: Running,
+    registry: TraceRegistry,
+}
+
+impl SpanReceiver {
+    /// Binds `cfg.listen` and starts receiving for session `session_id`;
+    /// `None` when `cfg` has no address.
+    pub async fn start(
+        cfg: &TracesSection,
+        store: &Store,
+        session_id: &str,
+    ) -> Result<Option<SpanReceiver>, SessionError> {
+        let Some(listener) = bind(cfg).await? else {
+            return Ok(None);
+        };
+        let registry = TraceRegistry::new();
+        let running = start(listener, cfg, store, session_id, registry.clone());
+        Ok(Some(SpanReceiver { running, registry }))
+    }
+
+    /// Where it listens.
+    pub fn listen(&self) -> Option<SocketAddr> {
+        self.running.listen
+    }
+
+    /// Keep the spans of `trace_id` (32 hex digits) from now on.
+    pub fn expect(&self, trace_id: &str) {
+        self.registry.insert_hex(trace_id);
+    }
+
+    /// Waits the grace period, stores what arrived and returns the counts.
+    pub async fn finish(self) -> TraceOutcome {
+        self.running.finish().await
+    }
+}
+
 /// Binds the receiver's address, before anything is created or sent.
 pub(crate) async fn bind(cfg: &TracesSection) -> Result<Option<TcpListener>, SessionError> {
     let Some(addr) = &cfg.listen else {
