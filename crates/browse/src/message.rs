@@ -36,6 +36,9 @@ const STAMPS_JS: &str = include_str!("stamps.js");
 /// end is noticed, never a measured time.
 const POLL: Duration = Duration::from_millis(25);
 
+/// Longest wait for the input to appear after the page loaded.
+const INPUT_WAIT: Duration = Duration::from_secs(10);
+
 /// Console and exception texts are cut to this many characters.
 const MAX_ERROR_CHARS: usize = 500;
 
@@ -206,19 +209,31 @@ impl Page {
                     .into(),
             });
         }
-        let focused: bool = self
-            .eval(
-                "focus the input",
-                format!(
-                    "(() => {{ const el = document.querySelector({}); if (!el) return false; el.focus(); return true; }})()",
-                    js_str(&spec.input)
-                ),
-            )
-            .await?;
+        // A page that renders its own UI (a single-page app) shows the
+        // input a while after it has loaded: wait for it, up to
+        // INPUT_WAIT (or the message's timeout, when shorter).
+        let input_wait = spec.timeout.min(INPUT_WAIT);
+        let input_deadline = tokio::time::Instant::now() + input_wait;
+        let focused = loop {
+            let focused: bool = self
+                .eval(
+                    "focus the input",
+                    format!(
+                        "(() => {{ const el = document.querySelector({}); if (!el) return false; el.focus(); return true; }})()",
+                        js_str(&spec.input)
+                    ),
+                )
+                .await?;
+            if focused || tokio::time::Instant::now() >= input_deadline {
+                break focused;
+            }
+            tokio::time::sleep(POLL).await;
+        };
         if !focused {
             return Ok(page_error(format!(
-                "the input selector {:?} matches nothing",
-                spec.input
+                "the input selector {:?} matched nothing within {} s",
+                spec.input,
+                input_wait.as_secs_f64()
             )));
         }
         p.execute(InsertTextParams::new(message))

@@ -438,11 +438,24 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         "the network still saw the token: {s}"
     );
 
-    // The input selector matches nothing: the page cannot be used.
-    let out = browse_on(&w, &chromium, "#no-such-input", ".assistant", &["--json"]);
+    // The input selector matches nothing, however long it waits for the
+    // page to render it: the page cannot be used.
+    let out = browse_on(
+        &w,
+        &chromium,
+        "#no-such-input",
+        ".assistant",
+        &["--json", "--timeout-ms", "2000"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let s = &samples(&out)[0];
     assert_eq!(s["error"]["kind"], "page_error", "{s}");
+    assert!(
+        s["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("matched nothing within 2 s")),
+        "{s}"
+    );
 
     // Without a token the page's request gets 401 and it logs an error.
     let url = format!("{}/chat", w.app.base);
