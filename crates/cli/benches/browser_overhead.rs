@@ -26,71 +26,17 @@
 //! says so and does nothing). The Markdown table goes to stdout and to
 //! `target/browser-overhead.md`. Everything stays on loopback.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::EmulatorProcess;
+
 const EXE: &str = env!("CARGO_BIN_EXE_firsttoken");
-
-/// A child server, killed when dropped.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `firsttoken <args>` and wait for its `listening on URL` line.
-fn server(args: &[&str]) -> Server {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start firsttoken {}: {e}", args[0]));
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    out.read_line(&mut first).expect("first line");
-    let base = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("firsttoken {} said {first:?}", args[0]))
-        .to_string();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = out.read_to_end(&mut sink);
-    });
-    Server { child, base }
-}
-
-/// Sign up on the app; the bearer token.
-fn sign_up(base: &str) -> String {
-    let addr = base.strip_prefix("http://").expect("http base");
-    let body = format!(
-        r#"{{"email":"browser-{}@bench.invalid","password":"password123"}}"#,
-        std::process::id()
-    );
-    let mut s = TcpStream::connect(addr).expect("connect to the app");
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "POST /api/auth/signup HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("sign-up response");
-    let json = out.split("\r\n\r\n").nth(1).expect("a body");
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["token"].as_str().expect("a token").to_string()
-}
 
 /// The JSON lines of a finished command's stdout.
 fn lines(out: &[u8]) -> Vec<serde_json::Value> {
@@ -161,7 +107,7 @@ struct Row {
     wall_s: f64,
 }
 
-fn level(app: &Server, chromium: &str, token: &str, n: u32) -> Row {
+fn level(app: &EmulatorProcess, chromium: &str, token: &str, n: u32) -> Row {
     // Three rounds, and at least twelve messages.
     let messages = (3 * n).max(12);
     let auth = format!("Authorization: Bearer {token}");
@@ -269,7 +215,7 @@ fn main() {
         .collect();
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("refapp.db");
-    let emu = server(&[
+    let emu = EmulatorProcess::start_with(&[
         "emulate",
         "--listen",
         "127.0.0.1:0",
@@ -280,17 +226,8 @@ fn main() {
         "--tokens",
         "8",
     ]);
-    let upstream = format!("{}/v1", emu.base);
-    let app = server(&[
-        "refapp",
-        "--listen",
-        "127.0.0.1:0",
-        "--database-url",
-        &db.display().to_string(),
-        "--upstream-url",
-        &upstream,
-    ]);
-    let token = sign_up(&app.base);
+    let app = EmulatorProcess::refapp(&emu, &db.display().to_string(), &[]);
+    let token = common::sign_up(&app.base);
     let mut md = String::from(
         "| contexts | painted / messages | probe TTFT p50 | browser network TTFT p50 | browser − probe | painted TTFT p50 | render lag p50 | browser peak PSS | wall |\n|---|---|---|---|---|---|---|---|---|\n",
     );

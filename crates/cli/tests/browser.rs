@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,25 +17,6 @@ static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn one_browser() -> std::sync::MutexGuard<'static, ()> {
     // A test that panicked while holding it leaves nothing to clean up.
     ONE_BROWSER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Sign up on the app at `base` (`http://127.0.0.1:PORT`); the bearer token.
-fn sign_up(base: &str) -> String {
-    let addr = base.strip_prefix("http://").expect("http base");
-    let body = r#"{"email":"browser@bench.invalid","password":"password123"}"#;
-    let mut s = TcpStream::connect(addr).expect("connect to the app");
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "POST /api/auth/signup HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("sign-up response");
-    let json = out.split("\r\n\r\n").nth(1).expect("a body");
-    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
-    v["token"].as_str().expect("a token").to_string()
 }
 
 struct World {
@@ -65,7 +44,7 @@ fn world(page: &[&str]) -> World {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("app.db");
     let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), page);
-    let token = sign_up(&app.base);
+    let token = common::sign_up(&app.base);
     World {
         _emu: emu,
         app,
@@ -246,12 +225,7 @@ fn render_lag_is_the_pages_render_delay() {
             && (stored - DELAY_MS).abs() <= 5.0,
         "stored median {stored} ms, lags {lags:?}"
     );
-    let page = firsttoken(&["report", "--store", &store, "--format", "markdown"], &[]);
-    assert!(
-        text(&page.stdout).contains("Render lag (browser)"),
-        "{}",
-        text(&page.stdout)
-    );
+    markdown_report_says(&store, "Render lag (browser)");
 }
 
 /// `--contexts 3`: three users at once, each its own browser context, two
@@ -306,10 +280,15 @@ fn contexts_send_at_once_and_are_stored_at_their_level() {
     assert_eq!(render[0]["phase"], "concurrency", "{render:?}");
     assert_eq!(render[0]["concurrency"], 3, "{render:?}");
     assert_eq!(render[0]["lag"]["n"], 6, "{render:?}");
-    let page = firsttoken(&["report", "--store", &store, "--format", "markdown"], &[]);
+    markdown_report_says(&store, "· concurrency 3 · browser");
+}
+
+/// The stored report in Markdown holds `needle`.
+fn markdown_report_says(store: &str, needle: &str) {
+    let page = firsttoken(&["report", "--store", store, "--format", "markdown"], &[]);
     assert!(
-        text(&page.stdout).contains("· concurrency 3 · browser"),
-        "{}",
+        text(&page.stdout).contains(needle),
+        "{needle:?} not in {}",
         text(&page.stdout)
     );
 }
@@ -561,7 +540,7 @@ fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("app.db");
     let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), &[]);
-    let token = sign_up(&app.base);
+    let token = common::sign_up(&app.base);
     let url = format!("{}/chat", app.base);
     for signal in ["-INT", "-KILL"] {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_firsttoken"))

@@ -406,3 +406,28 @@ pub fn chromium(test: &str) -> Option<std::path::PathBuf> {
     }
     found
 }
+
+/// Sign up one `@bench.invalid` user on the reference app at `base`
+/// (`http://127.0.0.1:PORT`); its bearer token.
+pub fn sign_up(base: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = base.strip_prefix("http://").expect("http base");
+    let body = format!(
+        r#"{{"email":"browser-{}@bench.invalid","password":"password123"}}"#,
+        std::process::id()
+    );
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the app");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        s,
+        "POST /api/auth/signup HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("sign-up response");
+    let json = out.split("\r\n\r\n").nth(1).expect("a body");
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
+    v["token"].as_str().expect("a token").to_string()
+}
