@@ -148,10 +148,17 @@ pub(crate) struct Joined {
     pub member: RunMember,
 }
 
-/// The hex SHA-256 of the whole protocol: agents that would send different
-/// requests cannot join the same run.
+/// The version of `Segment::apply`'s dealing rule (2: remainders carried
+/// across steps, conversations to the agent with the fewest turns).
+const DEALING: &str = "segment-dealing-2";
+
+/// The hex SHA-256 of the whole protocol and the dealing rule: agents that
+/// would send different requests cannot join the same run.
 pub(crate) fn protocol_hash(p: &Protocol) -> String {
-    let json = serde_json::to_vec(p).unwrap_or_default();
+    let mut json = serde_json::to_vec(p).unwrap_or_default();
+    // How the protocol is dealt to agents is part of what they must share:
+    // agents dealing by different rules would double or drop requests.
+    json.extend_from_slice(DEALING.as_bytes());
     Sha256::digest(&json)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -193,7 +200,7 @@ pub(crate) async fn join(
     }
     if run.config_hash != wanted.config_hash {
         return Err(SessionError::Invalid(format!(
-            "run {:?} was started with a different protocol (config, preset or seed): every agent of a run must run the same config with the same seed",
+            "run {:?} was started with a different protocol (config, preset or seed) or by a firsttoken that deals the protocol to agents differently: every agent of a run must run the same config with the same seed and a release of the same dealing",
             run.run_id
         )));
     }
