@@ -75,6 +75,11 @@ pub struct BrowseArgs {
     /// request after the action whose body has a content token).
     #[arg(long, value_name = "TEXT")]
     request_match: Option<String>,
+    /// How the message's response body is read for content tokens: auto (from its
+    /// Content-Type), openai-chat, anthropic, responses, vercel-ui, gradio (Gradio's queue
+    /// stream, with --request-match queue/data), sse-json:<JSON pointer>, ….
+    #[arg(long, value_name = "FORMAT", default_value = "auto")]
+    format: String,
     /// A further host name Chromium may resolve (a CDN the page loads from); repeatable.
     #[arg(long, value_name = "HOST")]
     allow_host: Vec<String>,
@@ -161,6 +166,10 @@ impl TryFrom<BrowseArgs> for Spec {
             SendAction::Click(a.send)
         };
         browse.request_match = a.request_match;
+        browse.format = a
+            .format
+            .parse()
+            .with_context(|| format!("--format {}", a.format))?;
         browse.local_storage = local_storage;
         browse.allow_hosts = a.allow_host;
         browse.timeout = Duration::from_millis(a.timeout_ms);

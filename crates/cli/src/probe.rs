@@ -77,7 +77,7 @@ pub struct ProbeArgs {
     /// Speak HTTP/2 over cleartext without upgrade (h2c), like curl.
     #[arg(long)]
     http2_prior_knowledge: bool,
-    /// Stream format: auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, sse-json:<JSON pointer>.
+    /// Stream format: auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, gradio, sse-json:<JSON pointer>.
     #[arg(long, default_value = "auto")]
     format: String,
     /// WebSocket (ws:// or wss:// URL): a text frame sent first on each new socket, before the

@@ -80,7 +80,7 @@ pub enum PlanError {
     },
     /// Unknown stream format name.
     #[error(
-        "unknown stream format {0:?}; expected auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui or sse-json:<JSON pointer>"
+        "unknown stream format {0:?}; expected auto, openai-chat, openai-completions, anthropic, responses, ollama, text, vercel-ui, gradio or sse-json:<JSON pointer>"
     )]
     Format(String),
     /// A `--resolve` entry is not `host:port:addr`.
@@ -735,6 +735,7 @@ mod tests {
             "ollama",
             "text",
             "vercel-ui",
+            "gradio",
             "sse-json:/a/b",
         ] {
             let parsed: StreamFormat = f.parse().unwrap();

@@ -27,6 +27,9 @@ pub enum StreamFormat {
     VercelUi,
     /// SSE whose `data` is JSON with the content at this JSON pointer.
     SseJson(String),
+    /// Gradio's queue stream (`/gradio_api/queue/data`, what its page
+    /// reads): `process_generating` messages carry the text.
+    Gradio,
 }
 
 impl FromStr for StreamFormat {
@@ -41,6 +44,7 @@ impl FromStr for StreamFormat {
             "ollama" | "ndjson" => StreamFormat::Ollama,
             "text" => StreamFormat::Text,
             "vercel-ui" => StreamFormat::VercelUi,
+            "gradio" => StreamFormat::Gradio,
             other => match other.strip_prefix("sse-json:") {
                 Some(p) if p.is_empty() || p.starts_with('/') => {
                     StreamFormat::SseJson(p.to_string())
@@ -62,6 +66,7 @@ impl std::fmt::Display for StreamFormat {
             StreamFormat::Ollama => "ollama",
             StreamFormat::Text => "text",
             StreamFormat::VercelUi => "vercel-ui",
+            StreamFormat::Gradio => "gradio",
             StreamFormat::SseJson(p) => return write!(f, "sse-json:{p}"),
         })
     }

@@ -66,6 +66,7 @@ pub(super) fn on_sse_event(
         Some(SseKind::Anthropic) => formats::anthropic(event, data, offset, facts, cf),
         Some(SseKind::Responses) => responses::responses(data, offset, facts, cf),
         Some(SseKind::VercelUi) => formats::vercel_ui(data, offset, facts, cf),
+        Some(SseKind::Gradio) => super::gradio::gradio(data, offset, facts, cf),
         Some(SseKind::Pointer(p)) => formats::sse_json(p, data, offset, facts, cf),
         None => {}
     }

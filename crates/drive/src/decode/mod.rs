@@ -19,6 +19,7 @@ pub mod coding;
 mod engine;
 mod event;
 mod formats;
+mod gradio;
 #[cfg(test)]
 mod hostile;
 pub(crate) use formats::bounded as bounded_text;
@@ -114,6 +115,7 @@ pub(crate) enum SseKind {
     Anthropic,
     Responses,
     VercelUi,
+    Gradio,
     Pointer(String),
 }
 
@@ -234,6 +236,7 @@ impl Decoder {
             StreamFormat::Anthropic => sse(Some(SseKind::Anthropic)),
             StreamFormat::Responses => sse(Some(SseKind::Responses)),
             StreamFormat::VercelUi => sse(Some(SseKind::VercelUi)),
+            StreamFormat::Gradio => sse(Some(SseKind::Gradio)),
             StreamFormat::SseJson(p) => sse(Some(SseKind::Pointer(p.clone()))),
             StreamFormat::Ollama => lines(),
             StreamFormat::Text => text(true),
@@ -295,6 +298,7 @@ impl Decoder {
             Framing::Sse(_, Some(SseKind::Anthropic)) => "anthropic",
             Framing::Sse(_, Some(SseKind::Responses)) => "responses",
             Framing::Sse(_, Some(SseKind::VercelUi)) => "vercel-ui",
+            Framing::Sse(_, Some(SseKind::Gradio)) => "gradio",
             Framing::Sse(_, Some(SseKind::Pointer(_))) => "sse-json",
             Framing::Lines(_) => "ollama",
             Framing::Text { .. } => "text",
@@ -580,6 +584,7 @@ impl Decoder {
                     truncated("response.completed, response.incomplete or response.failed")
                 }
                 Some(SseKind::VercelUi) => truncated("a finish part or [DONE]"),
+                Some(SseKind::Gradio) => truncated("process_completed or close_stream"),
                 Some(SseKind::OpenAi) | None => truncated("data: [DONE]"),
             },
             Framing::Sniff { .. } => Ok(()),
