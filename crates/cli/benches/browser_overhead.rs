@@ -213,26 +213,13 @@ fn main() {
         .split(',')
         .filter_map(|l| l.trim().parse().ok())
         .collect();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("refapp.db");
-    let emu = EmulatorProcess::start_with(&[
-        "emulate",
-        "--listen",
-        "127.0.0.1:0",
-        "--ttft-ms",
-        "150",
-        "--itl-ms",
-        "60",
-        "--tokens",
-        "8",
-    ]);
-    let app = EmulatorProcess::refapp(&emu, &db.display().to_string(), &[]);
-    let token = common::sign_up(&app.base);
+    let world = common::chat_world(&[]);
+    let (app, token) = (&world.app, &world.token);
     let mut md = String::from(
         "| contexts | painted / messages | probe TTFT p50 | browser network TTFT p50 | browser − probe | painted TTFT p50 | render lag p50 | browser peak PSS | wall |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for n in levels {
-        let r = level(&app, &chromium, &token, n);
+        let r = level(app, &chromium, token, n);
         let line = format!(
             "| {} | {} / {} | {:.1} ms | {:.1} ms | {:+.1} ms | {:.1} ms | {:.1} ms | {:.0} MB | {:.1} s |\n",
             r.level,

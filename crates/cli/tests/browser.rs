@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{EmulatorProcess, firsttoken, text};
+use common::{ChatWorld, EmulatorProcess, chat_world, firsttoken, text};
 
 /// One browser at a time: the render-lag test measures the page's main
 /// thread, which other tests' browsers on the same cores would delay.
@@ -19,46 +19,12 @@ fn one_browser() -> std::sync::MutexGuard<'static, ()> {
     ONE_BROWSER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct World {
-    _emu: EmulatorProcess,
-    app: EmulatorProcess,
-    _dir: tempfile::TempDir,
-    token: String,
-}
-
-/// The emulator (TTFT 150 ms, a token every 60 ms: slower than any render
-/// delay here, so no token arrives while the page renders the first) and
-/// the app with `page` flags.
-fn world(page: &[&str]) -> World {
-    let emu = EmulatorProcess::start_with(&[
-        "emulate",
-        "--listen",
-        "127.0.0.1:0",
-        "--ttft-ms",
-        "150",
-        "--itl-ms",
-        "60",
-        "--tokens",
-        "8",
-    ]);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("app.db");
-    let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), page);
-    let token = common::sign_up(&app.base);
-    World {
-        _emu: emu,
-        app,
-        _dir: dir,
-        token,
-    }
-}
-
-fn browse(w: &World, chromium: &Path, extra: &[&str]) -> std::process::Output {
+fn browse(w: &ChatWorld, chromium: &Path, extra: &[&str]) -> std::process::Output {
     browse_on(w, chromium, "#message", ".assistant", extra)
 }
 
 fn browse_on(
-    w: &World,
+    w: &ChatWorld,
     chromium: &Path,
     input: &str,
     answer: &str,
@@ -111,7 +77,7 @@ fn render_lag_is_the_pages_render_delay() {
     };
     let _one = one_browser();
     const DELAY_MS: f64 = 25.0;
-    let w = world(&["--page-render-delay-ms", "25"]);
+    let w = chat_world(&["--page-render-delay-ms", "25"]);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("browse.db").display().to_string();
     let out = browse(
@@ -239,7 +205,7 @@ fn contexts_send_at_once_and_are_stored_at_their_level() {
         return;
     };
     let _one = one_browser();
-    let w = world(&[]);
+    let w = chat_world(&[]);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("browse.db").display().to_string();
     let out = browse(
@@ -305,7 +271,7 @@ fn the_apps_spans_join_each_browser_message() {
     let _one = one_browser();
     let listen = format!("127.0.0.1:{}", common::edge::free_port());
     let otlp = format!("http://{listen}");
-    let w = world(&["--otlp-endpoint", &otlp]);
+    let w = chat_world(&["--otlp-endpoint", &otlp]);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("browse.db").display().to_string();
     let out = browse(
@@ -357,7 +323,7 @@ fn a_page_that_buffers_is_flagged() {
         return;
     };
     let _one = one_browser();
-    let w = world(&["--page-buffer", "end"]);
+    let w = chat_world(&["--page-buffer", "end"]);
     let out = browse(&w, &chromium, &["-n", "3"]);
     assert!(
         out.status.success(),
@@ -372,7 +338,7 @@ fn a_page_that_buffers_is_flagged() {
     );
     assert!(said.contains("after 8 of 8 chunks"), "{said}");
 
-    let w = world(&["--page-buffer", "4"]);
+    let w = chat_world(&["--page-buffer", "4"]);
     let out = browse(&w, &chromium, &["-n", "3"]);
     assert!(
         out.status.success(),
@@ -387,7 +353,7 @@ fn a_page_that_buffers_is_flagged() {
     );
 
     // The same app without buffering: no such sentence.
-    let w = world(&[]);
+    let w = chat_world(&[]);
     let out = browse(&w, &chromium, &["-n", "3"]);
     assert!(
         out.status.success(),
@@ -406,7 +372,7 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         return;
     };
     let _one = one_browser();
-    let w = world(&[]);
+    let w = chat_world(&[]);
     // The answer streams, but into no element the selector names.
     let out = browse_on(&w, &chromium, "#message", "#no-such-answer", &["--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));

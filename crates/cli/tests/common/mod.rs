@@ -431,3 +431,41 @@ pub fn sign_up(base: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(json.trim()).expect("JSON");
     v["token"].as_str().expect("a token").to_string()
 }
+
+/// The emulator (TTFT 150 ms, a token every 60 ms, 8 tokens: slower than
+/// any render delay the browser tests use, so no token arrives while the
+/// page renders the first), the reference app over it with `page` flags,
+/// and a signed-up user.
+pub struct ChatWorld {
+    _emu: EmulatorProcess,
+    /// The reference app.
+    pub app: EmulatorProcess,
+    _dir: tempfile::TempDir,
+    /// The user's bearer token.
+    pub token: String,
+}
+
+/// A [`ChatWorld`] with the app started with `page` flags.
+pub fn chat_world(page: &[&str]) -> ChatWorld {
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "150",
+        "--itl-ms",
+        "60",
+        "--tokens",
+        "8",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("app.db");
+    let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), page);
+    let token = sign_up(&app.base);
+    ChatWorld {
+        _emu: emu,
+        app,
+        _dir: dir,
+        token,
+    }
+}

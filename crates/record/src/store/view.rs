@@ -161,10 +161,7 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
         // The shape the store writes, read without a general parser (a
         // tenth of a million-sample report's reading time went here).
         Some(t) => match super::flat_json::numbers(t) {
-            Some(pairs) => pairs
-                .into_iter()
-                .map(|(name, ms)| (Cow::Borrowed(name), ms))
-                .collect(),
+            Some(pairs) => pairs,
             None => {
                 serde_json::from_str::<Timings<'r>>(t)
                     .map_err(|e| format!("server_timing: {e}"))?
