@@ -6,7 +6,8 @@
 //! 1. the user's action (the trusted `keydown`/`mousedown` event the page
 //!    received),
 //! 2. the request carrying the message leaving (`Network.requestWillBeSent`)
-//!    with the browser's own phase timing,
+//!    with the browser's own phase timing (or, when the answer streams on
+//!    another request, the one [`BrowseSpec::send_match`] names),
 //! 3. the response head, the first body data and the first content token as
 //!    the browser's network stack saw them (`Network.dataReceived` with the
 //!    bytes, via `Network.streamResourceContent`, decoded by drive's stream
@@ -41,6 +42,8 @@
 mod launch;
 mod message;
 pub mod recording;
+mod rounds;
+mod signin;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,6 +54,8 @@ use serde::Serialize;
 
 pub use launch::find_chromium;
 pub use message::Page;
+pub use rounds::{Rounds, Sent};
+pub use signin::Cookie;
 
 use chromiumoxide::cdp::browser_protocol::target::CreateTargetParams;
 use futures_util::StreamExt;
@@ -79,11 +84,21 @@ pub struct BrowseSpec {
     /// request; `None`: the first request after the action whose body
     /// carries a content token.
     pub request_match: Option<String>,
+    /// When the message goes out on one request and its answer streams on
+    /// another (Gradio's page posts `queue/join`, then reads `queue/data`):
+    /// the first request after the action whose URL contains this is the
+    /// message's start, from which every time counts; the answer is still
+    /// read from the request [`BrowseSpec::request_match`] picks. `None`:
+    /// the answer's own request is the start.
+    pub send_match: Option<String>,
     /// The stream's format (`auto` decides from Content-Type).
     pub format: StreamFormat,
     /// `localStorage` entries set before the page's scripts run (a sign-in
     /// token, say). Values are secrets: never logged or shown.
     pub local_storage: Vec<(String, SecretValue)>,
+    /// Cookies set in each context before the page loads (a sign-in
+    /// session); values are secrets.
+    pub cookies: Vec<Cookie>,
     /// Host names Chromium may resolve besides the page's own host and
     /// loopback; everything else fails to resolve.
     pub allow_hosts: Vec<String>,
@@ -120,8 +135,10 @@ impl BrowseSpec {
             send: SendAction::Enter,
             answer: answer.to_string(),
             request_match: None,
+            send_match: None,
             format: StreamFormat::Auto,
             local_storage: Vec::new(),
+            cookies: Vec::new(),
             allow_hosts: Vec::new(),
             timeout: Duration::from_secs(60),
             settle: Duration::from_millis(300),
@@ -158,8 +175,9 @@ impl BrowseSpec {
 }
 
 /// One measured message. Times are milliseconds on the DevTools clock from
-/// the request's start (`Network.requestWillBeSent` of the message's
-/// request), like an HTTP sample's; `input_lead_ms` is how long before
+/// the message's start (`Network.requestWillBeSent` of the message's
+/// request, or of the [`BrowseSpec::send_match`] request), like an HTTP
+/// sample's; `input_lead_ms` is how long before
 /// that the user's action happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Measured {
@@ -169,8 +187,11 @@ pub struct Measured {
     /// painted nothing, or its tab crashed; the message is the error).
     /// `None`: the answer was painted.
     pub error: Option<SampleError>,
-    /// URL of the request that carried the message, when one was seen.
+    /// URL of the request that carried the answer, when one was seen.
     pub request_url: Option<String>,
+    /// URL of the request the times count from when it is not the
+    /// answer's ([`BrowseSpec::send_match`]).
+    pub send_url: Option<String>,
     /// Its HTTP status.
     pub status: Option<u16>,
     /// Its protocol as the browser reported it (`http/1.1`, `h2`).
@@ -388,18 +409,20 @@ impl Measured {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec(url: &str) -> BrowseSpec {
+    pub(crate) fn spec(url: &str) -> BrowseSpec {
         BrowseSpec {
             url: url.into(),
             input: "#m".into(),
             send: SendAction::Enter,
             answer: ".a".into(),
             request_match: None,
+            send_match: None,
             format: StreamFormat::Auto,
             local_storage: vec![("k".into(), SecretValue("s3cret".into()))],
+            cookies: Vec::new(),
             allow_hosts: vec!["cdn.test".into()],
             timeout: Duration::from_secs(1),
             settle: Duration::from_millis(1),

@@ -14,7 +14,7 @@ use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::network::{
     EnableParams, EventDataReceived, EventLoadingFailed, EventLoadingFinished,
     EventRequestWillBeSent, EventResponseReceived, Headers, ResourceTiming, ResourceType,
-    SetExtraHttpHeadersParams, StreamResourceContentParams,
+    SetCookiesParams, SetExtraHttpHeadersParams, StreamResourceContentParams,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     ConsoleApiCalledType, EventConsoleApiCalled, EventExceptionThrown,
@@ -64,6 +64,10 @@ struct Req {
     end_s: Option<f64>,
     /// Content arrived before streaming was on, at an unknown time.
     content_unstamped: bool,
+    /// It may carry the answer (`request_match`, or any request).
+    answer: bool,
+    /// It is the message's start (`send_match`).
+    send: bool,
 }
 
 /// The page's stamps (`__firsttoken.read()`), on its own clock (ms).
@@ -76,7 +80,8 @@ struct PageStamps {
     first_paint: Option<f64>,
     last_dom: Option<f64>,
     last_paint: Option<f64>,
-    rt: Option<ResourceEntry>,
+    #[serde(default)]
+    rt: Vec<ResourceEntry>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,6 +127,12 @@ impl Page {
             url: spec.url.clone(),
             message: e.to_string(),
         };
+        if !spec.cookies.is_empty() {
+            let cookies = spec.cookies.iter().map(|c| c.param(&spec.url)).collect();
+            page.execute(SetCookiesParams::new(cookies))
+                .await
+                .map_err(cdp("set the cookies"))?;
+        }
         page.goto(spec.url.as_str()).await.map_err(open_err)?;
         page.wait_for_navigation().await.map_err(open_err)?;
         Ok(Page { page })
@@ -314,7 +325,11 @@ impl Page {
                     if let Some(r) = self.candidate(&e, spec) {
                         let id = e.request_id.inner().clone();
                         order.push(id.clone());
+                        let answer = r.answer;
                         reqs.insert(id, r);
+                        if !answer {
+                            continue;
+                        }
                         // The bytes of later data events; what arrived
                         // before this call has no time of its own.
                         if let Ok(res) = p.execute(StreamResourceContentParams::new(e.request_id.clone())).await {
@@ -337,7 +352,7 @@ impl Page {
                     }
                 }
                 Some(e) = data.next() => {
-                    if let Some(r) = reqs.get_mut(e.request_id.inner()) {
+                    if let Some(r) = reqs.get_mut(e.request_id.inner()).filter(|r| r.answer) {
                         let t = *e.timestamp.inner();
                         r.first_data_s.get_or_insert(t);
                         if let Some(d) = &e.data {
@@ -423,7 +438,8 @@ impl Page {
         };
 
         let chosen = choose(&reqs, &order);
-        let mut m = assemble(chosen, &stamps, error, timed_out);
+        let start = origin(&reqs, &order);
+        let mut m = assemble(chosen, start, &stamps, error, timed_out);
         m.trace_id = trace.map(|t| t.trace_id);
         Ok(m)
     }
@@ -449,9 +465,16 @@ impl Page {
         if !streaming_kind {
             return None;
         }
-        if let Some(m) = &spec.request_match
-            && !e.request.url.contains(m.as_str())
-        {
+        let url = &e.request.url;
+        let answer = spec
+            .request_match
+            .as_ref()
+            .is_none_or(|m| url.contains(m.as_str()));
+        let send = spec
+            .send_match
+            .as_ref()
+            .is_some_and(|m| url.contains(m.as_str()));
+        if !answer && !send {
             return None;
         }
         Some(Req {
@@ -467,6 +490,8 @@ impl Page {
             content_s: Vec::new(),
             end_s: None,
             content_unstamped: false,
+            answer,
+            send,
         })
     }
 }
@@ -503,14 +528,24 @@ fn header(
         .and_then(|(_, v)| v.as_str().map(str::to_string))
 }
 
-/// The message's request: the first (in order sent) that carried content,
+/// The answer's request: the first (in order sent) that carried content,
 /// else the first candidate.
 fn choose<'a>(reqs: &'a HashMap<String, Req>, order: &[String]) -> Option<&'a Req> {
-    order
-        .iter()
-        .filter_map(|id| reqs.get(id))
+    let answers = || {
+        order
+            .iter()
+            .filter_map(|id| reqs.get(id))
+            .filter(|r| r.answer)
+    };
+    answers()
         .find(|r| !r.content_s.is_empty() || r.content_unstamped)
-        .or_else(|| order.first().and_then(|id| reqs.get(id)))
+        .or_else(|| answers().next())
+}
+
+/// The message's start when it is not the answer's request: the first
+/// request `send_match` picked.
+fn origin<'a>(reqs: &'a HashMap<String, Req>, order: &[String]) -> Option<&'a Req> {
+    order.iter().filter_map(|id| reqs.get(id)).find(|r| r.send)
 }
 
 fn page_error(message: String) -> Measured {
@@ -527,6 +562,7 @@ fn empty() -> Measured {
     Measured {
         error: None,
         request_url: None,
+        send_url: None,
         status: None,
         http_version: None,
         dns_ms: None,
@@ -549,8 +585,43 @@ fn empty() -> Measured {
     }
 }
 
-/// Everything on the DevTools clock, as ms from the request's start.
-fn assemble(r: Option<&Req>, s: &PageStamps, error: Option<String>, timed_out: bool) -> Measured {
+/// Two links of one request further apart than this are of different
+/// requests (the wall-time link is good to about a millisecond).
+const LINK_AGREE_MS: f64 = 50.0;
+
+/// The page's clock → DevTools ms. The resource entry's `requestStart` is
+/// the DevTools `requestTime + sendStart` (one tick, read twice); of the
+/// entries of the request's URL (a page may fetch one URL per message),
+/// the one this link agrees best with the wall-time link is the request's.
+/// Without one within [`LINK_AGREE_MS`], the wall-time link.
+fn clock_offset(r: &Req, s: &PageStamps) -> (f64, ClockLink) {
+    let wall = s.time_origin - (r.wall_s - r.start_s) * 1000.0;
+    let best = r
+        .timing
+        .as_ref()
+        .filter(|t| t.send_start >= 0.0)
+        .and_then(|t| {
+            s.rt.iter()
+                .filter(|e| e.request_start > 0.0)
+                .map(|e| t.request_time * 1000.0 + t.send_start - e.request_start)
+                .min_by(|a, b| (a - wall).abs().total_cmp(&(b - wall).abs()))
+        })
+        .filter(|off| (off - wall).abs() <= LINK_AGREE_MS);
+    match best {
+        Some(off) => (off, ClockLink::ResourceTiming),
+        None => (wall, ClockLink::WallTime),
+    }
+}
+
+/// Everything on the DevTools clock, as ms from the message's start: the
+/// `send` request's when there is one, else the answer's request's.
+fn assemble(
+    r: Option<&Req>,
+    send: Option<&Req>,
+    s: &PageStamps,
+    error: Option<String>,
+    timed_out: bool,
+) -> Measured {
     let painted = s.first_paint.is_some();
     let fail = |kind, message: String| Some(SampleError { kind, message });
     // Text painted while the network carried no content token and the page
@@ -575,27 +646,17 @@ fn assemble(r: Option<&Req>, s: &PageStamps, error: Option<String>, timed_out: b
     let Some(r) = r else {
         return Measured { error, ..empty() };
     };
-    let start_ms = r.start_s * 1000.0;
-    // The page's clock → DevTools ms: the resource entry's requestStart is
-    // the DevTools requestTime + sendStart (one tick, read twice).
-    let (offset, clock) = match (&s.rt, &r.timing) {
-        (Some(e), Some(t)) if e.request_start > 0.0 && t.send_start >= 0.0 => (
-            t.request_time * 1000.0 + t.send_start - e.request_start,
-            ClockLink::ResourceTiming,
-        ),
-        _ => (
-            s.time_origin - (r.wall_s - r.start_s) * 1000.0,
-            ClockLink::WallTime,
-        ),
-    };
+    let start_ms = send.unwrap_or(r).start_s * 1000.0;
+    let (offset, clock) = clock_offset(r, s);
     let page = |v: Option<f64>| v.map(|v| v + offset - start_ms);
     let net = |v: Option<f64>| v.map(|v| v * 1000.0 - start_ms);
-    let timing = |f: fn(&ResourceTiming) -> f64| {
+    let timing_of = |r: &Req, f: fn(&ResourceTiming) -> f64| {
         r.timing
             .as_ref()
             .map(|t| t.request_time * 1000.0 + f(t) - start_ms)
             .filter(|_| r.timing.as_ref().is_some_and(|t| f(t) >= 0.0))
     };
+    let timing = |f: fn(&ResourceTiming) -> f64| timing_of(r, f);
     let first_dom = page(s.first_dom);
     let chunks_before = first_dom.map(|fd| {
         r.content_s
@@ -606,13 +667,16 @@ fn assemble(r: Option<&Req>, s: &PageStamps, error: Option<String>, timed_out: b
     Measured {
         error,
         request_url: Some(r.url.clone()),
+        send_url: send.map(|s| s.url.clone()),
         status: r.status,
         http_version: r.protocol.clone(),
         dns_ms: timing(|t| t.dns_end),
         connect_ms: timing(|t| t.connect_end),
         tls_ms: timing(|t| t.ssl_end),
         input_lead_ms: page(s.input).map(|i| -i),
-        sent_ms: timing(|t| t.send_end),
+        // The message fully sent: the start request's, when it is not the
+        // answer's.
+        sent_ms: timing_of(send.unwrap_or(r), |t| t.send_end),
         headers_ms: timing(|t| t.receive_headers_end),
         first_data_ms: net(r.first_data_s),
         ttft_ms: if r.content_unstamped {

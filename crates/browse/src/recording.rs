@@ -73,6 +73,8 @@ impl Recording {
                     "answer": spec.answer,
                     "send": send,
                     "request_match": spec.request_match,
+                    "send_match": spec.send_match,
+                    "format": spec.format.to_string(),
                     "visit": visit.as_str(),
                     "contexts": level.unwrap_or(1),
                     "timeout_ms": spec.timeout.as_millis() as u64,

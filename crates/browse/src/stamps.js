@@ -22,9 +22,12 @@
     const els = document.querySelectorAll(a.sel);
     if (els.length === 0) return;
     const el = els[els.length - 1];
-    const fresh = els.length !== a.count || el !== a.el;
     const text = el.textContent || "";
-    if (!fresh && text === a.before) return;
+    // The answer before the action, still the last match (a page that
+    // re-renders its messages may replace its element): not new. Once the
+    // last match was empty or another element was added, any text is new.
+    if (els.length !== a.count || text.trim() === "") a.before = null;
+    if (text === a.before) return;
     if (text.trim() === "" || text === a.last_text) return;
     a.changes += 1;
     a.last_dom = now;
@@ -46,7 +49,7 @@
     const els = document.querySelectorAll(sel);
     const el = els.length ? els[els.length - 1] : null;
     ft.armed = {
-      sel, count: els.length, el, before: el ? el.textContent : null,
+      sel, count: els.length, before: el ? el.textContent : null,
       sending: false, input: null, changes: 0,
       first_dom: null, first_paint: null, first_text: null,
       last_dom: null, last_paint: null, last_text: null,
@@ -59,15 +62,17 @@
     return true;
   };
   ft.sending = () => { if (ft.armed) ft.armed.sending = true; return true; };
-  // The stamps so far, the page's clock now, and the resource-timing entry
-  // of `url` (for the clock conversion), as one JSON-able object.
+  // The stamps so far, the page's clock now, and the resource-timing
+  // entries of `url` (for the clock conversion), as one JSON-able object.
   ft.read = (url) => {
     const a = ft.armed || {};
-    let rt = null;
+    // Every entry of that URL: a page may fetch the same URL again (a
+    // stream per queued job), and the message's is the one whose start
+    // matches its request's (chosen by firsttoken).
+    let rt = [];
     if (url) {
-      const entries = performance.getEntriesByName(url, "resource");
-      const e = entries[entries.length - 1];
-      if (e) rt = { request_start: e.requestStart, response_start: e.responseStart, start: e.startTime };
+      rt = performance.getEntriesByName(url, "resource").map((e) => (
+        { request_start: e.requestStart, start: e.startTime }));
     }
     return {
       now: performance.now(), time_origin: performance.timeOrigin,

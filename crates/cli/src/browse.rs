@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 use firsttoken_browse::recording::Recording;
-use firsttoken_browse::{BrowseSpec, Browser, SecretValue, SendAction};
+use firsttoken_browse::{BrowseSpec, Browser, Rounds, SecretValue, SendAction};
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::TracesSection;
 use firsttoken_record::{Connection, Sample};
@@ -75,6 +75,11 @@ pub struct BrowseArgs {
     /// request after the action whose body has a content token).
     #[arg(long, value_name = "TEXT")]
     request_match: Option<String>,
+    /// When the page sends the message on one request and reads the answer from another
+    /// (Gradio: --send-match queue/join --request-match queue/data): the first request after
+    /// the action whose URL contains this is where the message's times start.
+    #[arg(long, value_name = "TEXT")]
+    send_match: Option<String>,
     /// How the message's response body is read for content tokens: auto (from its
     /// Content-Type), openai-chat, anthropic, responses, vercel-ui, gradio (Gradio's queue
     /// stream, with --request-match queue/data), sse-json:<JSON pointer>, ….
@@ -166,6 +171,7 @@ impl TryFrom<BrowseArgs> for Spec {
             SendAction::Click(a.send)
         };
         browse.request_match = a.request_match;
+        browse.send_match = a.send_match;
         browse.format = a
             .format
             .parse()
@@ -291,7 +297,7 @@ pub async fn run(args: BrowseArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Most browser contexts at once (each is a renderer process).
-const MAX_CONTEXTS: u32 = 64;
+const MAX_CONTEXTS: u32 = firsttoken_plan::config::MAX_BROWSER_CONTEXTS;
 
 async fn measure_all(
     spec: &Spec,
@@ -299,31 +305,27 @@ async fn measure_all(
     receiver: Option<&SpanReceiver>,
 ) -> anyhow::Result<Vec<Sample>> {
     let browser = Browser::launch(&spec.browse).await?;
-    let mut pages = Vec::new();
+    let fresh = spec.visit == VisitArg::Fresh;
+    let mut rounds = Rounds::new(
+        &browser,
+        vec![spec.browse.clone()],
+        fresh,
+        spec.contexts,
+        spec.count,
+    )?;
     let mut results = Vec::new();
-    let mut next = 0u32;
-    while next < spec.count {
-        let round = spec.contexts.min(spec.count - next);
-        if spec.visit == VisitArg::Fresh || pages.is_empty() {
-            // The previous contexts' tabs go first.
-            pages.clear();
-            for _ in 0..spec.contexts {
-                pages.push(browser.open(&spec.browse).await?);
-            }
+    let message = |i: u32| {
+        let text = spec.messages[i as usize % spec.messages.len()].clone();
+        let trace = spec.browse.traceparent.then(TraceContext::random).flatten();
+        // The receiver keeps this trace's spans from before it is sent.
+        if let (Some(r), Some(t)) = (receiver, &trace) {
+            r.expect(&t.trace_id);
         }
-        let began = std::time::Instant::now();
-        let measured = futures_util::future::join_all((0..round).map(|k| {
-            let message = &spec.messages[(next + k) as usize % spec.messages.len()];
-            let trace = spec.browse.traceparent.then(TraceContext::random).flatten();
-            // The receiver keeps this trace's spans from before it is sent.
-            if let (Some(r), Some(t)) = (receiver, &trace) {
-                r.expect(&t.trace_id);
-            }
-            pages[k as usize].measure_traced(message, &spec.browse, trace)
-        }))
-        .await;
-        for (k, m) in (0u32..).zip(measured) {
-            let m = m?;
+        (text, trace)
+    };
+    while let Some(round) = rounds.next(message).await? {
+        for sent in round {
+            let m = &sent.measured;
             // A first visit's first request opens connections; later messages
             // of a warm page may reuse them (the browser's timing says).
             let connection = if m.connect_ms.is_some() {
@@ -331,9 +333,9 @@ async fn measure_all(
             } else {
                 Connection::Reused
             };
-            let s = m.to_sample(u64::from(next + k), k, connection);
+            let s = m.to_sample(u64::from(sent.index), sent.context, connection);
             if let Some(rec) = recording.as_deref_mut() {
-                rec.add(&s, began).await?;
+                rec.add(&s, sent.began).await?;
             }
             if spec.json {
                 out::line(format_args!("{}", serde_json::to_string(&s)?));
@@ -342,7 +344,6 @@ async fn measure_all(
             }
             results.push(s);
         }
-        next += round;
     }
     Ok(results)
 }

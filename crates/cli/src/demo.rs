@@ -164,6 +164,7 @@ fn phases(size: Size) -> PhasesSection {
             }),
             rate: None,
             conversations: None,
+            browser: None,
         }
     }
 }
@@ -222,6 +223,7 @@ fn config(
                 path("router", "/api/message", DOC_QUESTIONS, Some("docs")),
             ],
             timing_headers: None,
+            browser: None,
             auth: Some(AuthSection {
                 signup_path: Some("/api/auth/signup".into()),
                 signin_path: None,

@@ -556,3 +556,225 @@ fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
         );
     }
 }
+
+/// A real third-party chat UI: Gradio's `ChatInterface`
+/// (tests/fixtures/gradio_chat.py, Gradio pinned in the wire venv)
+/// streaming from the emulator, in headless Chromium. Its page sends the
+/// message on `queue/join` and reads the answer from `queue/data`: every
+/// message has both stamps, the browser's network TTFT (from `queue/join`)
+/// agrees with the HTTP client's Gradio flow (its job-starting POST, then
+/// the stream) at the median, and the stored report has its render-lag line.
+#[test]
+fn gradio_chat_interface_has_both_stamps_and_agrees_with_the_http_flow() {
+    let test = "gradio_chat_interface_has_both_stamps_and_agrees_with_the_http_flow";
+    let (Some(chromium), Some(python)) = (common::chromium(test), common::wire_python(test)) else {
+        return;
+    };
+    let _one = one_browser();
+    let emu = EmulatorProcess::start_with(&[
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--ttft-ms",
+        "150",
+        "--itl-ms",
+        "60",
+        "--tokens",
+        "8",
+    ]);
+    let gradio = common::Gradio::start(&python, &emu.base);
+    let dir = tempfile::tempdir().unwrap();
+
+    // The HTTP client: Gradio's API as a flow, timed from its POST.
+    let cfg = dir.path().join("gradio.toml");
+    std::fs::write(&cfg, common::gradio_flow_config(&gradio.base, 10)).unwrap();
+    let http_store = dir.path().join("http.db").display().to_string();
+    let run = firsttoken(
+        &[
+            "run",
+            "-c",
+            cfg.to_str().unwrap(),
+            "--store",
+            &http_store,
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let flow = &common::report_json(&http_store, &[])["analysis"]["flows"][0];
+    assert_eq!(flow["n"], 10, "{flow}");
+    let http_ms = f(flow, "/flow_ttft/point");
+
+    // The browser: the page a user types into.
+    let store = dir.path().join("browser.db").display().to_string();
+    let url = format!("{}/", gradio.base);
+    let out = firsttoken(
+        &[
+            "browse",
+            &url,
+            "--input",
+            "textarea",
+            "--answer",
+            r#"[data-testid="bot"]"#,
+            "--send-match",
+            "queue/join",
+            "--request-match",
+            "queue/data",
+            "--format",
+            "gradio",
+            "-n",
+            "10",
+            "--json",
+            "--store",
+            &store,
+            "--chromium",
+            chromium.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let samples = samples(&out);
+    assert_eq!(samples.len(), 10);
+    for s in &samples {
+        assert!(s["error"].is_null(), "{s}");
+        assert_eq!(s["content_chunks"], 8, "{s}");
+        // The user's action comes before the join (the page's earlier
+        // run/predict calls), the first token is painted after it arrived.
+        assert!(f(s, "/painted/input_lead_ms") > 0.0, "{s}");
+        assert!(f(s, "/painted/painted_ttft_ms") >= f(s, "/ttft_ms"), "{s}");
+        assert!(f(s, "/ttft_ms") >= 150.0, "{s}");
+    }
+    let browser_ms = median(samples.iter().map(|s| f(s, "/ttft_ms")).collect());
+    assert!(
+        (browser_ms - http_ms).abs() <= GRADIO_AGREE_MS,
+        "browser network TTFT median {browser_ms:.1} ms, HTTP flow {http_ms:.1} ms"
+    );
+    markdown_report_says(&store, "Render lag (browser)");
+}
+
+/// How far apart the browser's and the HTTP client's medians may be on a
+/// loaded 2-core machine (measured by hand: 171 against 164 ms).
+const GRADIO_AGREE_MS: f64 = 30.0;
+
+/// `[app.browser]` in a session: `run` measures the app's own chat page
+/// after its HTTP phases, each browser context signed in as one of the
+/// session's test accounts (`{token}` in its localStorage); returning and
+/// first visits, a level of two users and a cold probe are stored as path
+/// `browser` beside the HTTP path, and the accounts are deleted after.
+#[test]
+fn a_session_measures_the_page_in_a_browser_beside_its_http_path() {
+    let Some(chromium) =
+        common::chromium("a_session_measures_the_page_in_a_browser_beside_its_http_path")
+    else {
+        return;
+    };
+    let _one = one_browser();
+    let w = chat_world(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ft.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r##"
+[session]
+network = "loopback-test"
+emulated = true
+
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "chat"
+path = "/api/chat"
+body = '{{"message": "{{prompt}}"}}'
+
+[app.browser]
+page = "/chat"
+input = "#message"
+answer = ".assistant"
+local_storage = {{ refapp_token = "{{token}}" }}
+chromium = "{chromium}"
+
+{accounts}
+accounts = 2
+
+[prompts]
+list = ["hello", "and then?"]
+
+[phases]
+warm = 3
+fresh = 0
+
+[phases.browser]
+warm = 3
+fresh = 2
+levels = [2]
+cold = {{ count = 1, idle_gap = "200ms" }}
+"##,
+            base = w.app.base,
+            chromium = chromium.display(),
+            accounts = common::REFAPP_ACCOUNTS,
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    let out = firsttoken(
+        &["run", "-c", cfg.to_str().unwrap(), "--store", &store, "-q"],
+        &[("FT_TEST_APP_DB", &w.app_db)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ids = common::session_ids(&store);
+    let export = firsttoken(&["export", "--store", &store, "--session", &ids[0]], &[]);
+    let lines: Vec<serde_json::Value> = text(&export.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["status"]["state"], "complete", "{}", lines[0]);
+    let browser: Vec<&serde_json::Value> = lines[1..]
+        .iter()
+        .filter(|r| r["path"] == "browser")
+        .collect();
+    let mut phases: Vec<(String, Option<u64>)> = browser
+        .iter()
+        .map(|r| {
+            (
+                r["phase"].as_str().unwrap().to_string(),
+                r["concurrency"].as_u64(),
+            )
+        })
+        .collect();
+    phases.sort();
+    let want = [
+        ("cold", None),
+        ("concurrency", Some(2)),
+        ("concurrency", Some(2)),
+        ("fresh", None),
+        ("fresh", None),
+        ("warm", None),
+        ("warm", None),
+        ("warm", None),
+    ];
+    let want: Vec<(String, Option<u64>)> = want.iter().map(|(p, c)| (p.to_string(), *c)).collect();
+    assert_eq!(phases, want);
+    for r in &browser {
+        let s = &r["sample"];
+        assert!(s["error"].is_null(), "{r}");
+        // Signed in: the page's request was answered (a token the app
+        // refused would be a 401 and no answer).
+        assert_eq!(s["status"], 200, "{r}");
+        assert!(f(s, "/painted/painted_ttft_ms") >= f(s, "/ttft_ms"), "{r}");
+    }
+    let http = lines[1..].iter().filter(|r| r["path"] == "chat").count();
+    assert!(http >= 3, "the HTTP path's requests are stored too");
+    // The accounts the browser signed in as are gone.
+    let users: i64 = rusqlite::Connection::open(&w.app_db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM users WHERE email LIKE '%firsttoken%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(users, 0);
+    markdown_report_says(&store, "Render lag (browser)");
+}

@@ -8,14 +8,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use common::{EmulatorProcess, REFAPP_ACCOUNTS, assert_code, audit, firsttoken, report_json, text};
 use serde_json::Value;
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 /// One stored sample of a flow.
 #[derive(Debug)]
@@ -223,44 +217,6 @@ fn a_capture_that_finds_nothing_fails_the_sample_naming_the_step() {
     assert_eq!(messages, 0, "no message was sent");
 }
 
-/// `gradio_chat.py` as a child process, killed when dropped.
-struct Gradio {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Gradio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gradio {
-    fn start(python: &Path, upstream: &str) -> Gradio {
-        let mut child = Command::new(python)
-            .arg(format!("{FIXTURES}/gradio_chat.py"))
-            .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
-            .args(["--concurrency-limit", "4"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start gradio_chat.py");
-        let first = common::first_line(&mut child, Duration::from_secs(60))
-            .expect("gradio_chat.py says where it listens within 60 s");
-        let mut g = Gradio {
-            child,
-            base: String::new(),
-        };
-        let addr = first
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
-        g.base = format!("http://{addr}");
-        g
-    }
-}
-
 /// Gradio's HTTP API is a two-step flow: the job starts at the POST, so the
 /// user's wait is measured from it. TTFT from the flow's start covers the
 /// emulator's 250 ms; the GET alone (the measured request) is shorter by
@@ -281,44 +237,10 @@ fn gradio_two_step_api_is_measured_from_the_post() {
         "--tokens",
         "6",
     ]);
-    let gradio = Gradio::start(&python, &emu.base);
+    let gradio = common::Gradio::start(&python, &emu.base);
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("ft.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
-[session]
-network = "loopback-test"
-emulated = true
-
-[app]
-base_url = "{}"
-
-[[app.paths]]
-name = "gradio"
-method = "GET"
-path = "/gradio_api/call/chat/{{event_id}}"
-body = ""
-format = "sse-json:/0"
-
-[[app.paths.steps]]
-name = "call"
-path = "/gradio_api/call/chat"
-body = '{{"data": ["{{prompt}}"]}}'
-capture = {{ event_id = "/event_id" }}
-
-[prompts]
-list = ["hello gradio"]
-
-[phases]
-warm = 5
-fresh = 0
-"#,
-            gradio.base
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cfg, common::gradio_flow_config(&gradio.base, 5)).unwrap();
     let store = dir.path().join("s.db").display().to_string();
     let out = firsttoken(
         &["run", "-c", cfg.to_str().unwrap(), "--store", &store, "-q"],

@@ -158,6 +158,7 @@ pub fn preset(name: &str) -> Option<PhasesSection> {
             }),
             rate: None,
             conversations: None,
+            browser: None,
         }),
         _ => None,
     }

@@ -308,6 +308,7 @@ mod tests {
                 concurrency: 1 + cold % 2,
                 paths: None,
             }),
+            browser: None,
         }
     }
 

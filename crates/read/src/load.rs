@@ -216,9 +216,16 @@ async fn read(
             spans.rows.extend(joined);
         }
         scrapes.extend(store.engine_scrapes(&s.id).await?);
-        if s.spec.get("browse").is_some() {
+        // A browser session, or a session with browser phases: its
+        // messages carry the paints.
+        let browser_phases = s
+            .spec
+            .get("browser_planned")
+            .and_then(serde_json::Value::as_u64)
+            .is_some_and(|n| n > 0);
+        if s.spec.get("browse").is_some() || browser_phases {
             let mut all = store.samples(&s.id).await?;
-            all.retain(kept);
+            all.retain(|r| kept(r) && r.sample.painted.is_some());
             painted.extend(all);
         }
         if options.rows {

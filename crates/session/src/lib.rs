@@ -15,7 +15,10 @@
 //! last, and stores them next to the samples ([`TraceOutcome`]). With
 //! `[engine] metrics_url`, the engine's Prometheus text metrics are read
 //! just before the first request and just after the last, and stored as
-//! they came ([`firsttoken_record::EngineScrape`]).
+//! they came ([`firsttoken_record::EngineScrape`]). With `[phases.browser]`,
+//! the app's own page is then measured in a real headless Chromium
+//! (`firsttoken-browse`), each context signed in as one of the session's
+//! accounts, and its messages stored as path `browser` (not across agents).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), firsttoken_session::SessionError> {
@@ -34,6 +37,7 @@
 mod accounts;
 mod agent;
 mod appdb;
+mod browser;
 mod budget;
 mod conversations;
 mod error;

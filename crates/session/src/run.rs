@@ -79,6 +79,11 @@ pub async fn run_session(
         Some(Err((key, m))) => return Err(SessionError::Invalid(format!("{key}: {m}"))),
         _ => Vec::new(),
     };
+    if spec.run.is_some() && spec.browser.is_some() {
+        return Err(SessionError::Invalid(
+            "phases.browser: a run across agents does not run browser phases; measure the page from one agent (a session of its own)".into(),
+        ));
+    }
     preflight(&source, spec).await?;
     // Bound before anything is created, so a taken port stops nothing half-way.
     let listener = traces::bind(&cfg.traces).await?;
@@ -110,6 +115,7 @@ pub async fn run_session(
             "config_path": spec.config_path,
             "planned": protocol.counts().iter().map(|(k, n)| (k.as_str().to_string(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
             "requests": protocol.requests(),
+            "browser_planned": spec.browser_planned(),
             "run": match (&spec.run, &joined) {
                 (Some(part), Some(j)) => crate::agent::spec_json(part, j),
                 _ => serde_json::Value::Null,
@@ -148,12 +154,13 @@ pub async fn run_session(
     }
     // The receiver runs before the first request; every traced request's id
     // is registered before it is sent.
+    let registry = listener.as_ref().map(|_| TraceRegistry::new());
     let collecting = listener.map(|l| {
-        let registry = TraceRegistry::new();
+        let registry = registry.clone().unwrap_or_default();
         source.set_trace_registry(registry.clone());
         traces::start(l, &cfg.traces, store, &meta.id, registry)
     });
-    observer.started(&meta, protocol.planned() as u64);
+    observer.started(&meta, protocol.planned() as u64 + spec.browser_planned());
 
     let mut accounts = Accounts::default();
     let mut failure: Option<String> = None;
@@ -213,6 +220,7 @@ pub async fn run_session(
             Err(e) => failure = Some(format!("the store cannot be written: {e}")),
         }
     }
+    let origin = std::time::Instant::now();
     if failure.is_none() {
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         let run_cancel = cancel.child_token();
@@ -239,6 +247,30 @@ pub async fn run_session(
             }
             Ok(Err(e)) => failure = Some(format!("the measuring client failed: {e}")),
             Err(e) => failure = Some(format!("the session task stopped: {e}")),
+        }
+        // The browser phases, once the HTTP phases have all run.
+        if let (Some(part), None, Stop::Complete) = (&spec.browser, &failure, &stop) {
+            let ctx = crate::browser::Ctx {
+                store,
+                session_id: &meta.id,
+                provenance: spec.provenance,
+                source: &source,
+                tokens: &accounts.tokens,
+                traced: cfg.session.traced(),
+                registry: registry.as_ref(),
+                origin,
+                first_seq: protocol.requests() as u64,
+                spent: budget.spent(),
+            };
+            let b = part.run(&ctx, observer, &cancel).await;
+            recorded.done += b.done;
+            recorded.failed += b.failed;
+            recorded.rows.extend(b.rows);
+            match b.stopped {
+                Some(crate::browser::Stopped::Cancelled) => stop = Stop::Cancelled,
+                Some(crate::browser::Stopped::Failed(e)) => failure = Some(e),
+                None => {}
+            }
         }
         // Right after the last request, before the spans' grace period.
         if let Some(url) = metrics_url {

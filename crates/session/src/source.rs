@@ -450,6 +450,13 @@ impl Source {
         self.prompts.len()
     }
 
+    /// The session's prompt `i` (list and file together, cycled).
+    pub fn prompt(&self, i: usize) -> &str {
+        self.prompts
+            .get(i % self.prompts.len().max(1))
+            .map_or("", String::as_str)
+    }
+
     /// `text` with every secret the session sends masked as `***`: the
     /// app's and the provider's credentials and the test accounts' tokens,
     /// as written and in the encodings a server echoes them in.

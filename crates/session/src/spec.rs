@@ -77,6 +77,8 @@ pub struct SessionSpec {
     /// This session's part in a run across agents; `None`: a session on
     /// its own.
     pub run: Option<crate::RunPart>,
+    /// The browser phases (`[phases.browser]`), checked; `None`: none.
+    pub(crate) browser: Option<crate::browser::BrowserPart>,
 }
 
 /// The store a session writes to when neither a flag nor the config names one.
@@ -124,6 +126,7 @@ impl SessionSpec {
             .validate("the session config")
             .map_err(SessionError::Config)?;
         let source = Source::new(&config)?;
+        let browser = crate::browser::BrowserPart::new(&config)?;
         let strategies = config.direct.as_ref().map_or(0, |d| d.strategies.len());
         let layout = Layout {
             paths: config.app.paths.iter().map(|p| p.name.clone()).collect(),
@@ -169,7 +172,14 @@ impl SessionSpec {
             config,
             pause: None,
             run: None,
+            browser,
         })
+    }
+
+    /// Browser messages planned (`[phases.browser]`), after the HTTP
+    /// protocol's requests.
+    pub fn browser_planned(&self) -> u64 {
+        self.browser.as_ref().map_or(0, |b| b.planned())
     }
 
     /// The store URL or path.

@@ -443,6 +443,8 @@ pub struct ChatWorld {
     _dir: tempfile::TempDir,
     /// The user's bearer token.
     pub token: String,
+    /// The app's database (its users, for a session's cleanup).
+    pub app_db: String,
 }
 
 /// A [`ChatWorld`] with the app started with `page` flags.
@@ -467,5 +469,85 @@ pub fn chat_world(page: &[&str]) -> ChatWorld {
         app,
         _dir: dir,
         token,
+        app_db: db.display().to_string(),
     }
+}
+
+/// `gradio_chat.py` as a child process, killed when dropped.
+pub struct Gradio {
+    child: std::process::Child,
+    /// Where it listens, `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Drop for Gradio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gradio {
+    /// Start it in `python` (the wire venv's) over the provider at `upstream`.
+    pub fn start(python: &std::path::Path, upstream: &str) -> Gradio {
+        let mut child = std::process::Command::new(python)
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/gradio_chat.py"
+            ))
+            .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+            .args(["--concurrency-limit", "4"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start gradio_chat.py");
+        let first = first_line(&mut child, std::time::Duration::from_secs(60))
+            .expect("gradio_chat.py says where it listens within 60 s");
+        let mut g = Gradio {
+            child,
+            base: String::new(),
+        };
+        let addr = first
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
+        g.base = format!("http://{addr}");
+        g
+    }
+}
+
+/// A session config measuring Gradio's HTTP API at `base` as a flow
+/// (`POST /gradio_api/call/chat`, then its stream, timed from the POST),
+/// `warm` requests.
+pub fn gradio_flow_config(base: &str, warm: u32) -> String {
+    format!(
+        r#"
+[session]
+network = "loopback-test"
+emulated = true
+
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "gradio"
+method = "GET"
+path = "/gradio_api/call/chat/{{event_id}}"
+body = ""
+format = "sse-json:/0"
+
+[[app.paths.steps]]
+name = "call"
+path = "/gradio_api/call/chat"
+body = '{{"data": ["{{prompt}}"]}}'
+capture = {{ event_id = "/event_id" }}
+
+[prompts]
+list = ["hello gradio"]
+
+[phases]
+warm = {warm}
+fresh = 0
+"#
+    )
 }

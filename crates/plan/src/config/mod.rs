@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::PlanError;
 
 pub use accounts::{AccountSource, AuthMode, AuthSection, CleanupSection, SqlList};
+pub use browser::{BROWSER_PATH, BrowserCold, BrowserPhases, BrowserSection, MAX_BROWSER_CONTEXTS};
 
 /// The longest request deadline, idle gap or open-loop schedule a config may
 /// ask for: a day. Longer values are mistakes (and overflow clock arithmetic).
@@ -288,6 +289,10 @@ pub struct AppSection {
     /// `{}` reads none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_headers: Option<BTreeMap<String, crate::TimeUnit>>,
+    /// The app's own chat page, measured in a real headless Chromium
+    /// (`[phases.browser]` says how many messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserSection>,
 }
 
 impl AppSection {
@@ -476,6 +481,10 @@ pub struct PhasesSection {
     /// Multi-turn conversations from the paths' conversations files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversations: Option<ConversationsSection>,
+    /// Messages sent through the app's page (`[app.browser]`) in a real
+    /// browser, after the HTTP phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserPhases>,
 }
 
 /// The app paths a phase is aimed at, by name; `None`: every app path.
@@ -701,6 +710,7 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 }
 
 mod accounts;
+mod browser;
 mod conversation;
 mod flow;
 pub mod reference;

@@ -256,6 +256,12 @@ impl Config {
         }
         super::conversation::check_phase(&self.phases, &self.app.paths)
             .map_err(|(key, m)| invalid(&key, m))?;
+        super::browser::check(
+            self.app.browser.as_ref(),
+            self.phases.browser.as_ref(),
+            &self.app.paths,
+        )
+        .map_err(|(key, m)| invalid(&key, m))?;
         if let Some(c) = &self.phases.concurrency
             && let Some(&k) = c.levels.iter().find(|&&k| k > MAX_CONCURRENCY)
         {
