@@ -39,6 +39,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod exchange;
 mod launch;
 mod message;
 pub mod recording;
@@ -91,6 +92,15 @@ pub struct BrowseSpec {
     /// read from the request [`BrowseSpec::request_match`] picks. `None`:
     /// the answer's own request is the start.
     pub send_match: Option<String>,
+    /// When the answer comes over the page's WebSocket as Socket.IO events
+    /// (`42["name", payload]`): the event's name; each such payload is
+    /// decoded with [`BrowseSpec::format`] (e.g. `sse-json:/data/content`).
+    /// `None`: each text frame of a WebSocket [`BrowseSpec::request_match`]
+    /// picks is one whole event of the format.
+    pub socket_event: Option<String>,
+    /// With `socket_event`: the JSON pointer whose `true` in an event's
+    /// payload ends the answer (e.g. `/data/done`).
+    pub socket_done: Option<String>,
     /// The stream's format (`auto` decides from Content-Type).
     pub format: StreamFormat,
     /// `localStorage` entries set before the page's scripts run (a sign-in
@@ -136,6 +146,8 @@ impl BrowseSpec {
             answer: answer.to_string(),
             request_match: None,
             send_match: None,
+            socket_event: None,
+            socket_done: None,
             format: StreamFormat::Auto,
             local_storage: Vec::new(),
             cookies: Vec::new(),
@@ -420,6 +432,8 @@ pub(crate) mod tests {
             answer: ".a".into(),
             request_match: None,
             send_match: None,
+            socket_event: None,
+            socket_done: None,
             format: StreamFormat::Auto,
             local_storage: vec![("k".into(), SecretValue("s3cret".into()))],
             cookies: Vec::new(),

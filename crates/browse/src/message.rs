@@ -3,9 +3,9 @@
 //! paint stamps, put everything on the DevTools clock.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
     InsertTextParams, MouseButton,
@@ -13,20 +13,21 @@ use chromiumoxide::cdp::browser_protocol::input::{
 use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::network::{
     EnableParams, EventDataReceived, EventLoadingFailed, EventLoadingFinished,
-    EventRequestWillBeSent, EventResponseReceived, Headers, ResourceTiming, ResourceType,
-    SetCookiesParams, SetExtraHttpHeadersParams, StreamResourceContentParams,
+    EventRequestWillBeSent, EventResponseReceived, EventWebSocketClosed, EventWebSocketCreated,
+    EventWebSocketFrameReceived, EventWebSocketFrameSent, EventWebSocketWillSendHandshakeRequest,
+    Headers, SetCookiesParams, SetExtraHttpHeadersParams, StreamResourceContentParams,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{
     ConsoleApiCalledType, EventConsoleApiCalled, EventExceptionThrown,
 };
-use firsttoken_drive::decode::Decoder;
 use firsttoken_drive::trace::{TRACEPARENT, TraceContext};
 use futures_util::StreamExt;
-use serde::Deserialize;
 
-use firsttoken_record::{ErrorKind, SampleError};
-
-use crate::{BrowseError, BrowseSpec, ClockLink, Measured, SendAction, cdp};
+use crate::exchange::{
+    PageStamps, Req, assemble, b64, candidate, choose, header, linker, origin, page_error,
+    quiet_after_end,
+};
+use crate::{BrowseError, BrowseSpec, Measured, SendAction, cdp};
 
 /// The stamping script, installed before the page's own scripts.
 const STAMPS_JS: &str = include_str!("stamps.js");
@@ -45,48 +46,60 @@ const MAX_ERROR_CHARS: usize = 500;
 /// A tab with the page loaded, ready to measure messages.
 pub struct Page {
     page: chromiumoxide::Page,
+    /// The page's WebSockets by request id, as they were opened (at load,
+    /// most often: before any message).
+    sockets: Sockets,
+    watch: tokio::task::JoinHandle<()>,
 }
 
-/// A request seen after the user's action.
-struct Req {
+/// A WebSocket the page opened: its URL, and its wall time minus its
+/// DevTools time (from its handshake), to link the page's clock.
+#[derive(Clone)]
+struct SocketInfo {
     url: String,
-    /// `Network.requestWillBeSent`, seconds on the DevTools clock.
-    start_s: f64,
-    /// Its wall time, seconds since the epoch.
-    wall_s: f64,
-    status: Option<u16>,
-    protocol: Option<String>,
-    timing: Option<ResourceTiming>,
-    decoder: Option<Decoder>,
-    content_type: Option<String>,
-    first_data_s: Option<f64>,
-    content_s: Vec<f64>,
-    end_s: Option<f64>,
-    /// Content arrived before streaming was on, at an unknown time.
-    content_unstamped: bool,
-    /// It may carry the answer (`request_match`, or any request).
-    answer: bool,
-    /// It is the message's start (`send_match`).
-    send: bool,
+    link: Option<f64>,
 }
 
-/// The page's stamps (`__firsttoken.read()`), on its own clock (ms).
-#[derive(Debug, Deserialize)]
-struct PageStamps {
-    now: f64,
-    time_origin: f64,
-    input: Option<f64>,
-    first_dom: Option<f64>,
-    first_paint: Option<f64>,
-    last_dom: Option<f64>,
-    last_paint: Option<f64>,
-    #[serde(default)]
-    rt: Vec<ResourceEntry>,
+type Sockets = Arc<Mutex<HashMap<String, SocketInfo>>>;
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
 }
 
-#[derive(Debug, Deserialize)]
-struct ResourceEntry {
-    request_start: f64,
+/// Keep `sockets` up to date with the page's WebSockets until aborted.
+async fn watch_sockets(
+    page: &chromiumoxide::Page,
+    sockets: Sockets,
+) -> Result<tokio::task::JoinHandle<()>, BrowseError> {
+    let mut created = page
+        .event_listener::<EventWebSocketCreated>()
+        .await
+        .map_err(cdp("listen"))?;
+    let mut handshake = page
+        .event_listener::<EventWebSocketWillSendHandshakeRequest>()
+        .await
+        .map_err(cdp("listen"))?;
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                Some(e) = created.next() => {
+                    if let Ok(mut m) = sockets.lock() {
+                        m.insert(e.request_id.inner().clone(), SocketInfo { url: e.url.clone(), link: None });
+                    }
+                }
+                Some(e) = handshake.next() => {
+                    if let Ok(mut m) = sockets.lock()
+                        && let Some(i) = m.get_mut(e.request_id.inner())
+                    {
+                        i.link = Some(*e.wall_time.inner() - *e.timestamp.inner());
+                    }
+                }
+                else => break,
+            }
+        }
+    }))
 }
 
 fn js_str(s: &str) -> String {
@@ -133,9 +146,15 @@ impl Page {
                 .await
                 .map_err(cdp("set the cookies"))?;
         }
+        let sockets: Sockets = Arc::default();
+        let watch = watch_sockets(&page, sockets.clone()).await?;
         page.goto(spec.url.as_str()).await.map_err(open_err)?;
         page.wait_for_navigation().await.map_err(open_err)?;
-        Ok(Page { page })
+        Ok(Page {
+            page,
+            sockets,
+            watch,
+        })
     }
 
     async fn eval<T: serde::de::DeserializeOwned>(
@@ -153,12 +172,38 @@ impl Page {
     /// Type `message` into the input, send it, and measure until the answer
     /// has settled (or `spec.timeout`).
     pub async fn measure(&self, message: &str, spec: &BrowseSpec) -> Result<Measured, BrowseError> {
-        let trace = if spec.traceparent {
+        self.measure_traced(message, spec, Self::trace(spec)).await
+    }
+
+    fn trace(spec: &BrowseSpec) -> Option<TraceContext> {
+        if spec.traceparent {
             TraceContext::random()
         } else {
             None
-        };
-        self.measure_traced(message, spec, trace).await
+        }
+    }
+
+    /// The exchange's entry for the page's WebSocket `id`, made at its
+    /// first frame after the action (`t`, s); `None` for a socket the
+    /// page opened without it being seen, or one no match names.
+    fn socket_req<'r>(
+        &self,
+        reqs: &'r mut HashMap<String, Req>,
+        order: &mut Vec<String>,
+        id: &str,
+        t: f64,
+        spec: &BrowseSpec,
+    ) -> Option<&'r mut Req> {
+        if !reqs.contains_key(id) {
+            let info = self.sockets.lock().ok()?.get(id).cloned()?;
+            let r = Req::socket(&info.url, t, info.link, spec);
+            if !r.answer && !r.send {
+                return None;
+            }
+            order.push(id.to_string());
+            reqs.insert(id.to_string(), r);
+        }
+        reqs.get_mut(id)
     }
 
     /// [`Page::measure`] with the trace context the caller chose (`None`:
@@ -261,6 +306,21 @@ impl Page {
             .await
             .map_err(cdp("set the traceparent"))?;
         }
+        // A socket's frames count from here: the page may have been busy
+        // on its socket until now (connecting, say, before it showed its
+        // input), and none of that is this message.
+        let mut frames_in = p
+            .event_listener::<EventWebSocketFrameReceived>()
+            .await
+            .map_err(cdp("listen"))?;
+        let mut frames_out = p
+            .event_listener::<EventWebSocketFrameSent>()
+            .await
+            .map_err(cdp("listen"))?;
+        let mut closed = p
+            .event_listener::<EventWebSocketClosed>()
+            .await
+            .map_err(cdp("listen"))?;
         let _: bool = self
             .eval("arm the send", "__firsttoken.sending()".into())
             .await?;
@@ -322,7 +382,7 @@ impl Page {
             tokio::select! {
                 biased;
                 Some(e) = will_send.next() => {
-                    if let Some(r) = self.candidate(&e, spec) {
+                    if let Some(r) = candidate(&e, spec) {
                         let id = e.request_id.inner().clone();
                         order.push(id.clone());
                         let answer = r.answer;
@@ -397,6 +457,31 @@ impl Page {
                     crash = true;
                     error = Some("the tab crashed".into());
                 }
+                Some(e) = frames_out.next() => {
+                    // The user's message leaving on the socket (not the
+                    // Engine.IO heartbeat a page answers on its own).
+                    let t = *e.timestamp.inner();
+                    let heartbeat = matches!(e.response.payload_data.as_str(), "2" | "3");
+                    if !heartbeat {
+                        self.socket_req(&mut reqs, &mut order, e.request_id.inner(), t, spec);
+                    }
+                }
+                Some(e) = frames_in.next() => {
+                    let t = *e.timestamp.inner();
+                    // Text frames only (opcode 1): a binary frame's bytes
+                    // are not an event of any format spoken here.
+                    if e.response.opcode == 1.0
+                        && let Some(r) = self.socket_req(&mut reqs, &mut order, e.request_id.inner(), t, spec)
+                        && r.answer
+                    {
+                        r.feed_frame(&e.response.payload_data, t, spec);
+                    }
+                }
+                Some(e) = closed.next() => {
+                    if let Some(r) = reqs.get_mut(e.request_id.inner()) {
+                        r.end_s.get_or_insert(*e.timestamp.inner());
+                    }
+                }
                 _ = poll.tick() => { tick = true; }
             }
             if crash {
@@ -408,7 +493,7 @@ impl Page {
                 continue;
             }
             let chosen = choose(&reqs, &order);
-            let url = chosen.map(|r| r.url.clone());
+            let url = linker(chosen, origin(&reqs, &order)).map(|r| r.url.clone());
             let s: PageStamps = self
                 .eval(
                     "read the stamps",
@@ -428,7 +513,7 @@ impl Page {
             }
             // Ended without text: the page gets `settle` after the end to
             // show something (a page that renders at the end does it then).
-            if ended && s.first_dom.is_none() && self.quiet_after_end(&s, chosen, settle_ms) {
+            if ended && s.first_dom.is_none() && quiet_after_end(&s, chosen, settle_ms) {
                 break s;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -442,260 +527,5 @@ impl Page {
         let mut m = assemble(chosen, start, &stamps, error, timed_out);
         m.trace_id = trace.map(|t| t.trace_id);
         Ok(m)
-    }
-
-    /// True when the page's clock has passed the request's end by `settle`.
-    fn quiet_after_end(&self, s: &PageStamps, r: Option<&Req>, settle_ms: f64) -> bool {
-        let Some(r) = r else { return false };
-        let Some(end) = r.end_s else { return false };
-        // The end on the page's clock, through wall time (the resource
-        // entry may not exist for a failed request).
-        let end_page = end * 1000.0 + (r.wall_s - r.start_s) * 1000.0 - s.time_origin;
-        s.now - end_page >= settle_ms
-    }
-
-    fn candidate(&self, e: &EventRequestWillBeSent, spec: &BrowseSpec) -> Option<Req> {
-        let kind = e.r#type.clone();
-        let streaming_kind = matches!(
-            kind,
-            // What a page's script sends; not `Other` (the favicon, a
-            // prefetch), which may start before the action.
-            Some(ResourceType::Fetch | ResourceType::Xhr | ResourceType::EventSource)
-        );
-        if !streaming_kind {
-            return None;
-        }
-        let url = &e.request.url;
-        let answer = spec
-            .request_match
-            .as_ref()
-            .is_none_or(|m| url.contains(m.as_str()));
-        let send = spec
-            .send_match
-            .as_ref()
-            .is_some_and(|m| url.contains(m.as_str()));
-        if !answer && !send {
-            return None;
-        }
-        Some(Req {
-            url: e.request.url.clone(),
-            start_s: *e.timestamp.inner(),
-            wall_s: *e.wall_time.inner(),
-            status: None,
-            protocol: None,
-            timing: None,
-            decoder: None,
-            content_type: None,
-            first_data_s: None,
-            content_s: Vec::new(),
-            end_s: None,
-            content_unstamped: false,
-            answer,
-            send,
-        })
-    }
-}
-
-impl Req {
-    /// Feed body bytes; true when they carried a content token.
-    fn feed(&mut self, bytes: &[u8], spec: &BrowseSpec) -> bool {
-        // An error response's body is no answer, whatever it holds.
-        if self.status.is_some_and(|s| !(200..300).contains(&s)) {
-            return false;
-        }
-        let ct = self.content_type.clone();
-        let d = self
-            .decoder
-            .get_or_insert_with(|| Decoder::new(&spec.format, ct.as_deref(), false));
-        d.feed(bytes).content
-    }
-}
-
-fn b64(s: &str) -> Vec<u8> {
-    base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .unwrap_or_default()
-}
-
-fn header(
-    h: &chromiumoxide::cdp::browser_protocol::network::Headers,
-    name: &str,
-) -> Option<String> {
-    let v = serde_json::to_value(h).ok()?;
-    v.as_object()?
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .and_then(|(_, v)| v.as_str().map(str::to_string))
-}
-
-/// The answer's request: the first (in order sent) that carried content,
-/// else the first candidate.
-fn choose<'a>(reqs: &'a HashMap<String, Req>, order: &[String]) -> Option<&'a Req> {
-    let answers = || {
-        order
-            .iter()
-            .filter_map(|id| reqs.get(id))
-            .filter(|r| r.answer)
-    };
-    answers()
-        .find(|r| !r.content_s.is_empty() || r.content_unstamped)
-        .or_else(|| answers().next())
-}
-
-/// The message's start when it is not the answer's request: the first
-/// request `send_match` picked.
-fn origin<'a>(reqs: &'a HashMap<String, Req>, order: &[String]) -> Option<&'a Req> {
-    order.iter().filter_map(|id| reqs.get(id)).find(|r| r.send)
-}
-
-fn page_error(message: String) -> Measured {
-    Measured {
-        error: Some(SampleError {
-            kind: ErrorKind::PageError,
-            message,
-        }),
-        ..empty()
-    }
-}
-
-fn empty() -> Measured {
-    Measured {
-        error: None,
-        request_url: None,
-        send_url: None,
-        status: None,
-        http_version: None,
-        dns_ms: None,
-        connect_ms: None,
-        tls_ms: None,
-        input_lead_ms: None,
-        sent_ms: None,
-        headers_ms: None,
-        first_data_ms: None,
-        ttft_ms: None,
-        last_token_ms: None,
-        end_ms: None,
-        first_dom_ms: None,
-        painted_ttft_ms: None,
-        painted_last_ms: None,
-        content_chunks: 0,
-        chunks_before_first_paint: None,
-        trace_id: None,
-        clock: ClockLink::None,
-    }
-}
-
-/// Two links of one request further apart than this are of different
-/// requests (the wall-time link is good to about a millisecond).
-const LINK_AGREE_MS: f64 = 50.0;
-
-/// The page's clock → DevTools ms. The resource entry's `requestStart` is
-/// the DevTools `requestTime + sendStart` (one tick, read twice); of the
-/// entries of the request's URL (a page may fetch one URL per message),
-/// the one this link agrees best with the wall-time link is the request's.
-/// Without one within [`LINK_AGREE_MS`], the wall-time link.
-fn clock_offset(r: &Req, s: &PageStamps) -> (f64, ClockLink) {
-    let wall = s.time_origin - (r.wall_s - r.start_s) * 1000.0;
-    let best = r
-        .timing
-        .as_ref()
-        .filter(|t| t.send_start >= 0.0)
-        .and_then(|t| {
-            s.rt.iter()
-                .filter(|e| e.request_start > 0.0)
-                .map(|e| t.request_time * 1000.0 + t.send_start - e.request_start)
-                .min_by(|a, b| (a - wall).abs().total_cmp(&(b - wall).abs()))
-        })
-        .filter(|off| (off - wall).abs() <= LINK_AGREE_MS);
-    match best {
-        Some(off) => (off, ClockLink::ResourceTiming),
-        None => (wall, ClockLink::WallTime),
-    }
-}
-
-/// Everything on the DevTools clock, as ms from the message's start: the
-/// `send` request's when there is one, else the answer's request's.
-fn assemble(
-    r: Option<&Req>,
-    send: Option<&Req>,
-    s: &PageStamps,
-    error: Option<String>,
-    timed_out: bool,
-) -> Measured {
-    let painted = s.first_paint.is_some();
-    let fail = |kind, message: String| Some(SampleError { kind, message });
-    // Text painted while the network carried no content token and the page
-    // reported an error is the page's error message, not an answer.
-    let network_content = r.is_some_and(|r| !r.content_s.is_empty() || r.content_unstamped);
-    // A refused request is an error even when the page's console said
-    // nothing (or said it after the end was seen).
-    let error = error.or_else(|| {
-        let st = r?.status.filter(|s| *s >= 400)?;
-        (!network_content).then(|| format!("the message's request got HTTP {st}"))
-    });
-    let painted = painted && (network_content || error.is_none());
-    let error = match (painted, timed_out, error) {
-        (true, _, _) => None,
-        (false, _, Some(message)) => fail(ErrorKind::PageError, message),
-        (false, true, None) => fail(ErrorKind::Timeout, "no answer painted in time".into()),
-        (false, false, None) => fail(
-            ErrorKind::NoContent,
-            "the exchange ended and the answer element showed no text".into(),
-        ),
-    };
-    let Some(r) = r else {
-        return Measured { error, ..empty() };
-    };
-    let start_ms = send.unwrap_or(r).start_s * 1000.0;
-    let (offset, clock) = clock_offset(r, s);
-    let page = |v: Option<f64>| v.map(|v| v + offset - start_ms);
-    let net = |v: Option<f64>| v.map(|v| v * 1000.0 - start_ms);
-    let timing_of = |r: &Req, f: fn(&ResourceTiming) -> f64| {
-        r.timing
-            .as_ref()
-            .map(|t| t.request_time * 1000.0 + f(t) - start_ms)
-            .filter(|_| r.timing.as_ref().is_some_and(|t| f(t) >= 0.0))
-    };
-    let timing = |f: fn(&ResourceTiming) -> f64| timing_of(r, f);
-    let first_dom = page(s.first_dom);
-    let chunks_before = first_dom.map(|fd| {
-        r.content_s
-            .iter()
-            .filter(|&&t| t * 1000.0 - start_ms <= fd)
-            .count() as u64
-    });
-    Measured {
-        error,
-        request_url: Some(r.url.clone()),
-        send_url: send.map(|s| s.url.clone()),
-        status: r.status,
-        http_version: r.protocol.clone(),
-        dns_ms: timing(|t| t.dns_end),
-        connect_ms: timing(|t| t.connect_end),
-        tls_ms: timing(|t| t.ssl_end),
-        input_lead_ms: page(s.input).map(|i| -i),
-        // The message fully sent: the start request's, when it is not the
-        // answer's.
-        sent_ms: timing_of(send.unwrap_or(r), |t| t.send_end),
-        headers_ms: timing(|t| t.receive_headers_end),
-        first_data_ms: net(r.first_data_s),
-        ttft_ms: if r.content_unstamped {
-            None
-        } else {
-            net(r.content_s.first().copied())
-        },
-        last_token_ms: net(r.content_s.last().copied()),
-        end_ms: net(r.end_s),
-        first_dom_ms: first_dom,
-        painted_ttft_ms: page(s.first_paint),
-        painted_last_ms: page(s.last_paint),
-        content_chunks: r.content_s.len() as u64,
-        chunks_before_first_paint: chunks_before,
-        clock: if s.first_dom.is_some() || s.input.is_some() {
-            clock
-        } else {
-            ClockLink::None
-        },
-        trace_id: None,
     }
 }

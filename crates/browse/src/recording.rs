@@ -74,6 +74,7 @@ impl Recording {
                     "send": send,
                     "request_match": spec.request_match,
                     "send_match": spec.send_match,
+                    "socket_event": spec.socket_event,
                     "format": spec.format.to_string(),
                     "visit": visit.as_str(),
                     "contexts": level.unwrap_or(1),

@@ -80,6 +80,15 @@ pub struct BrowseArgs {
     /// the action whose URL contains this is where the message's times start.
     #[arg(long, value_name = "TEXT")]
     send_match: Option<String>,
+    /// The answer comes over the page's WebSocket (picked by --request-match) as Socket.IO
+    /// events of this name (`42["NAME", payload]`); each payload is read with --format
+    /// (e.g. sse-json:/data/content). Without it, each text frame is one event of --format.
+    #[arg(long, value_name = "NAME")]
+    socket_event: Option<String>,
+    /// With --socket-event: the JSON pointer whose `true` in a payload ends the answer
+    /// (e.g. /data/done).
+    #[arg(long, value_name = "POINTER", requires = "socket_event")]
+    socket_done: Option<String>,
     /// How the message's response body is read for content tokens: auto (from its
     /// Content-Type), openai-chat, anthropic, responses, vercel-ui, gradio (Gradio's queue
     /// stream, with --request-match queue/data), sse-json:<JSON pointer>, ….
@@ -172,6 +181,8 @@ impl TryFrom<BrowseArgs> for Spec {
         };
         browse.request_match = a.request_match;
         browse.send_match = a.send_match;
+        browse.socket_event = a.socket_event;
+        browse.socket_done = a.socket_done;
         browse.format = a
             .format
             .parse()

@@ -8,7 +8,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{ChatWorld, EmulatorProcess, chat_world, firsttoken, text};
+use common::{
+    ChatWorld, EmulatorProcess, chat_world, firsttoken, json_lines, median, num as f, text,
+};
 
 /// One browser at a time: the render-lag test measures the page's main
 /// thread, which other tests' browsers on the same cores would delay.
@@ -47,29 +49,6 @@ fn browse_on(
     firsttoken(&args, &[("FT_TEST_TOKEN", &w.token)])
 }
 
-fn samples(out: &std::process::Output) -> Vec<serde_json::Value> {
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn f(v: &serde_json::Value, key: &str) -> f64 {
-    v.pointer(key)
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or_else(|| panic!("{key} missing in {v}"))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 #[test]
 fn render_lag_is_the_pages_render_delay() {
     let Some(chromium) = common::chromium("render_lag_is_the_pages_render_delay") else {
@@ -99,7 +78,7 @@ fn render_lag_is_the_pages_render_delay() {
         text(&out.stderr),
         text(&out.stdout)
     );
-    let samples = samples(&out);
+    let samples = json_lines(&out);
     assert_eq!(samples.len(), 12);
     let mut lags = Vec::new();
     let mut chunks_before = Vec::new();
@@ -214,7 +193,7 @@ fn contexts_send_at_once_and_are_stored_at_their_level() {
         &["-n", "6", "--contexts", "3", "--json", "--store", &store],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let samples = samples(&out);
+    let samples = json_lines(&out);
     assert_eq!(samples.len(), 6);
     let mut workers: Vec<u64> = samples
         .iter()
@@ -288,7 +267,7 @@ fn the_apps_spans_join_each_browser_message() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let measured = samples(&out);
+    let measured = json_lines(&out);
     let traces: std::collections::BTreeSet<&str> = measured
         .iter()
         .map(|s| {
@@ -314,7 +293,7 @@ fn the_apps_spans_join_each_browser_message() {
     // Without the header nothing is sent to join by.
     let out = browse(&w, &chromium, &["-n", "1", "--json", "--no-traceparent"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(samples(&out)[0]["trace_id"].is_null());
+    assert!(json_lines(&out)[0]["trace_id"].is_null());
 }
 
 #[test]
@@ -376,7 +355,7 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
     // The answer streams, but into no element the selector names.
     let out = browse_on(&w, &chromium, "#message", "#no-such-answer", &["--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let s = &samples(&out)[0];
+    let s = &json_lines(&out)[0];
     assert_eq!(s["error"]["kind"], "no_content", "{s}");
     assert!(
         f(s, "/ttft_ms") >= 150.0,
@@ -393,7 +372,7 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         &["--json", "--timeout-ms", "2000"],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let s = &samples(&out)[0];
+    let s = &json_lines(&out)[0];
     assert_eq!(s["error"]["kind"], "page_error", "{s}");
     assert!(
         s["error"]["message"]
@@ -425,7 +404,7 @@ fn a_page_that_shows_nothing_ends_in_a_named_error() {
         text(&out.stderr),
         text(&out.stdout)
     );
-    let s = &samples(&out)[0];
+    let s = &json_lines(&out)[0];
     assert_eq!(s["error"]["kind"], "page_error", "{s}");
     assert!(
         s["error"]["message"].as_str().unwrap().contains("401"),
@@ -556,105 +535,6 @@ fn the_browser_is_reaped_on_ctrl_c_and_on_kill() {
         );
     }
 }
-
-/// A real third-party chat UI: Gradio's `ChatInterface`
-/// (tests/fixtures/gradio_chat.py, Gradio pinned in the wire venv)
-/// streaming from the emulator, in headless Chromium. Its page sends the
-/// message on `queue/join` and reads the answer from `queue/data`: every
-/// message has both stamps, the browser's network TTFT (from `queue/join`)
-/// agrees with the HTTP client's Gradio flow (its job-starting POST, then
-/// the stream) at the median, and the stored report has its render-lag line.
-#[test]
-fn gradio_chat_interface_has_both_stamps_and_agrees_with_the_http_flow() {
-    let test = "gradio_chat_interface_has_both_stamps_and_agrees_with_the_http_flow";
-    let (Some(chromium), Some(python)) = (common::chromium(test), common::wire_python(test)) else {
-        return;
-    };
-    let _one = one_browser();
-    let emu = EmulatorProcess::start_with(&[
-        "emulate",
-        "--listen",
-        "127.0.0.1:0",
-        "--ttft-ms",
-        "150",
-        "--itl-ms",
-        "60",
-        "--tokens",
-        "8",
-    ]);
-    let gradio = common::Gradio::start(&python, &emu.base);
-    let dir = tempfile::tempdir().unwrap();
-
-    // The HTTP client: Gradio's API as a flow, timed from its POST.
-    let cfg = dir.path().join("gradio.toml");
-    std::fs::write(&cfg, common::gradio_flow_config(&gradio.base, 10)).unwrap();
-    let http_store = dir.path().join("http.db").display().to_string();
-    let run = firsttoken(
-        &[
-            "run",
-            "-c",
-            cfg.to_str().unwrap(),
-            "--store",
-            &http_store,
-            "-q",
-        ],
-        &[],
-    );
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
-    let flow = &common::report_json(&http_store, &[])["analysis"]["flows"][0];
-    assert_eq!(flow["n"], 10, "{flow}");
-    let http_ms = f(flow, "/flow_ttft/point");
-
-    // The browser: the page a user types into.
-    let store = dir.path().join("browser.db").display().to_string();
-    let url = format!("{}/", gradio.base);
-    let out = firsttoken(
-        &[
-            "browse",
-            &url,
-            "--input",
-            "textarea",
-            "--answer",
-            r#"[data-testid="bot"]"#,
-            "--send-match",
-            "queue/join",
-            "--request-match",
-            "queue/data",
-            "--format",
-            "gradio",
-            "-n",
-            "10",
-            "--json",
-            "--store",
-            &store,
-            "--chromium",
-            chromium.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let samples = samples(&out);
-    assert_eq!(samples.len(), 10);
-    for s in &samples {
-        assert!(s["error"].is_null(), "{s}");
-        assert_eq!(s["content_chunks"], 8, "{s}");
-        // The user's action comes before the join (the page's earlier
-        // run/predict calls), the first token is painted after it arrived.
-        assert!(f(s, "/painted/input_lead_ms") > 0.0, "{s}");
-        assert!(f(s, "/painted/painted_ttft_ms") >= f(s, "/ttft_ms"), "{s}");
-        assert!(f(s, "/ttft_ms") >= 150.0, "{s}");
-    }
-    let browser_ms = median(samples.iter().map(|s| f(s, "/ttft_ms")).collect());
-    assert!(
-        (browser_ms - http_ms).abs() <= GRADIO_AGREE_MS,
-        "browser network TTFT median {browser_ms:.1} ms, HTTP flow {http_ms:.1} ms"
-    );
-    markdown_report_says(&store, "Render lag (browser)");
-}
-
-/// How far apart the browser's and the HTTP client's medians may be on a
-/// loaded 2-core machine (measured by hand: 171 against 164 ms).
-const GRADIO_AGREE_MS: f64 = 30.0;
 
 /// `[app.browser]` in a session: `run` measures the app's own chat page
 /// after its HTTP phases, each browser context signed in as one of the

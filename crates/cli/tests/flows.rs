@@ -237,7 +237,7 @@ fn gradio_two_step_api_is_measured_from_the_post() {
         "--tokens",
         "6",
     ]);
-    let gradio = common::Gradio::start(&python, &emu.base);
+    let gradio = common::PyFixture::gradio(&python, &emu.base);
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("ft.toml");
     std::fs::write(&cfg, common::gradio_flow_config(&gradio.base, 5)).unwrap();

@@ -15,15 +15,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{EmulatorProcess, assert_code, firsttoken, text};
+use common::{EmulatorProcess, PyFixture, assert_code, firsttoken, text};
 use serde_json::Value;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 const SCHEMA: &str = include_str!("../../../docs/schema/sample.v1.schema.json");
 const CREATE: &str =
     r#"{"type":"response.create","model":"emulated-model","input":"Where did the time go?"}"#;
@@ -135,48 +132,6 @@ fn probe_over_the_emulators_websocket_agrees_with_its_truth_log() {
     }
 }
 
-/// `ws_responses.py` as a child process, killed when dropped.
-struct WsFixture {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for WsFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl WsFixture {
-    fn start(python: &Path, script: &str, upstream: &str, extra: &[&str]) -> WsFixture {
-        let mut child = Command::new(python)
-            .arg(format!("{FIXTURES}/{script}"))
-            .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
-            .args(extra)
-            .env_remove("HTTP_PROXY")
-            .env_remove("HTTPS_PROXY")
-            .env_remove("ALL_PROXY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the venv's python starts the fixture");
-        let stdout = child.stdout.take().expect("piped stdout");
-        // Its first line once it accepts: `listening 127.0.0.1:NNNN`.
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the fixture's first line");
-        let port = line
-            .trim()
-            .strip_prefix("listening 127.0.0.1:")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("not a listening line: {line:?}"));
-        WsFixture { child, port }
-    }
-}
-
 #[test]
 fn probe_measures_the_responses_websocket_mode_of_a_websockets_server() {
     let Some(python) = python("probe_measures_the_responses_websocket_mode_of_a_websockets_server")
@@ -187,7 +142,7 @@ fn probe_measures_the_responses_websocket_mode_of_a_websockets_server() {
     let truth = dir.path().join("truth.jsonl");
     let ttft = 200.0;
     let emu = emulator(200, &truth);
-    let fixture = WsFixture::start(&python, "ws_responses.py", &emu.base, &[]);
+    let fixture = PyFixture::start(&python, "ws_responses.py", &emu.base, &[]);
     let url = format!("ws://127.0.0.1:{}/v1/responses", fixture.port);
     let mut seen = 0;
     for mode in [&[][..], &["--fresh"][..]] {
@@ -241,7 +196,7 @@ fn probe_measures_a_python_socketio_app_over_socketio() {
         let emit_log = dir.path().join(format!("emit-{shape}.jsonl"));
         let emit_log_arg = emit_log.display().to_string();
         let mut logged = 0;
-        let fixture = WsFixture::start(
+        let fixture = PyFixture::start(
             &python,
             "socketio_chat.py",
             &emu.base,
@@ -336,7 +291,7 @@ fn a_socketio_apps_error_event_is_a_stream_error() {
     };
     // An upstream on a closed loopback port: the app reports `chat:error`.
     let closed = common::edge::free_port();
-    let fixture = WsFixture::start(
+    let fixture = PyFixture::start(
         &python,
         "socketio_chat.py",
         &format!("http://127.0.0.1:{closed}"),
@@ -443,7 +398,7 @@ fn a_flow_answered_on_a_socketio_socket_is_timed_from_the_post() {
         "--tokens",
         "6",
     ]);
-    let fixture = WsFixture::start(&python, "socketio_chat.py", &emu.base, &[]);
+    let fixture = PyFixture::start(&python, "socketio_chat.py", &emu.base, &[]);
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("ft.toml");
     std::fs::write(

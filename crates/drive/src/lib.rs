@@ -59,6 +59,7 @@ pub use exec::{
 };
 pub use probe::{run_probe, run_probe_gated};
 pub use slot::Slot;
+pub use ws::socketio::socketio_event;
 
 use firsttoken_record::ErrorKind;
 

@@ -292,6 +292,8 @@ fn spec(cfg: &Config, b: &BrowserSection) -> Result<BrowseSpec, firsttoken_brows
     };
     s.request_match = b.request_match.clone();
     s.send_match = b.send_match.clone();
+    s.socket_event = b.socket_event.clone();
+    s.socket_done = b.socket_done.clone();
     if let Some(f) = &b.format {
         // Checked when the config was validated.
         s.format = f.parse().map_err(|e: firsttoken_plan::PlanError| {

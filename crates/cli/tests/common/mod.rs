@@ -447,9 +447,10 @@ pub struct ChatWorld {
     pub app_db: String,
 }
 
-/// A [`ChatWorld`] with the app started with `page` flags.
-pub fn chat_world(page: &[&str]) -> ChatWorld {
-    let emu = EmulatorProcess::start_with(&[
+/// The browser tests' emulator: TTFT 150 ms, a token every 60 ms, 8
+/// tokens.
+pub fn chat_emulator() -> EmulatorProcess {
+    EmulatorProcess::start_with(&[
         "emulate",
         "--listen",
         "127.0.0.1:0",
@@ -459,7 +460,12 @@ pub fn chat_world(page: &[&str]) -> ChatWorld {
         "60",
         "--tokens",
         "8",
-    ]);
+    ])
+}
+
+/// A [`ChatWorld`] with the app started with `page` flags.
+pub fn chat_world(page: &[&str]) -> ChatWorld {
+    let emu = chat_emulator();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("app.db");
     let app = EmulatorProcess::refapp(&emu, db.to_str().unwrap(), page);
@@ -473,46 +479,74 @@ pub fn chat_world(page: &[&str]) -> ChatWorld {
     }
 }
 
-/// `gradio_chat.py` as a child process, killed when dropped.
-pub struct Gradio {
+/// A Python fixture of tests/fixtures (`gradio_chat.py`,
+/// `socketio_chat.py`, …) as a child process, killed when dropped.
+pub struct PyFixture {
     child: std::process::Child,
     /// Where it listens, `http://127.0.0.1:PORT`.
     pub base: String,
+    /// Its port.
+    pub port: u16,
 }
 
-impl Drop for Gradio {
+impl Drop for PyFixture {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-impl Gradio {
-    /// Start it in `python` (the wire venv's) over the provider at `upstream`.
-    pub fn start(python: &std::path::Path, upstream: &str) -> Gradio {
+impl PyFixture {
+    /// Start `script` in `python` (the wire venv's) over the provider at
+    /// `upstream`, with `extra` arguments; it says where it listens on its
+    /// first line.
+    pub fn start(
+        python: &std::path::Path,
+        script: &str,
+        upstream: &str,
+        extra: &[&str],
+    ) -> PyFixture {
         let mut child = std::process::Command::new(python)
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/gradio_chat.py"
+            .arg(format!(
+                "{}/tests/fixtures/{script}",
+                env!("CARGO_MANIFEST_DIR")
             ))
             .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
-            .args(["--concurrency-limit", "4"])
+            .args(extra)
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("ALL_PROXY")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
             .spawn()
-            .expect("start gradio_chat.py");
+            .expect("the venv's python starts the fixture");
         let first = first_line(&mut child, std::time::Duration::from_secs(60))
-            .expect("gradio_chat.py says where it listens within 60 s");
-        let mut g = Gradio {
-            child,
-            base: String::new(),
-        };
-        let addr = first
-            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("{script} says where it listens within 60 s"));
+        let port = first
+            .strip_prefix("listening 127.0.0.1:")
+            .and_then(|p| p.trim().parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
-        g.base = format!("http://{addr}");
-        g
+        PyFixture {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            port,
+        }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `gradio_chat.py` (a Gradio `ChatInterface`), four jobs at once.
+    pub fn gradio(python: &std::path::Path, upstream: &str) -> PyFixture {
+        PyFixture::start(
+            python,
+            "gradio_chat.py",
+            upstream,
+            &["--concurrency-limit", "4"],
+        )
     }
 }
 
@@ -550,4 +584,77 @@ warm = {warm}
 fresh = 0
 "#
     )
+}
+
+/// A session config whose one path makes the calls Gradio's own page makes
+/// for a `ChatInterface` message (tests/fixtures/WIRE-NOTES.md: the page's
+/// two `run/predict` calls, then `queue/join`, then the session's
+/// `queue/data` stream, read as format `gradio`), with session hash `hash`,
+/// `warm` requests.
+pub fn gradio_page_flow_config(base: &str, warm: u32, hash: &str) -> String {
+    format!(
+        r#"
+[session]
+network = "loopback-test"
+emulated = true
+
+[app]
+base_url = "{base}"
+
+[[app.paths]]
+name = "gradio-page"
+method = "GET"
+path = "/gradio_api/queue/data?session_hash={hash}"
+body = ""
+format = "gradio"
+
+[[app.paths.steps]]
+name = "clear"
+path = "/gradio_api/run/predict"
+body = '{{"data":["{{prompt}}"],"event_data":null,"fn_index":0,"trigger_id":10,"session_hash":"{hash}"}}'
+
+[[app.paths.steps]]
+name = "append"
+path = "/gradio_api/run/predict"
+body = '{{"data":[null,[]],"event_data":null,"fn_index":1,"trigger_id":10,"session_hash":"{hash}"}}'
+
+[[app.paths.steps]]
+name = "join"
+path = "/gradio_api/queue/join"
+body = '{{"data":[null,null],"event_data":null,"fn_index":2,"trigger_id":10,"session_hash":"{hash}"}}'
+
+[prompts]
+list = ["hello gradio"]
+
+[phases]
+warm = {warm}
+fresh = 0
+"#
+    )
+}
+
+/// The number at JSON pointer `key` of `v`; panics naming it when absent.
+pub fn num(v: &serde_json::Value, key: &str) -> f64 {
+    v.pointer(key)
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A command's stdout as JSON Lines, one value a line.
+pub fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
 }

@@ -35,7 +35,7 @@
 //! terminator (`truncated`, with the close code), a timeout, a binary
 //! frame (`decode`).
 
-mod socketio;
+pub(crate) mod socketio;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -107,6 +107,17 @@ fn message(p: &str) -> Packet {
     }
 }
 
+/// A Socket.IO EVENT on the default namespace carried by one Engine.IO
+/// text frame (`42["name",payload]`, an ack id allowed): its name and first
+/// argument; `None` for any other packet. For readers of frames another
+/// client exchanged (a browser's WebSocket).
+pub fn socketio_event(frame: &str) -> Option<(String, Value)> {
+    match parse(frame) {
+        Packet::Event { name, payload } => Some((name, payload)),
+        _ => None,
+    }
+}
+
 /// The CONNECT packet for `spec`: `40`, or `40{auth}`.
 pub(crate) fn connect_frame(spec: &SocketIoSpec) -> String {
     match &spec.auth {

@@ -40,6 +40,17 @@ pub struct BrowserSection {
     /// message's times start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_match: Option<String>,
+    /// When the answer comes over the page's WebSocket (picked by
+    /// `request_match`) as Socket.IO events: the event's name
+    /// (`42["name", payload]`), each payload read with `format` (e.g.
+    /// `sse-json:/data/content`). Unset: each text frame of such a socket
+    /// is one event of the format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_event: Option<String>,
+    /// With `socket_event`: the JSON pointer whose `true` in a payload
+    /// ends the answer (e.g. `/data/done`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_done: Option<String>,
     /// How the answer's body is read for content tokens (as
     /// `app.paths.format`; default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +196,20 @@ pub(crate) fn check(
             );
         }
     }
+    if b.socket_done.is_some() && b.socket_event.is_none() {
+        return err(
+            "app.browser.socket_done",
+            "needs socket_event (the Socket.IO event whose payloads it reads)".into(),
+        );
+    }
+    if let Some(p) = &b.socket_done
+        && !p.starts_with('/')
+    {
+        return err(
+            "app.browser.socket_done",
+            format!("{p:?} is not a JSON pointer (e.g. \"/data/done\")"),
+        );
+    }
     if let Some(f) = &b.format
         && let Err(e) = f.parse::<crate::StreamFormat>()
     {
@@ -291,6 +316,10 @@ cold = { count = 1, idle_gap = "1s" }
             (
                 "[app.browser]\npage = \"/chat\"\ninput = \"#m\"\nanswer = \".a\"\n[phases.browser]\nlevels = [0]\n",
                 "phases.browser.levels[0]",
+            ),
+            (
+                "[app.browser]\npage = \"/chat\"\ninput = \"#m\"\nanswer = \".a\"\nsocket_done = \"/data/done\"\n",
+                "app.browser.socket_done",
             ),
         ] {
             let e = parse(extra).unwrap_err();
