@@ -139,6 +139,17 @@ impl BrowseSpec {
     /// timeout, 300 ms settle, a `traceparent` per message, Chromium found
     /// by [`find_chromium`].
     pub fn new(url: &str, input: &str, answer: &str) -> Result<BrowseSpec, BrowseError> {
+        BrowseSpec::with_chromium(url, input, answer, None)
+    }
+
+    /// [`BrowseSpec::new`] with the Chromium executable given (`None`:
+    /// found by [`find_chromium`]).
+    pub fn with_chromium(
+        url: &str,
+        input: &str,
+        answer: &str,
+        chromium: Option<&std::path::Path>,
+    ) -> Result<BrowseSpec, BrowseError> {
         let spec = BrowseSpec {
             url: url.to_string(),
             input: input.to_string(),
@@ -154,7 +165,7 @@ impl BrowseSpec {
             allow_hosts: Vec::new(),
             timeout: Duration::from_secs(60),
             settle: Duration::from_millis(300),
-            chromium: find_chromium(None)?,
+            chromium: find_chromium(chromium)?,
             traceparent: true,
         };
         spec.host()?;

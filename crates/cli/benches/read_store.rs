@@ -17,7 +17,10 @@
 //!
 //! Peak RSS is the command's own: each runs under a fresh copy of this
 //! bench (`child` mode) whose only child it is, so `getrusage(RUSAGE_CHILDREN)`
-//! there reads exactly its `ru_maxrss`.
+//! there reads exactly its `ru_maxrss`. Before each command the disk is
+//! synced (`sync`), so none is timed while the kernel writes back the
+//! previous one's files, and a store's files are deleted before the next
+//! store's turn.
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -290,6 +293,9 @@ fn child(args: &[String]) {
 
 /// `firsttoken ARGS` under a child copy of this bench: (wall s, peak RSS MB).
 fn measure(args: &[&str]) -> (f64, f64) {
+    // The previous command's writes (a 1.4 GB export, a store) flushed
+    // first: no command is timed while the kernel writes another's back.
+    let _ = Command::new("sync").status();
     let me = std::env::current_exe().expect("this bench's path");
     let out = Command::new(me)
         .arg("child")
@@ -433,6 +439,10 @@ fn main() {
             &export,
             &out,
         ));
+        // Gone before PostgreSQL's turn, their pages with them.
+        for f in [&db, &out] {
+            let _ = std::fs::remove_file(f);
+        }
         if let Some(admin) = &pg_admin {
             let schema = PgSchema::new(admin, &n.to_string());
             rows.push(run_store("PostgreSQL", &schema.url, n, &export, &out));

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 
 use firsttoken_browse::recording::Recording;
-use firsttoken_browse::{BrowseSpec, Browser, Rounds, SecretValue, SendAction};
+use firsttoken_browse::{BrowseSpec, Browser, Cookie, Rounds, SecretValue, SendAction};
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::TracesSection;
 use firsttoken_record::{Connection, Sample};
@@ -71,6 +71,14 @@ pub struct BrowseArgs {
     /// reads the environment variable NAME (for sign-in tokens: never printed).
     #[arg(long = "local-storage", value_name = "KEY=VALUE")]
     local_storage: Vec<String>,
+    /// A cookie set on the page's host before it loads, NAME=VALUE; a value `$NAME` reads
+    /// the environment variable NAME (a session cookie: never printed); repeatable.
+    #[arg(long = "cookie", value_name = "NAME=VALUE")]
+    cookie: Vec<String>,
+    /// A storage-state file (Playwright's storageState JSON: cookies, and each origin's
+    /// localStorage) loaded into every context before the page loads: a sign-in saved once.
+    #[arg(long, value_name = "FILE")]
+    storage_state: Option<PathBuf>,
     /// Only a request whose URL contains this carries the message (default: the first
     /// request after the action whose body has a content token).
     #[arg(long, value_name = "TEXT")]
@@ -159,21 +167,10 @@ impl TryFrom<BrowseArgs> for Spec {
         if !(1..=MAX_CONTEXTS).contains(&a.contexts) {
             bail!("--contexts: from 1 to {MAX_CONTEXTS}");
         }
-        let chromium = firsttoken_browse::find_chromium(a.chromium.as_deref())?;
-        let mut local_storage = Vec::new();
-        for entry in &a.local_storage {
-            let Some((k, v)) = entry.split_once('=') else {
-                bail!("--local-storage {entry:?}: expected KEY=VALUE");
-            };
-            let value = match v.strip_prefix('$') {
-                Some(name) => std::env::var(name).with_context(|| {
-                    format!("--local-storage {k}: the environment variable {name} is not set")
-                })?,
-                None => v.to_string(),
-            };
-            local_storage.push((k.to_string(), SecretValue(value)));
-        }
-        let mut browse = BrowseSpec::new(&a.url, &a.input, &a.answer)?;
+        let local_storage = pairs("--local-storage", &a.local_storage)?;
+        let cookies = pairs("--cookie", &a.cookie)?;
+        let mut browse =
+            BrowseSpec::with_chromium(&a.url, &a.input, &a.answer, a.chromium.as_deref())?;
         browse.send = if a.send == "enter" {
             SendAction::Enter
         } else {
@@ -188,10 +185,16 @@ impl TryFrom<BrowseArgs> for Spec {
             .parse()
             .with_context(|| format!("--format {}", a.format))?;
         browse.local_storage = local_storage;
+        browse.cookies = cookies
+            .into_iter()
+            .map(|(name, value)| Cookie::new(&name, value))
+            .collect();
+        if let Some(file) = &a.storage_state {
+            browse.add_storage_state(file).context("--storage-state")?;
+        }
         browse.allow_hosts = a.allow_host;
         browse.timeout = Duration::from_millis(a.timeout_ms);
         browse.settle = Duration::from_millis(a.settle_ms);
-        browse.chromium = chromium;
         browse.traceparent = !a.no_traceparent;
         if a.otlp_listen.is_some() && a.no_traceparent {
             bail!(
@@ -210,6 +213,26 @@ impl TryFrom<BrowseArgs> for Spec {
             otlp_listen: a.otlp_listen,
         })
     }
+}
+
+/// `KEY=VALUE` arguments of `flag`, a value `$NAME` read from the
+/// environment (kept as a secret).
+fn pairs(flag: &str, entries: &[String]) -> anyhow::Result<Vec<(String, SecretValue)>> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let Some((k, v)) = entry.split_once('=') else {
+            // The argument is not shown: it may be a value pasted alone.
+            bail!("{flag}: expected KEY=VALUE, got an argument without `=`");
+        };
+        let value = match v.strip_prefix('$') {
+            Some(name) => std::env::var(name).with_context(|| {
+                format!("{flag} {k}: the environment variable {name} is not set")
+            })?,
+            None => v.to_string(),
+        };
+        out.push((k.to_string(), SecretValue(value)));
+    }
+    Ok(out)
 }
 
 /// Run `firsttoken browse`.

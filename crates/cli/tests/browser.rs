@@ -658,3 +658,54 @@ cold = {{ count = 1, idle_gap = "200ms" }}
     assert_eq!(users, 0);
     markdown_report_says(&store, "Render lag (browser)");
 }
+
+/// A sign-in saved as a storage-state file (Playwright's `storageState`
+/// JSON) signs every context in: its `localStorage` entry for the page's
+/// origin is set before the page's scripts run, so the page's requests are
+/// answered; the token shows nowhere.
+#[test]
+fn a_storage_state_file_signs_the_page_in() {
+    let Some(chromium) = common::chromium("a_storage_state_file_signs_the_page_in") else {
+        return;
+    };
+    let _one = one_browser();
+    let w = chat_world(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let saved = serde_json::json!({
+        "cookies": [],
+        "origins": [{
+            "origin": w.app.base,
+            "localStorage": [{ "name": "refapp_token", "value": w.token }],
+        }],
+    });
+    std::fs::write(&state, saved.to_string()).unwrap();
+    let url = format!("{}/chat", w.app.base);
+    let out = firsttoken(
+        &[
+            "browse",
+            &url,
+            "--input",
+            "#message",
+            "--answer",
+            ".assistant",
+            "--storage-state",
+            state.to_str().unwrap(),
+            "--visit",
+            "fresh",
+            "-n",
+            "2",
+            "--json",
+            "--chromium",
+            chromium.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for s in json_lines(&out) {
+        assert!(s["error"].is_null(), "{s}");
+        assert_eq!(s["status"], 200, "{s}");
+    }
+    assert!(!text(&out.stdout).contains(&w.token));
+    assert!(!text(&out.stderr).contains(&w.token));
+}

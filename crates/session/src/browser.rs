@@ -86,8 +86,10 @@ impl BrowserPart {
         let invalid = |key: &str, e: firsttoken_browse::BrowseError| {
             SessionError::Invalid(format!("app.browser.{key}: {e}"))
         };
-        let base = spec(cfg, b).map_err(|e| invalid("page", e))?;
-        let mut base = base;
+        let mut base = spec(cfg, b).map_err(|e| match e {
+            firsttoken_browse::BrowseError::NoChromium => invalid("chromium", e),
+            e => invalid("page", e),
+        })?;
         if let Some(path) = &b.storage_state {
             base.add_storage_state(path.as_ref())
                 .map_err(|e| invalid("storage_state", e))?;
@@ -282,10 +284,8 @@ fn spec(cfg: &Config, b: &BrowserSection) -> Result<BrowseSpec, firsttoken_brows
     } else {
         b.page.clone()
     };
-    let mut s = BrowseSpec::new(&url, &b.input, &b.answer)?;
-    if let Some(path) = &b.chromium {
-        s.chromium = firsttoken_browse::find_chromium(Some(path.as_ref()))?;
-    }
+    let chromium = b.chromium.as_deref().map(std::path::Path::new);
+    let mut s = BrowseSpec::with_chromium(&url, &b.input, &b.answer, chromium)?;
     s.send = match b.send.as_deref() {
         None | Some("enter") => SendAction::Enter,
         Some(sel) => SendAction::Click(sel.to_string()),
