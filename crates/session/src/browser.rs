@@ -83,6 +83,15 @@ impl BrowserPart {
         if phases.planned() == 0 {
             return Ok(None);
         }
+        // `{token}` is an account's: without accounts it would be empty.
+        let templated = b.local_storage.iter().chain(&b.cookies);
+        if cfg.app.auth.is_none()
+            && let Some((k, _)) = templated.into_iter().find(|(_, v)| v.contains("{token}"))
+        {
+            return Err(SessionError::Invalid(format!(
+                "app.browser: {k:?} uses {{token}}, an account's bearer token, but there is no [app.auth] to sign accounts in"
+            )));
+        }
         let invalid = |key: &str, e: firsttoken_browse::BrowseError| {
             SessionError::Invalid(format!("app.browser.{key}: {e}"))
         };
@@ -158,28 +167,40 @@ impl BrowserPart {
             |e: firsttoken_browse::BrowseError| Stopped::Failed(format!("the browser: {e}"));
         let browser = Browser::launch(&self.base).await.map_err(failed)?;
         let p = &self.phases;
-        let mut plan: Vec<(PhaseKind, Option<u32>, bool, u32, u32)> = Vec::new();
+        let one = |phase, fresh, count| Step {
+            phase,
+            level: None,
+            fresh,
+            contexts: 1,
+            count,
+        };
+        let mut plan = Vec::new();
         if p.warm > 0 {
-            plan.push((PhaseKind::Warm, None, false, 1, p.warm));
+            plan.push(one(PhaseKind::Warm, false, p.warm));
         }
         if p.fresh > 0 {
-            plan.push((PhaseKind::Fresh, None, true, 1, p.fresh));
+            plan.push(one(PhaseKind::Fresh, true, p.fresh));
         }
         for &k in &p.levels {
-            plan.push((PhaseKind::Concurrency, Some(k), false, k, p.per_level(k)));
+            plan.push(Step {
+                phase: PhaseKind::Concurrency,
+                level: Some(k),
+                fresh: false,
+                contexts: k,
+                count: p.per_level(k),
+            });
         }
         let mut seq = ctx.first_seq;
-        for (phase, level, fresh, contexts, count) in plan {
-            let at = (phase, level, fresh, contexts, count);
-            self.phase(&browser, ctx, observer, done, &mut seq, at)
+        for step in plan {
+            self.phase(&browser, ctx, observer, done, &mut seq, step)
                 .await?;
         }
         if let Some(c) = &p.cold {
             for _ in 0..c.count {
                 // Nothing is sent during the gap: the app sits idle.
                 tokio::time::sleep(c.idle_gap).await;
-                let at = (PhaseKind::Cold, None, true, 1, 1);
-                self.phase(&browser, ctx, observer, done, &mut seq, at)
+                let step = one(PhaseKind::Cold, true, 1);
+                self.phase(&browser, ctx, observer, done, &mut seq, step)
                     .await?;
             }
         }
@@ -193,7 +214,13 @@ impl BrowserPart {
         observer: &mut dyn Observer,
         done: &mut BrowserDone,
         seq: &mut u64,
-        (phase, level, fresh, contexts, count): (PhaseKind, Option<u32>, bool, u32, u32),
+        Step {
+            phase,
+            level,
+            fresh,
+            contexts,
+            count,
+        }: Step,
     ) -> Result<(), Stopped> {
         let specs = (0..contexts as usize)
             .map(|k| self.spec_for(k, ctx.tokens))
@@ -259,6 +286,16 @@ impl BrowserPart {
     }
 }
 
+/// One browser phase: `count` messages by `contexts` users at once, new
+/// contexts for each round when `fresh`, stored in `phase` at `level`.
+struct Step {
+    phase: PhaseKind,
+    level: Option<u32>,
+    fresh: bool,
+    contexts: u32,
+    count: u32,
+}
+
 /// Where the browser part's messages go.
 pub(crate) struct Ctx<'a> {
     pub store: &'a Store,
@@ -305,4 +342,37 @@ fn spec(cfg: &Config, b: &BrowserSection) -> Result<BrowseSpec, firsttoken_brows
     s.settle = b.settle.unwrap_or(Duration::from_millis(300));
     s.traceparent = cfg.session.traced();
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_without_accounts_is_refused_before_anything_starts() {
+        let cfg = Config::parse(
+            r##"
+[app]
+base_url = "http://127.0.0.1:9"
+[[app.paths]]
+name = "chat"
+path = "/api/chat"
+body = '{"message": "{prompt}"}'
+[app.browser]
+page = "/chat"
+input = "#m"
+answer = ".a"
+local_storage = { app_token = "{token}" }
+chromium = "/nonexistent/chromium"
+[prompts]
+list = ["hi"]
+[phases.browser]
+warm = 1
+"##,
+            "t.toml",
+        )
+        .unwrap();
+        let e = BrowserPart::new(&cfg).err().expect("refused").to_string();
+        assert!(e.contains("app_token") && e.contains("[app.auth]"), "{e}");
+    }
 }
