@@ -393,10 +393,15 @@ impl Drop for Browser {
 impl Measured {
     /// The message as a stored sample (`seq`, `worker`): the network stamps
     /// in the sample's own fields, the paints in [`Sample::painted`]. The
-    /// connection is reported `fresh` for a first visit's first message;
-    /// the browser decides reuse itself, and its own timing says which
-    /// (`connect_ms` is present only for a new connection).
-    pub fn to_sample(&self, seq: u64, worker: u32, connection: Connection) -> Sample {
+    /// browser decides connection reuse itself, and its own timing says
+    /// which: `fresh` when the request opened one (`connect_ms` is present
+    /// only then), else `reused`.
+    pub fn to_sample(&self, seq: u64, worker: u32) -> Sample {
+        let connection = if self.connect_ms.is_some() {
+            Connection::Fresh
+        } else {
+            Connection::Reused
+        };
         let mut s = Sample::empty(seq, worker, connection);
         // The stored names; a protocol outside them (h3) is left unnamed.
         s.http_version = match self.http_version.as_deref() {

@@ -19,8 +19,33 @@ use firsttoken_record::{Destination, PhaseKind, Sample, Store, StoreError, UtcTi
 
 use crate::{BrowseSpec, SendAction};
 
-/// The path name of a browser-measured message in the store.
-pub const BROWSER_PATH: &str = "browser";
+pub use firsttoken_plan::config::BROWSER_PATH;
+
+/// A browser message as a stored row: path [`BROWSER_PATH`] in `phase` at
+/// `level`, begun at `began` (its round's start), `origin` the session's
+/// start. Shared by `browse --store` and a session's browser phases.
+pub fn message_row(
+    session_id: &str,
+    (phase, level): (PhaseKind, Option<u32>),
+    (began, origin): (Instant, Instant),
+    provenance: Provenance,
+    sample: Sample,
+) -> SampleRow {
+    SampleRow {
+        session_id: session_id.to_string(),
+        phase,
+        dest: Destination::App {
+            path: Some(BROWSER_PATH.to_string()),
+        },
+        concurrency: level,
+        intended_start_ms: None,
+        actual_start_ms: began.saturating_duration_since(origin).as_secs_f64() * 1000.0,
+        started_at: UtcTime::from(SystemTime::now() - began.elapsed()),
+        provenance,
+        prompt: None,
+        sample,
+    }
+}
 
 /// A session of browser measurements being recorded.
 pub struct Recording {
@@ -116,20 +141,13 @@ impl Recording {
 
     /// Store one measured message, which began `began` (the action).
     pub async fn add(&mut self, sample: &Sample, began: Instant) -> Result<(), StoreError> {
-        let row = SampleRow {
-            session_id: self.meta.id.clone(),
-            phase: self.phase,
-            dest: Destination::App {
-                path: Some(BROWSER_PATH.to_string()),
-            },
-            concurrency: self.level,
-            intended_start_ms: None,
-            actual_start_ms: began.saturating_duration_since(self.origin).as_secs_f64() * 1000.0,
-            started_at: UtcTime::from(SystemTime::now() - began.elapsed()),
-            provenance: Provenance::Measured,
-            prompt: None,
-            sample: sample.clone(),
-        };
+        let row = message_row(
+            &self.meta.id,
+            (self.phase, self.level),
+            (began, self.origin),
+            Provenance::Measured,
+            sample.clone(),
+        );
         self.store.append_sample(&row).await?;
         self.stored += 1;
         Ok(())

@@ -13,7 +13,7 @@ use firsttoken_browse::recording::Recording;
 use firsttoken_browse::{BrowseSpec, Browser, Cookie, Rounds, SecretValue, SendAction};
 use firsttoken_drive::trace::TraceContext;
 use firsttoken_plan::config::TracesSection;
-use firsttoken_record::{Connection, Sample};
+use firsttoken_record::Sample;
 use firsttoken_session::SpanReceiver;
 
 use crate::{EXIT_FAILED_REQUESTS, out};
@@ -359,15 +359,7 @@ async fn measure_all(
     };
     while let Some(round) = rounds.next(message).await? {
         for sent in round {
-            let m = &sent.measured;
-            // A first visit's first request opens connections; later messages
-            // of a warm page may reuse them (the browser's timing says).
-            let connection = if m.connect_ms.is_some() {
-                Connection::Fresh
-            } else {
-                Connection::Reused
-            };
-            let s = m.to_sample(u64::from(sent.index), sent.context, connection);
+            let s = sent.measured.to_sample(u64::from(sent.index), sent.context);
             if let Some(rec) = recording.as_deref_mut() {
                 rec.add(&s, sent.began).await?;
             }

@@ -7,14 +7,15 @@
 //! values, round-robin) or from a storage-state file; each message is
 //! stored the moment it is measured, as path `browser`.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use firsttoken_browse::recording::message_row;
 use firsttoken_browse::{BrowseSpec, Browser, Cookie, Rounds, SecretValue, SendAction};
 use firsttoken_collect::TraceRegistry;
 use firsttoken_drive::trace::TraceContext;
-use firsttoken_plan::config::{BROWSER_PATH, BrowserPhases, BrowserSection, Config};
+use firsttoken_plan::config::{BrowserPhases, BrowserSection, Config};
 use firsttoken_record::session::{Provenance, SampleRow};
-use firsttoken_record::{Connection, Destination, PhaseKind, Store, UtcTime};
+use firsttoken_record::{PhaseKind, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::{Observer, SessionError, Source, prompt_ref};
@@ -243,34 +244,18 @@ impl BrowserPart {
         };
         while let Some(round) = rounds.next(message).await.map_err(failed)? {
             for sent in round {
-                let m = &sent.measured;
-                let connection = if m.connect_ms.is_some() {
-                    Connection::Fresh
-                } else {
-                    Connection::Reused
-                };
-                let sample =
-                    m.to_sample(base_seq + u64::from(sent.index), sent.context, connection);
-                let n = prompt_of(sent.index);
-                let prompt = Some(prompt_ref(n, ctx.source.prompt(n)));
-                let row = SampleRow {
-                    session_id: ctx.session_id.to_string(),
-                    phase,
-                    dest: Destination::App {
-                        path: Some(BROWSER_PATH.to_string()),
-                    },
-                    concurrency: level,
-                    intended_start_ms: None,
-                    actual_start_ms: sent
-                        .began
-                        .saturating_duration_since(ctx.origin)
-                        .as_secs_f64()
-                        * 1000.0,
-                    started_at: UtcTime::from(SystemTime::now() - sent.began.elapsed()),
-                    provenance: ctx.provenance,
-                    prompt,
+                let sample = sent
+                    .measured
+                    .to_sample(base_seq + u64::from(sent.index), sent.context);
+                let mut row = message_row(
+                    ctx.session_id,
+                    (phase, level),
+                    (sent.began, ctx.origin),
+                    ctx.provenance,
                     sample,
-                };
+                );
+                let n = prompt_of(sent.index);
+                row.prompt = Some(prompt_ref(n, ctx.source.prompt(n)));
                 ctx.store
                     .append_sample(&row)
                     .await
