@@ -404,7 +404,9 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     let store = db.open().await;
     assert_eq!(
         store.schema_versions().await.unwrap(),
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+        vec![
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+        ]
     );
     let applied_before = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
@@ -415,7 +417,9 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     assert_eq!(again.migrate().await.unwrap(), 0);
     assert_eq!(
         again.schema_versions().await.unwrap(),
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+        vec![
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+        ]
     );
     let applied_after = db
         .raw_texts("SELECT CAST(applied_at AS TEXT) FROM schema_migrations")
@@ -717,7 +721,9 @@ async fn postgres_opened_by_two_processes_at_once_migrates_once() {
         for s in [a, b, c] {
             assert_eq!(
                 s.unwrap().schema_versions().await.unwrap(),
-                vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+                vec![
+                    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+                ]
             );
         }
     })

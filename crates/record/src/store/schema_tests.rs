@@ -108,3 +108,106 @@ fn the_engine_checks_list_exactly_the_vocabulary() {
         assert!(m.iter().find(|m| m.0 == 13).unwrap().1.contains(&list));
     }
 }
+
+/// `CHECK (col = 'a' OR col = 'b' …)` over `names`.
+fn chain(col: &str, names: &[&str]) -> String {
+    let eqs: Vec<String> = names.iter().map(|n| format!("{col} = '{n}'")).collect();
+    format!("CHECK ({})", eqs.join(" OR "))
+}
+
+#[test]
+fn sqlite_checks_phase_and_provenance_as_chains_of_the_vocabulary() {
+    use crate::session::Provenance::{Emulated, Imported, Measured, Synthetic};
+    // The latest SQLite migration that writes them (version 18 first).
+    let v18 = SQLITE_MIGRATIONS
+        .iter()
+        .rev()
+        .find(|m| m.1.contains("CHECK (phase = "))
+        .unwrap()
+        .1;
+    let phases = PhaseKind::ALL.map(PhaseKind::as_str);
+    assert!(v18.contains(&chain("phase", &phases)), "{v18}");
+    let provenances = [Measured, Emulated, Imported, Synthetic].map(|p| p.as_str());
+    assert!(v18.contains(&chain("provenance", &provenances)), "{v18}");
+    // No list of more than two constants is left for SQLite to build a
+    // b-tree of on every insert.
+    let table = &v18[v18.find("CREATE TABLE").unwrap()..v18.find(") STRICT").unwrap()];
+    for list in table.split(" IN (").skip(1) {
+        let values = list[..list.find(')').unwrap()].split(',').count();
+        assert!(values <= 2, "an IN list of {values}: {list}");
+    }
+}
+
+/// Runs SQLite's migrations `from..=to` on `conn`, as the store does.
+fn migrate_sqlite(conn: &rusqlite::Connection, from: i64, to: i64) {
+    for (v, sql) in SQLITE_MIGRATIONS {
+        if (from..=to).contains(v) {
+            conn.execute_batch(&format!("BEGIN; {sql}; COMMIT;"))
+                .unwrap_or_else(|e| panic!("version {v}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn version_18_keeps_every_row_its_id_and_the_id_counter() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    migrate_sqlite(&conn, 1, 17);
+    let sample = |seq: u32, phase: &str, provenance: &str| {
+        format!(
+            "INSERT INTO samples (session_id, seq, phase, actual_start_ms, started_at, provenance,
+                                  worker, warmup, connection, content_chunks, ttft_ms, trace_id)
+             VALUES ('s', {seq}, '{phase}', {seq}.0, '2026-12-06T10:00:00Z', '{provenance}',
+                     0, 0, 'fresh', 3, 250.5, 't{seq}')"
+        )
+    };
+    conn.execute_batch(&format!(
+        "INSERT INTO sessions (id, started_at, status, spec, seed, tool_version, host, provenance)
+             VALUES ('s', '2026-12-06T10:00:00Z', 'complete', '{{}}', '7', '0.1.0', 'h', 'measured');
+         {}; {}; {}; DELETE FROM samples WHERE seq = 2;",
+        sample(0, "ping", "measured"),
+        sample(1, "conversation", "synthetic"),
+        sample(2, "warm", "measured"),
+    ))
+    .unwrap();
+    let rows = |conn: &rusqlite::Connection| -> Vec<(i64, u32, String, String, f64)> {
+        let mut st = conn
+            .prepare("SELECT id, seq, phase, provenance, ttft_ms FROM samples ORDER BY id")
+            .unwrap();
+        st.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    let before = rows(&conn);
+    migrate_sqlite(&conn, 18, 18);
+    assert_eq!(rows(&conn), before);
+    // The deleted sample's id is not given again.
+    conn.execute_batch(&sample(3, "cold", "imported")).unwrap();
+    let id: i64 = conn
+        .query_row("SELECT id FROM samples WHERE seq = 3", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(id, 4);
+    // The checks still refuse what they refused, and the indexes are back.
+    for bad in [
+        sample(4, "lukewarm", "measured"),
+        sample(4, "warm", "invented"),
+    ] {
+        let e = conn.execute_batch(&bad).unwrap_err().to_string();
+        assert!(e.contains("CHECK"), "{e}");
+    }
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT id FROM samples WHERE trace_id = 't1'",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("samples_trace"), "{plan}");
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
