@@ -7,8 +7,10 @@
 //! binary runs, each as its own process:
 //! `import`, `report`, `report --format json` and `export`, on SQLite and,
 //! with `DATABASE_URL` set, on PostgreSQL (a schema of its own, dropped
-//! after). Wall time and peak RSS of each command are printed as a
-//! Markdown table, with the targets at 1M.
+//! after). Wall time, CPU time (user + system, the command's own: a
+//! figure that compares machines better than wall time) and peak RSS of
+//! each command are printed as a Markdown table, with the targets
+//! at 1M.
 //!
 //! `cargo bench -p firsttoken --bench read_store`
 //! (`FT_BENCH_SIZES=10000,100000` for other sizes). To time commands by
@@ -276,7 +278,7 @@ fn generate(n: usize, path: &Path) {
 }
 
 /// Child mode: run `args` (the binary, then its arguments), print `wall_s
-/// peak_rss_kb exit_code` of it.
+/// peak_rss_kb exit_code cpu_s` of it.
 fn child(args: &[String]) {
     let t = Instant::now();
     let status = Command::new(&args[0])
@@ -286,13 +288,24 @@ fn child(args: &[String]) {
         .status()
         .expect("run the command");
     let wall = t.elapsed().as_secs_f64();
-    let rss = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .map_or(-1, |u| u.max_rss());
-    println!("{wall} {rss} {}", status.code().unwrap_or(-1));
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
+    let (rss, cpu) = usage.map_or((-1, -1.0), |u| {
+        let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+        (u.max_rss(), secs(u.user_time()) + secs(u.system_time()))
+    });
+    println!("{wall} {rss} {} {cpu}", status.code().unwrap_or(-1));
 }
 
-/// `firsttoken ARGS` under a child copy of this bench: (wall s, peak RSS MB).
-fn measure(args: &[&str]) -> (f64, f64) {
+/// A command's figures.
+#[derive(Clone, Copy)]
+struct Figures {
+    wall_s: f64,
+    cpu_s: f64,
+    rss_mb: f64,
+}
+
+/// `firsttoken ARGS` under a child copy of this bench.
+fn measure(args: &[&str]) -> Figures {
     // The previous command's writes (a 1.4 GB export, a store) flushed
     // first: no command is timed while the kernel writes another's back.
     let _ = Command::new("sync").status();
@@ -309,11 +322,15 @@ fn measure(args: &[&str]) -> (f64, f64) {
         .filter_map(|x| x.parse().ok())
         .collect();
     assert!(
-        v.len() == 3 && v[2] == 0.0,
+        v.len() == 4 && v[2] == 0.0,
         "firsttoken {args:?} failed: {text} {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (v[0], v[1] / 1024.0)
+    Figures {
+        wall_s: v[0],
+        rss_mb: v[1] / 1024.0,
+        cpu_s: v[3],
+    }
 }
 
 /// A PostgreSQL schema of its own for `tag`, dropped on drop.
@@ -366,7 +383,7 @@ impl Drop for PgSchema {
 struct Row {
     store: &'static str,
     n: usize,
-    cells: Vec<(f64, f64)>,
+    cells: Vec<Figures>,
 }
 
 fn run_store(store: &'static str, url: &str, n: usize, export: &Path, out: &Path) -> Row {
@@ -457,7 +474,12 @@ fn main() {
         let cells: Vec<String> = r
             .cells
             .iter()
-            .map(|(s, mb)| format!("{s:.2} s, {mb:.0} MB"))
+            .map(|f| {
+                format!(
+                    "{:.2} s ({:.1} s CPU), {:.0} MB",
+                    f.wall_s, f.cpu_s, f.rss_mb
+                )
+            })
             .collect();
         println!("| {} | {} | {} |", r.store, r.n, cells.join(" | "));
     }

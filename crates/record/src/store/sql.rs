@@ -374,15 +374,7 @@ impl Store {
             select_as_text(table, cols, json)
         );
         let columns = Columns::new(cols);
-        let each = |st: &mut S, row: &dyn RowRef| {
-            f(
-                st,
-                &Named {
-                    row,
-                    columns: &columns,
-                },
-            )
-        };
+        let each = |st: &mut S, row: &dyn RowRef| f(st, &Named::new(row, &columns));
         let cells = vec![Cell::Text(session_id.to_owned())];
         self.scan(op, &sql, cells, state, each).await
     }
@@ -474,17 +466,40 @@ impl RowGet for &dyn RowAny {
 pub(crate) struct Named<'a> {
     pub row: &'a dyn RowRef,
     pub columns: &'a Columns,
+    /// Columns looked up so far in this row.
+    looked: std::cell::Cell<usize>,
+}
+
+impl<'a> Named<'a> {
+    /// Row `row` of a scan selecting `columns`.
+    pub(crate) fn new(row: &'a dyn RowRef, columns: &'a Columns) -> Named<'a> {
+        Named {
+            row,
+            columns,
+            looked: std::cell::Cell::new(0),
+        }
+    }
 }
 
 /// Column names and where each stands in a select list.
 pub(crate) struct Columns {
+    names: Vec<&'static str>,
     index: std::collections::HashMap<&'static str, usize, BuildHasherDefault<Fnv>>,
+    /// For the k-th lookup of a row, the column the k-th lookup of the
+    /// row before found: a reader asks for the same columns in the same
+    /// order every row, so the guess, checked by name, is nearly always
+    /// right and the hash is skipped.
+    guess: Vec<std::sync::atomic::AtomicUsize>,
 }
 
 impl Columns {
     pub(crate) fn new(names: &[&'static str]) -> Columns {
         Columns {
+            names: names.to_vec(),
             index: names.iter().enumerate().map(|(i, n)| (*n, i)).collect(),
+            guess: (0..2 * names.len())
+                .map(|_| std::sync::atomic::AtomicUsize::new(usize::MAX))
+                .collect(),
         }
     }
 }
@@ -517,11 +532,25 @@ impl Hasher for Fnv {
 
 impl Named<'_> {
     fn at(&self, col: &str) -> Result<usize, String> {
-        self.columns
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = self.columns;
+        let k = self.looked.get();
+        self.looked.set(k + 1);
+        let guess = c.guess.get(k);
+        if let Some(i) = guess.map(|g| g.load(Relaxed))
+            && c.names.get(i) == Some(&col)
+        {
+            return Ok(i);
+        }
+        let i = c
             .index
             .get(col)
             .copied()
-            .ok_or_else(|| format!("{col}: not selected"))
+            .ok_or_else(|| format!("{col}: not selected"))?;
+        if let Some(g) = guess {
+            g.store(i, Relaxed);
+        }
+        Ok(i)
     }
 }
 
@@ -548,6 +577,11 @@ impl RowGet for Named<'_> {
             .map_err(|e| format!("{col}: {e}"))
     }
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
+        self.typed_json(col)
+    }
+    /// Parsed from the column's text straight into `T`, with no
+    /// `serde_json::Value` between.
+    fn typed_json<T: serde::de::DeserializeOwned>(&self, col: &str) -> Result<Option<T>, String> {
         match self
             .row
             .str_at(self.at(col)?)
