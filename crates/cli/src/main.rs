@@ -47,6 +47,7 @@ mod report;
 mod runs;
 mod session;
 mod shape;
+mod store_arg;
 mod watch;
 
 use std::process::ExitCode;

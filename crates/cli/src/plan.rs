@@ -137,7 +137,7 @@ pub async fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         a.by.as_deref()
             .map(|k| k.parse().map_err(|e| anyhow::anyhow!("--by {k:?}: {e}")))
             .transpose()?;
-    let url = crate::session::store_url(
+    let url = crate::store_arg::store_url(
         a.store.as_deref(),
         a.config.is_file().then_some(a.config.as_path()),
     )?;

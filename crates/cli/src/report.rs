@@ -52,9 +52,9 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let options = LoadOptions {
         rows: a.format == Format::Html,
     };
-    let url = crate::session::store_url(
+    let url = crate::store_arg::store_url(
         a.store.as_deref(),
-        crate::session::config_or_default(a.config.as_deref()),
+        crate::store_arg::config_or_default(a.config.as_deref()),
     )?;
     let store = Store::open_existing(&url).await?;
     let loaded = load(&store, &selection, options).await?;

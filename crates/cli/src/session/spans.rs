@@ -14,8 +14,8 @@ use firsttoken_collect::import::{ImportError, SpanCap, import_otlp_lines};
 use firsttoken_record::span::MAX_SPANS_PER_SESSION;
 use firsttoken_report::words;
 
-use super::StoreArg;
 use crate::EXIT_FAILED_REQUESTS;
+use crate::store_arg::StoreArg;
 
 /// `firsttoken import-spans`.
 #[derive(Debug, Args)]

@@ -61,7 +61,7 @@
 //!   a session deletes its samples explicitly.
 //! - version 18 rewrites SQLite's `phase` and `provenance` `CHECK`s from
 //!   `IN (…)` to chains of `=`, the same names (SQLite built a temporary
-//!   b-tree of each list on every one-row `INSERT`: a fifth of a bulk
+//!   b-tree of each list on every one-row `INSERT`: a sixth of a bulk
 //!   import's CPU); `samples` is rebuilt, its rows, ids and counter kept.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.

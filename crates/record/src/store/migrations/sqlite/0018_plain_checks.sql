@@ -2,7 +2,7 @@
 -- before, each as a chain of `=` where it was `IN (…)`. SQLite checks a
 -- constant `IN` list of more than two values by building a temporary
 -- b-tree of it, once per statement run: for a one-row INSERT, twice a row.
--- Importing 1,000,000 samples spent a fifth of its CPU on that (the same
+-- Importing 1,000,000 samples spent about a sixth of its CPU on that (the same
 -- store with only these two CHECKs rewritten: 16.4 s for 1M samples where
 -- it was 19.7-22.5 s, user CPU 24 s where it was 28-33 s). SQLite cannot
 -- change a CHECK, so samples is rebuilt as in version 12: every column
