@@ -15,9 +15,9 @@ use firsttoken_record::store::{Store, mask_url};
 use firsttoken_report::words;
 
 use firsttoken_session::DEFAULT_STORE;
-pub use run::{RunArgs, run};
 
 use crate::store_arg::{DEFAULT_CONFIG_FILE, StoreArg, config_or_default};
+pub use run::{RunArgs, run};
 pub use spans::{ImportSpansArgs, import_spans};
 
 /// `firsttoken init`.

@@ -464,8 +464,8 @@ impl RowGet for &dyn RowAny {
 /// list in order (built from the same names), JSON columns selected as
 /// text ([`select_as_text`]).
 pub(crate) struct Named<'a> {
-    pub row: &'a dyn RowRef,
-    pub columns: &'a Columns,
+    row: &'a dyn RowRef,
+    columns: &'a Columns,
     /// Columns looked up so far in this row.
     looked: std::cell::Cell<usize>,
 }
@@ -504,10 +504,10 @@ impl Columns {
     }
 }
 
-/// FNV-1a for [`Columns`]: a scan looks a column up by name once a column
-/// a row (50 million times exporting a million samples), and std's
-/// SipHash, made to resist chosen keys these fixed names never are, was a
-/// tenth of the export's time.
+/// FNV-1a for [`Columns`]: when its guess misses, a scan looks a column
+/// up by name, and std's SipHash, made to resist chosen keys these fixed
+/// names never are, was a tenth of a million-sample export's time when
+/// every lookup hashed.
 #[derive(Default)]
 pub(crate) struct Fnv(u64);
 

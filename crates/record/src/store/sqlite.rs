@@ -160,6 +160,26 @@ fn read_only_connection(
     Ok((conn, current))
 }
 
+/// `PRAGMA journal_mode = WAL`, waiting up to [`BUSY_TIMEOUT`] while the
+/// store is busy. SQLite answers this pragma's busy case at once, without
+/// the busy handler: while another process writes a new store's first
+/// transaction (its migrations), the file still looks empty and not yet
+/// WAL, and switching it needs the lock that process holds.
+fn wal_mode(conn: &rusqlite::Connection) -> rusqlite::Result<String> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 fn open_connection(path: &str, mode: OpenMode) -> Result<rusqlite::Connection, StoreError> {
     let err = |e| error::sqlite("open", path, e);
     let create = match mode {
@@ -172,9 +192,7 @@ fn open_connection(path: &str, mode: OpenMode) -> Result<rusqlite::Connection, S
     )
     .map_err(err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .map_err(err)?;
+    let mode = wal_mode(&conn).map_err(err)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Invalid {
             op: "open",
