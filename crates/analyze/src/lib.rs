@@ -97,7 +97,7 @@ pub use firsttoken_stats::{
     Ci, Estimate, Percentile, PercentileParseError, Samples, Settings, Stat, StatsError, bootstrap,
     estimate, min_n, percentile, percentile_sorted, rank,
 };
-pub use frame::{Frame, FrameBuilder, Metric, PhaseKind};
+pub use frame::{Frame, FrameBuilder, Metric, PhaseKind, STORED_FRAME_FORMAT, StoredFrame};
 pub use group::{
     Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, group_in_slice,
     headline_keys,
@@ -127,6 +127,12 @@ pub enum AnalyzeError {
         field: &'static str,
         /// The value.
         value: f64,
+    },
+    /// Bytes read as a stored frame that are not one (see [`StoredFrame`]).
+    #[error("the stored frame cannot be read: {why}")]
+    StoredFrame {
+        /// What is wrong with it.
+        why: String,
     },
     /// The same session given twice.
     #[error("session {id} is listed twice")]

@@ -5,7 +5,8 @@
 //! on app requests, TLS on fresh connections, a trace id on every request
 //! and server spans for the first 200 app requests), then the release
 //! binary runs, each as its own process:
-//! `import`, `report`, `report --format json` and `export`, on SQLite and,
+//! `import`, `report` twice (the first stores the session's frame, the
+//! second reads it), `report --format json` and `export`, on SQLite and,
 //! with `DATABASE_URL` set, on PostgreSQL (a schema of its own, dropped
 //! after). Wall time, CPU time (user + system, the command's own: a
 //! figure that compares machines better than wall time) and peak RSS of
@@ -390,6 +391,9 @@ fn run_store(store: &'static str, url: &str, n: usize, export: &Path, out: &Path
     let e = export.to_str().expect("a UTF-8 path");
     let o = out.to_str().expect("a UTF-8 path");
     let import = measure(&["import", "--store", url, e]);
+    // The first report reads the rows and stores the session's frame
+    // (from `STORED_FRAME_MIN_ROWS` samples); the next ones read that.
+    let first = measure(&["report", "--store", url]);
     let report = measure(&["report", "--store", url]);
     let json = measure(&["report", "--store", url, "--format", "json"]);
     // The imported session has a new id: export the only one there is.
@@ -414,7 +418,7 @@ fn run_store(store: &'static str, url: &str, n: usize, export: &Path, out: &Path
     Row {
         store,
         n,
-        cells: vec![import, report, json, exported],
+        cells: vec![import, first, report, json, exported],
     }
 }
 
@@ -468,8 +472,10 @@ fn main() {
             let _ = std::fs::remove_file(f);
         }
     }
-    println!("| store | samples | import | report | report --format json | export |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| store | samples | import | first report (stores the frame) | report | report --format json | export |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for r in &rows {
         let cells: Vec<String> = r
             .cells
@@ -484,6 +490,6 @@ fn main() {
         println!("| {} | {} | {} |", r.store, r.n, cells.join(" | "));
     }
     println!(
-        "targets at 1,000,000: import ≤ 15 s and ≤ 200 MB; report (terminal, JSON) ≤ 2 s and ≤ 300 MB on SQLite, ≤ 4 s on PostgreSQL; export ≤ 10 s and ≤ 100 MB"
+        "targets at 1,000,000: import ≤ 15 s and ≤ 200 MB; report (terminal, JSON) ≤ 2 s and ≤ 300 MB on SQLite, ≤ 4 s on PostgreSQL; export ≤ 10 s and ≤ 100 MB (the first report after an import also stores the frame: it is timed apart)"
     );
 }

@@ -604,7 +604,10 @@ async fn report(store_url: &str, ids: &[String], html: &std::path::Path) -> anyh
     let loaded = load(
         &store,
         &Selection::Sessions(ids.to_vec()),
-        LoadOptions { rows: true },
+        LoadOptions {
+            rows: true,
+            ..LoadOptions::default()
+        },
     )
     .await?;
     let analysis = analyse(&loaded, &[GroupKey::CodeVersion, GroupKey::Path]);

@@ -51,6 +51,7 @@ pub async fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let options = LoadOptions {
         rows: a.format == Format::Html,
+        ..LoadOptions::default()
     };
     let url = crate::store_arg::store_url(
         a.store.as_deref(),

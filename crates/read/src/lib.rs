@@ -42,11 +42,15 @@ mod load;
 pub mod pilot;
 pub mod pool;
 pub mod run;
+#[cfg(test)]
+mod stored_tests;
 mod study;
 #[cfg(test)]
 mod testutil;
 
-pub use load::{LoadOptions, Loaded, Selection, SpanData, load, select_sessions};
+pub use load::{
+    LoadOptions, Loaded, STORED_FRAME_MIN_ROWS, Selection, SpanData, load, select_sessions,
+};
 pub use study::{analyse, span_groups};
 
 use firsttoken_analyze::AnalyzeError;

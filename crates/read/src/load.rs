@@ -1,22 +1,27 @@
 //! Loading a selection: sessions (or a run) → frame, spans, rows.
 //!
-//! The frame is filled from the store one row at a time
+//! Each session's frame is filled from the store one row at a time
 //! ([`Store::scan_views_parts`]): a report over a million samples holds
 //! the frame (~180 bytes a row) and never a million row objects. A large
 //! session is read in two halves at once, each into a clone of the empty
-//! builder, joined in order ([`FrameBuilder::append`]). Whole rows
+//! builder, joined in order ([`FrameBuilder::append`]). A large finished
+//! session's frame is then stored as bytes beside its samples, and read
+//! from there while its samples stay the same ([`STORED_FRAME_MIN_ROWS`],
+//! [`firsttoken_analyze::StoredFrame`]). Whole rows
 //! are read only where a figure needs them: the counted samples whose
 //! trace id a stored span carries (the span join), and, when asked, the
 //! counted successful samples (the HTML page plots single requests).
 
 use std::collections::{BTreeMap, HashSet};
 
-use firsttoken_analyze::{AnalyzeError, Frame, FrameBuilder, Settings};
+use firsttoken_analyze::{
+    AnalyzeError, Frame, FrameBuilder, STORED_FRAME_FORMAT, Settings, StoredFrame,
+};
 use firsttoken_record::EngineScrape;
 use firsttoken_record::run::RunView;
-use firsttoken_record::session::{SampleRow, SessionMeta};
+use firsttoken_record::session::{SampleRow, SessionMeta, SessionStatus};
 use firsttoken_record::span::SpanRow;
-use firsttoken_record::store::{PARALLEL_MIN_ROWS, SampleFilter, Store};
+use firsttoken_record::store::{FrameStamp, PARALLEL_MIN_ROWS, SampleFilter, Store};
 
 use crate::ReadError;
 use crate::run::{self, Counted};
@@ -39,12 +44,27 @@ impl Selection {
     }
 }
 
-/// What to read besides the frame.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What to read besides the frame, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Also keep the counted, successful samples as whole rows
     /// ([`Loaded::rows`]), for plots of single requests.
     pub rows: bool,
+    /// Sessions of at least this many samples are read from their stored
+    /// frame, and store one when it is missing or stale (see
+    /// [`STORED_FRAME_MIN_ROWS`]); `None`: every frame read from its rows,
+    /// none stored.
+    pub stored_frames_from: Option<u64>,
+}
+
+impl Default for LoadOptions {
+    /// No rows; stored frames from [`STORED_FRAME_MIN_ROWS`] samples.
+    fn default() -> LoadOptions {
+        LoadOptions {
+            rows: false,
+            stored_frames_from: Some(STORED_FRAME_MIN_ROWS),
+        }
+    }
 }
 
 /// The server spans of the sessions that have any, with what their join
@@ -137,12 +157,127 @@ pub async fn load(
     }
 }
 
-/// The frame of one session folded in, keeping only `keep`'s samples.
+/// A part of one session's frame being read, keeping only `keep`'s samples.
 struct Fold {
     builder: FrameBuilder,
     keep: Option<HashSet<(u64, bool)>>,
     /// The first row analysis refused; the rest are skipped.
     refused: Option<AnalyzeError>,
+}
+
+/// Sessions with fewer samples are read from their rows every time: their
+/// stored frame would save little (see [`session_frame`]).
+pub const STORED_FRAME_MIN_ROWS: u64 = PARALLEL_MIN_ROWS;
+
+/// Session `s`'s frame (only `keep`'s samples, when given). A session of
+/// at least `from` samples ([`LoadOptions::stored_frames_from`]) read whole is read from its
+/// stored frame when the store holds one made from its samples as they are
+/// now; otherwise from its rows, and then, unless it is still running, its
+/// frame is stored for the next reader. A store that cannot take it (read
+/// only, busy, full) is left as it was: the frame read from the rows is
+/// the same either way.
+async fn session_frame(
+    store: &Store,
+    s: &SessionMeta,
+    keep: Option<&HashSet<(u64, bool)>>,
+    from: Option<u64>,
+) -> Result<FrameBuilder, ReadError> {
+    let stamp = match (keep, from) {
+        // A run keeps some of a session's rows: those are read.
+        (Some(_), _) | (_, None) => None,
+        (None, Some(from)) => store
+            .frame_stamp(&s.id, STORED_FRAME_FORMAT)
+            .await?
+            .filter(|st| st.samples >= from),
+    };
+    if let Some(stamp) = stamp
+        && let Some(stored) = stored_frame(store, &s.id, stamp).await?
+    {
+        return Ok(stored);
+    }
+    let frame = scan_frame(store, s, keep).await?;
+    if let Some(stamp) = stamp
+        && s.status != SessionStatus::Running
+        && frame.len() as u64 == stamp.samples
+    {
+        let _ = store
+            .put_stored_frame(&s.id, stamp, frame.stored_chunks())
+            .await;
+    }
+    Ok(frame)
+}
+
+/// The frame stored for `id` under `stamp`, whole; `None` when there is
+/// none, or it is not whole or not readable (then the rows are read).
+async fn stored_frame(
+    store: &Store,
+    id: &str,
+    stamp: FrameStamp,
+) -> Result<Option<FrameBuilder>, ReadError> {
+    let Some(head) = store.stored_frame_chunk(id, stamp, 0).await? else {
+        return Ok(None);
+    };
+    let Ok(mut frame) = StoredFrame::new(&head) else {
+        return Ok(None);
+    };
+    if frame.rows() != stamp.samples {
+        return Ok(None);
+    }
+    // Chunks 1, 2, … until every row arrived: a missing one ends it.
+    let mut k = 1;
+    while !frame.is_whole() {
+        let Some(chunk) = store.stored_frame_chunk(id, stamp, k).await? else {
+            return Ok(None);
+        };
+        if frame.add(&chunk).is_err() {
+            return Ok(None);
+        }
+        k += 1;
+    }
+    Ok(frame.finish().ok())
+}
+
+/// Session `s`'s frame read from its rows (only `keep`'s): a large session
+/// in two parts at once, each into a clone of the empty builder, joined in
+/// order.
+async fn scan_frame(
+    store: &Store,
+    s: &SessionMeta,
+    keep: Option<&HashSet<(u64, bool)>>,
+) -> Result<FrameBuilder, ReadError> {
+    let empty = FrameBuilder::new(std::slice::from_ref(s))?;
+    let part = || Fold {
+        builder: empty.clone(),
+        keep: keep.cloned(),
+        refused: None,
+    };
+    let mut parts = store
+        .scan_views_parts(&s.id, PARALLEL_MIN_ROWS, part(), part, |f, v| {
+            if f.refused.is_some()
+                || f.keep
+                    .as_ref()
+                    .is_some_and(|k| !k.contains(&(v.seq, v.warmup)))
+            {
+                return Ok(());
+            }
+            if let Err(e) = f.builder.push_view(v) {
+                f.refused = Some(e);
+            }
+            Ok(())
+        })
+        .await?
+        .into_iter();
+    let mut fold = parts.next().expect("the scan gives the first part back");
+    for part in parts {
+        if fold.refused.is_none() {
+            fold.refused = part.refused;
+        }
+        fold.builder.append(part.builder);
+    }
+    match fold.refused {
+        Some(e) => Err(e.into()),
+        None => Ok(fold.builder),
+    }
 }
 
 /// Sessions → frame (every session's samples, or `counted`'s), spans and
@@ -153,14 +288,7 @@ async fn read(
     counted: Option<&Counted>,
     options: LoadOptions,
 ) -> Result<Loaded, ReadError> {
-    // Each part of a session read at once folds into a clone of the empty
-    // builder, appended in order after.
-    let empty = FrameBuilder::new(&sessions)?;
-    let mut fold = Fold {
-        builder: empty.clone(),
-        keep: None,
-        refused: None,
-    };
+    let mut frame = FrameBuilder::new(&sessions)?;
     let mut spans = SpanData {
         groups: crate::span_groups(&sessions),
         ..SpanData::default()
@@ -172,38 +300,7 @@ async fn read(
         let keep = counted.map(|c| c.of(&s.id));
         let kept =
             |r: &SampleRow| keep.is_none_or(|k| k.contains(&(r.sample.seq, r.sample.warmup)));
-        fold.keep = keep.cloned();
-        let later = || Fold {
-            builder: empty.clone(),
-            keep: keep.cloned(),
-            refused: None,
-        };
-        let mut parts = store
-            .scan_views_parts(&s.id, PARALLEL_MIN_ROWS, fold, later, |f, v| {
-                if f.refused.is_some()
-                    || f.keep
-                        .as_ref()
-                        .is_some_and(|k| !k.contains(&(v.seq, v.warmup)))
-                {
-                    return Ok(());
-                }
-                if let Err(e) = f.builder.push_view(v) {
-                    f.refused = Some(e);
-                }
-                Ok(())
-            })
-            .await?
-            .into_iter();
-        fold = parts.next().expect("the scan gives the first part back");
-        for part in parts {
-            if fold.refused.is_none() {
-                fold.refused = part.refused;
-            }
-            fold.builder.append(part.builder);
-        }
-        if let Some(e) = fold.refused.take() {
-            return Err(e.into());
-        }
+        frame.append(session_frame(store, s, keep, options.stored_frames_from).await?);
         // Sessions without spans (no receiver, or nothing arrived) stay out
         // of the join: "no span" would be noise there.
         if store.span_count(&s.id).await? > 0 {
@@ -236,7 +333,7 @@ async fn read(
     }
     Ok(Loaded {
         sessions,
-        frame: fold.builder.finish(),
+        frame: frame.finish(),
         rows,
         spans,
         run: None,
@@ -350,7 +447,10 @@ mod tests {
         let loaded = load(
             &store,
             &Selection::Run("r".into()),
-            LoadOptions { rows: true },
+            LoadOptions {
+                rows: true,
+                ..LoadOptions::default()
+            },
         )
         .await
         .unwrap();

@@ -157,6 +157,13 @@ fn write_csv_record(w: &mut impl Write, r: &SampleRow) -> std::io::Result<()> {
             Cell::Bool(b) => write!(w, "{b}")?,
             Cell::Text(s) => write_csv_field(w, s)?,
             Cell::Json(v) => write_csv_field(w, &v.to_string())?,
+            // No sample column is a blob.
+            Cell::Bytes(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("sample column {} holds bytes", SAMPLE_COLUMNS[i]),
+                ));
+            }
         }
     }
     w.write_all(b"\r\n")

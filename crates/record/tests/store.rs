@@ -405,7 +405,7 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     assert_eq!(
         store.schema_versions().await.unwrap(),
         vec![
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
         ]
     );
     let applied_before = db
@@ -418,7 +418,7 @@ async fn running_migrations_again_is_a_no_op(db: TestDb) {
     assert_eq!(
         again.schema_versions().await.unwrap(),
         vec![
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
         ]
     );
     let applied_after = db
@@ -722,7 +722,7 @@ async fn postgres_opened_by_two_processes_at_once_migrates_once() {
             assert_eq!(
                 s.unwrap().schema_versions().await.unwrap(),
                 vec![
-                    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+                    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
                 ]
             );
         }

@@ -75,7 +75,7 @@ async fn a_version_1_store_migrates_and_then_refuses_unknown_phases(db: TestDb) 
     assert_eq!(
         store.schema_versions().await.unwrap(),
         vec![
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
         ]
     );
     let meta = store.session("old").await.unwrap().expect("session kept");

@@ -2,17 +2,18 @@
 //! a clone of one builder, fed a later range of rows) is the frame one
 //! builder fed every row would have made.
 
-use super::{FrameBuilder, NONE};
+use super::{FrameBuilder, NONE, Obs};
 
 /// Rows moved at a time by [`FrameBuilder::append`].
 const APPEND_CHUNK: usize = 1 << 16;
 
 impl FrameBuilder {
     /// Adds `later`'s rows after this builder's, as if they had been
-    /// pushed here: `later` must be a clone of a builder made from the same
-    /// sessions (its rows name sessions by the same index), fed the rows
-    /// that follow this builder's. Its strings, Server-Timing lists and
-    /// sessions are interned here and its row numbers shifted.
+    /// pushed here: `later` is a clone of this builder's empty self fed the
+    /// rows that follow, or a builder of some of the same sessions (one
+    /// session's frame, read or stored on its own). Its strings,
+    /// Server-Timing lists and sessions are found here by value (a session
+    /// new here is added without labels) and its row numbers shifted.
     pub fn append(&mut self, later: FrameBuilder) {
         let offset = self.obs.len() as u32;
         let timing_offset = self.timings.len() as u32;
@@ -38,26 +39,39 @@ impl FrameBuilder {
             .iter()
             .map(|s| self.session(&s.id))
             .collect();
-        self.timings.extend_from_slice(&later.timings);
-        // Moved a chunk at a time, the rest of `later`'s rows shrunk after
-        // each, so the two builders' rows never take twice their memory.
-        let mut rest = later.obs;
-        while !rest.is_empty() {
-            let chunk = rest.len().min(APPEND_CHUNK);
-            self.obs.extend(rest.drain(..chunk).map(|mut o| {
-                o.session = sessions[o.session as usize];
-                o.path = string(o.path);
-                o.strategy = string(o.strategy);
-                o.provider = string(o.provider);
-                o.route = string(o.route);
-                o.prompt = string(o.prompt);
-                o.timing_start += timing_offset;
-                if o.timing_shape != NONE {
-                    o.timing_shape = shapes[o.timing_shape as usize];
-                }
-                o
-            }));
-            rest.shrink_to_fit();
+        let renumber = |o: &mut Obs| {
+            o.session = sessions[o.session as usize];
+            o.path = string(o.path);
+            o.strategy = string(o.strategy);
+            o.provider = string(o.provider);
+            o.route = string(o.route);
+            o.prompt = string(o.prompt);
+            o.timing_start += timing_offset;
+            if o.timing_shape != NONE {
+                o.timing_shape = shapes[o.timing_shape as usize];
+            }
+        };
+        if self.obs.is_empty() && self.timings.is_empty() {
+            // Nothing here yet: `later`'s rows are taken as they lie and
+            // renumbered in place (a million-row session's frame is not
+            // copied).
+            self.timings = later.timings;
+            self.obs = later.obs;
+            self.obs.iter_mut().for_each(renumber);
+        } else {
+            self.timings.extend_from_slice(&later.timings);
+            // Moved a chunk at a time, the rest of `later`'s rows shrunk
+            // after each, so the two builders' rows never take twice their
+            // memory.
+            let mut rest = later.obs;
+            while !rest.is_empty() {
+                let chunk = rest.len().min(APPEND_CHUNK);
+                self.obs.extend(rest.drain(..chunk).map(|mut o| {
+                    renumber(&mut o);
+                    o
+                }));
+                rest.shrink_to_fit();
+            }
         }
         for mut f in later.flows {
             f.row += offset;
@@ -77,7 +91,7 @@ impl FrameBuilder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use firsttoken_record::session::Provenance::Measured;
     use firsttoken_record::session::SampleRow;
 
@@ -87,7 +101,7 @@ mod tests {
 
     /// A frame as its rows' observable content: every row's fields with
     /// strings resolved, the index lists, the flow and turn rows.
-    fn content(f: &Frame) -> String {
+    pub(crate) fn content(f: &Frame) -> String {
         let rows: Vec<String> = f
             .obs
             .iter()
@@ -136,7 +150,7 @@ mod tests {
 
     /// Rows of two sessions whose later rows bring strings, Server-Timing
     /// lists, flow steps and turns the earlier ones do not have.
-    fn rows() -> Vec<SampleRow> {
+    pub(crate) fn rows() -> Vec<SampleRow> {
         let mut out = Vec::new();
         for i in 0..12u64 {
             let session = if i < 7 { "a" } else { "b" };

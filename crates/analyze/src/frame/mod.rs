@@ -21,6 +21,7 @@ use std::sync::Arc;
 use firsttoken_record::session::{Provenance, SampleRow, SessionMeta};
 use firsttoken_record::vocab::{UtcDay, UtcTime};
 use firsttoken_record::{Clock, ErrorKind, HandshakeKind, SampleView};
+use serde::{Deserialize, Serialize};
 
 use crate::AnalyzeError;
 
@@ -33,7 +34,7 @@ pub use firsttoken_record::vocab::PhaseKind;
 pub use crate::metric::Metric;
 
 /// One row as analysis sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Obs {
     pub ttft: f64,
     /// First tool call, ms (NaN when the answer called no tool).
@@ -175,7 +176,7 @@ const PHASES: usize = PhaseKind::ALL.len();
 
 /// A conversation turn's row: its number, the messages held before it
 /// and the measured request's body size.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TurnRow {
     pub row: u32,
     pub turn: u32,
@@ -194,7 +195,7 @@ impl Frame {
 }
 
 /// A flow row's earlier steps: (interned name, ms), in order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct FlowRow {
     pub row: u32,
     pub steps: Vec<(u32, f64)>,
@@ -380,6 +381,16 @@ impl FrameBuilder {
         Ok(b)
     }
 
+    /// Rows added so far.
+    pub fn len(&self) -> usize {
+        self.obs.len()
+    }
+
+    /// True before any row is added.
+    pub fn is_empty(&self) -> bool {
+        self.obs.is_empty()
+    }
+
     /// Make room for `additional` rows.
     pub fn reserve(&mut self, additional: usize) {
         self.obs.reserve(additional);
@@ -560,14 +571,19 @@ impl FrameBuilder {
                 request_bytes: v.request_bytes.unwrap_or(0),
             });
         }
+        self.index_row(&obs, i);
+        self.obs.push(obs);
+        Ok(())
+    }
+
+    /// Lists row `i` (`o`) in the (provenance, phase) index.
+    fn index_row(&mut self, o: &Obs, i: u32) {
         // A warm request on a new connection is no warm request: left out
         // of the warm index, so warm figures describe warm connections
         // only; the connection finding counts it ([`crate::engine`]).
-        if !obs.reconnected_warm() {
-            self.frame.index[prov_index(v.provenance) * PHASES + phase.index()].push(i);
+        if !o.reconnected_warm() {
+            self.frame.index[prov_index(o.provenance) * PHASES + o.phase.index()].push(i);
         }
-        self.obs.push(obs);
-        Ok(())
     }
 
     /// The index of the list of Server-Timing names `names` (`NONE` for
@@ -694,6 +710,9 @@ impl Hasher for FxHasher {
 pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 
 mod append;
+mod stored;
+
+pub use stored::{STORED_FRAME_FORMAT, StoredFrame};
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,9 @@
 //!   (version 6) the arrival clock, the user-space first-token stamp, the
 //!   client lag at the first token and how many events shared its read;
 //! - `spans`: the app's server-side spans of a session ([`SPAN_COLUMNS`]),
-//!   stored in batches up to a per-session cap ([`Store::append_spans`]).
+//!   stored in batches up to a per-session cap ([`Store::append_spans`]);
+//! - `session_frames` (version 19): a large session's frame as bytes,
+//!   stamped with the samples it was made from ([`FrameStamp`]).
 //!
 //! Column decisions, the same in both backends: `*_at` times are
 //! [`UtcTime`](crate::vocab::UtcTime) as RFC 3339 UTC text (text order is
@@ -59,6 +61,7 @@
 mod bounds;
 mod error;
 mod flat_json;
+mod frames;
 mod imported;
 mod migrate;
 mod postgres;
@@ -76,6 +79,7 @@ mod view;
 use std::path::Path;
 
 pub use error::{StoreError, mask_url};
+pub use frames::FrameStamp;
 pub(crate) use imported::{IMPORT_BATCH_ROWS, SampleBatches};
 pub use postgres::PgStore;
 pub use redact::{REDACTED, is_secret_header, redact_spec};

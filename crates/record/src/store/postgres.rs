@@ -60,6 +60,7 @@ impl ToSql for Cell {
             Cell::Text(s) => s.to_sql_checked(ty, out),
             Cell::Bool(b) => b.to_sql_checked(ty, out),
             Cell::Json(v) => v.to_sql_checked(ty, out),
+            Cell::Bytes(b) => b.to_sql_checked(ty, out),
         }
     }
 
@@ -73,6 +74,9 @@ impl ToSql for Cell {
 
 impl RowGet for tokio_postgres::Row {
     fn opt_f64(&self, col: &str) -> Result<Option<f64>, String> {
+        self.try_get(col).map_err(|e| format!("{col}: {e}"))
+    }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String> {
         self.try_get(col).map_err(|e| format!("{col}: {e}"))
     }
     fn opt_i64(&self, col: &str) -> Result<Option<i64>, String> {

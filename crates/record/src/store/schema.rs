@@ -63,6 +63,10 @@
 //!   `IN (…)` to chains of `=`, the same names (SQLite built a temporary
 //!   b-tree of each list on every one-row `INSERT`: a sixth of a bulk
 //!   import's CPU); `samples` is rebuilt, its rows, ids and counter kept.
+//! - version 19 adds `session_frames`: a large finished session's frame as
+//!   bytes, stamped with the samples it was made from (see
+//!   [`super::frames`]). A later migration that changes stored sample
+//!   values must empty it.
 //!
 //! The migrations are SQL files under `store/migrations/<backend>/`.
 
@@ -99,6 +103,10 @@ pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str)] = &[
     ),
     (17, include_str!("migrations/sqlite/0017_samples_no_fk.sql")),
     (18, include_str!("migrations/sqlite/0018_plain_checks.sql")),
+    (
+        19,
+        include_str!("migrations/sqlite/0019_session_frames.sql"),
+    ),
 ];
 
 /// Ordered migrations for PostgreSQL: `(version, SQL)`, the same logical schema.
@@ -138,6 +146,10 @@ pub(crate) const POSTGRES_MIGRATIONS: &[(i64, &str)] = &[
     (
         18,
         include_str!("migrations/postgres/0018_plain_checks.sql"),
+    ),
+    (
+        19,
+        include_str!("migrations/postgres/0019_session_frames.sql"),
     ),
 ];
 
@@ -280,6 +292,8 @@ pub(crate) enum Cell {
     Text(String),
     Bool(bool),
     Json(serde_json::Value),
+    /// A `BLOB` (SQLite) or `BYTEA` (PostgreSQL).
+    Bytes(Vec<u8>),
 }
 
 fn real(name: &str, v: f64) -> Result<Cell, String> {
@@ -581,6 +595,11 @@ pub(crate) trait RowGet {
     fn opt_text(&self, col: &str) -> Result<Option<String>, String>;
     fn bool(&self, col: &str) -> Result<bool, String>;
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String>;
+    /// A `BLOB` / `BYTEA` column. Rows of a scan (read by name from copied
+    /// cells) carry no bytes: there it is an error.
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String> {
+        Err(format!("{col}: bytes are not read from this kind of row"))
+    }
 
     fn f64(&self, col: &str) -> Result<f64, String> {
         self.opt_f64(col)?.ok_or_else(|| format!("{col} is NULL"))

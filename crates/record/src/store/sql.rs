@@ -421,6 +421,7 @@ pub(crate) trait RowAny {
     fn get_text(&self, col: &str) -> Result<Option<String>, String>;
     fn get_json(&self, col: &str) -> Result<Option<serde_json::Value>, String>;
     fn get_bool(&self, col: &str) -> Result<bool, String>;
+    fn get_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String>;
 }
 
 impl<T: RowGet> RowAny for T {
@@ -438,6 +439,9 @@ impl<T: RowGet> RowAny for T {
     }
     fn get_bool(&self, col: &str) -> Result<bool, String> {
         self.bool(col)
+    }
+    fn get_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String> {
+        self.opt_bytes(col)
     }
 }
 
@@ -457,6 +461,9 @@ impl RowGet for &dyn RowAny {
     }
     fn opt_json(&self, col: &str) -> Result<Option<serde_json::Value>, String> {
         (**self).get_json(col)
+    }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String> {
+        (**self).get_bytes(col)
     }
 }
 

@@ -55,12 +55,16 @@ impl rusqlite::ToSql for Cell {
             Cell::Text(s) => ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(s.as_bytes())),
             Cell::Bool(b) => ToSqlOutput::Owned(SqlValue::Integer(i64::from(*b))),
             Cell::Json(v) => ToSqlOutput::Owned(SqlValue::Text(v.to_string())),
+            Cell::Bytes(b) => ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Blob(b)),
         })
     }
 }
 
 impl RowGet for rusqlite::Row<'_> {
     fn opt_f64(&self, col: &str) -> Result<Option<f64>, String> {
+        self.get(col).map_err(|e| format!("{col}: {e}"))
+    }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>, String> {
         self.get(col).map_err(|e| format!("{col}: {e}"))
     }
     fn opt_i64(&self, col: &str) -> Result<Option<i64>, String> {

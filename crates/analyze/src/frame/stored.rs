@@ -1,0 +1,338 @@
+//! A session's frame as bytes a store can keep, so a report reads a large
+//! finished session as a few blobs instead of a million rows.
+//!
+//! [`FrameBuilder::stored_chunks`] gives a builder's rows (one session's,
+//! read from the store) as a head — its strings, Server-Timing lists,
+//! sessions, flow and turn rows, how many rows — followed by the rows
+//! `STORED_CHUNK_ROWS` at a time with their Server-Timing values, each
+//! chunk encoded with `postcard` and compressed with zstd. [`StoredFrame`]
+//! reads them back, chunk by chunk, into a builder to
+//! [`FrameBuilder::append`]; it checks every
+//! reference the rows make (strings, sessions, lists, values, row
+//! numbers), so bytes that are not a frame are refused, never read out of
+//! range later.
+//!
+//! The bytes say nothing about which rows they were made from: the store
+//! keeps that beside them (its sample count and highest id), and
+//! [`STORED_FRAME_FORMAT`] names this encoding *and* the rules that turn a
+//! row into an [`Obs`]: change either and bump it, and frames stored by an
+//! older build are read again from their rows.
+
+use serde::{Deserialize, Serialize};
+
+use super::{FlowRow, FrameBuilder, FrameSession, NONE, Obs, TurnRow};
+use crate::AnalyzeError;
+
+/// The version of the stored frame's bytes and of the rules behind them
+/// (see the module docs). A store keeps it beside each frame.
+pub const STORED_FRAME_FORMAT: i64 = 1;
+
+/// Rows per chunk after the head (~3 MB of bytes a chunk: each is read
+/// whole, so its size adds to a report's peak memory).
+const STORED_CHUNK_ROWS: usize = 1 << 14;
+
+/// The head, as written (borrowed from the builder).
+#[derive(Serialize)]
+struct HeadOut<'a> {
+    rows: u64,
+    strings: &'a [String],
+    shapes: &'a [Vec<u32>],
+    sessions: Vec<&'a str>,
+    flows: &'a [FlowRow],
+    turns: &'a [TurnRow],
+}
+
+/// The head, as read.
+#[derive(Deserialize)]
+struct HeadIn {
+    rows: u64,
+    strings: Vec<String>,
+    shapes: Vec<Vec<u32>>,
+    sessions: Vec<String>,
+    flows: Vec<FlowRow>,
+    turns: Vec<TurnRow>,
+}
+
+/// Rows and the Server-Timing values they point at, from `timings_from`.
+#[derive(Serialize)]
+struct RowsOut<'a> {
+    timings_from: u32,
+    obs: &'a [Obs],
+    timings: &'a [f64],
+}
+
+#[derive(Deserialize)]
+struct RowsIn {
+    timings_from: u32,
+    obs: Vec<Obs>,
+    timings: Vec<f64>,
+}
+
+fn refused(why: impl Into<String>) -> AnalyzeError {
+    AnalyzeError::StoredFrame { why: why.into() }
+}
+
+/// zstd's level for stored chunks: its fastest of the usual levels,
+/// which still makes a frame's bytes about a third as long.
+const ZSTD_LEVEL: i32 = 1;
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    // Encoding into a growing vector fails only if a value cannot be
+    // written at all, which none of these types does; compressing bytes
+    // in memory fails only if zstd cannot allocate.
+    let plain = postcard::to_allocvec(value).unwrap_or_default();
+    zstd::bulk::compress(&plain, ZSTD_LEVEL).unwrap_or_default()
+}
+
+fn decode<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, AnalyzeError> {
+    let plain = zstd::stream::decode_all(bytes).map_err(|e| refused(format!("{what}: {e}")))?;
+    postcard::from_bytes(&plain).map_err(|e| refused(format!("{what}: {e}")))
+}
+
+impl FrameBuilder {
+    /// How many chunks [`FrameBuilder::stored_chunks`] gives: the head and
+    /// one per `STORED_CHUNK_ROWS` rows.
+    pub fn stored_chunk_count(&self) -> usize {
+        1 + self.obs.len().div_ceil(STORED_CHUNK_ROWS)
+    }
+
+    /// This builder's rows as chunks of bytes, the head first (see the
+    /// module docs); each chunk is encoded when it is asked for.
+    pub fn stored_chunks(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        let head = std::iter::once_with(|| {
+            encode(&HeadOut {
+                rows: self.obs.len() as u64,
+                strings: &self.strings,
+                shapes: &self.shapes,
+                sessions: self.frame.sessions.iter().map(|s| s.id.as_str()).collect(),
+                flows: &self.flows,
+                turns: &self.turns,
+            })
+        });
+        let rows = self
+            .obs
+            .chunks(STORED_CHUNK_ROWS)
+            .enumerate()
+            .map(|(k, obs)| {
+                let from = obs[0].timing_start as usize;
+                let next = k * STORED_CHUNK_ROWS + obs.len();
+                let to = self
+                    .obs
+                    .get(next)
+                    .map_or(self.timings.len(), |o| o.timing_start as usize);
+                encode(&RowsOut {
+                    timings_from: obs[0].timing_start,
+                    obs,
+                    timings: self.timings.get(from..to).unwrap_or(&[]),
+                })
+            });
+        head.chain(rows)
+    }
+}
+
+/// A stored frame being read back: [`StoredFrame::new`] with the head,
+/// [`StoredFrame::add`] with each later chunk in order, then
+/// [`StoredFrame::finish`].
+#[derive(Debug)]
+pub struct StoredFrame {
+    builder: FrameBuilder,
+    rows: u64,
+}
+
+impl StoredFrame {
+    /// Starts from the head chunk (the first of
+    /// [`FrameBuilder::stored_chunks`]).
+    pub fn new(head: &[u8]) -> Result<StoredFrame, AnalyzeError> {
+        let h: HeadIn = decode("head", head)?;
+        let strings = h.strings.len() as u32;
+        if h.shapes.iter().flatten().any(|&n| n >= strings) {
+            return Err(refused("a Server-Timing list names an unknown string"));
+        }
+        if h.flows
+            .iter()
+            .flat_map(|f| &f.steps)
+            .any(|s| s.0 >= strings)
+        {
+            return Err(refused("a flow step names an unknown string"));
+        }
+        let rows_ok = |r: u32| u64::from(r) < h.rows;
+        if !h.flows.iter().all(|f| rows_ok(f.row)) || !h.turns.iter().all(|t| rows_ok(t.row)) {
+            return Err(refused("a flow or turn row is past the last row"));
+        }
+        let mut builder = FrameBuilder::new(&[])?;
+        builder.frame.sessions = h
+            .sessions
+            .into_iter()
+            .map(|id| FrameSession {
+                id,
+                labels: None,
+                expect: Vec::new(),
+            })
+            .collect();
+        builder.strings = h.strings;
+        builder.shapes = h.shapes;
+        builder.flows = h.flows;
+        builder.turns = h.turns;
+        builder.obs.reserve(usize::try_from(h.rows).unwrap_or(0));
+        Ok(StoredFrame {
+            builder,
+            rows: h.rows,
+        })
+    }
+
+    /// The rows it will hold once every chunk is added.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Every row has arrived.
+    pub fn is_whole(&self) -> bool {
+        self.builder.obs.len() as u64 == self.rows
+    }
+
+    /// Adds the next chunk of rows.
+    pub fn add(&mut self, chunk: &[u8]) -> Result<(), AnalyzeError> {
+        let c: RowsIn = decode("rows", chunk)?;
+        let b = &mut self.builder;
+        if c.timings_from as usize != b.timings.len() {
+            return Err(refused("a chunk's Server-Timing values do not follow on"));
+        }
+        if b.obs.len() as u64 + c.obs.len() as u64 > self.rows {
+            return Err(refused("more rows than the head says"));
+        }
+        b.timings.extend_from_slice(&c.timings);
+        let (strings, sessions, shapes) = (
+            b.strings.len() as u32,
+            b.frame.sessions.len() as u32,
+            b.shapes.len() as u32,
+        );
+        let string_ok = |id: u32| id == NONE || id < strings;
+        for o in c.obs {
+            let values = if o.timing_shape == NONE {
+                0
+            } else if o.timing_shape < shapes {
+                b.shapes[o.timing_shape as usize].len()
+            } else {
+                return Err(refused("a row names an unknown Server-Timing list"));
+            };
+            let fits = [o.path, o.strategy, o.provider, o.route, o.prompt]
+                .into_iter()
+                .all(string_ok)
+                && o.session < sessions
+                && (o.timing_start as usize)
+                    .checked_add(values)
+                    .is_some_and(|end| end <= b.timings.len());
+            if !fits {
+                return Err(refused(format!(
+                    "row {} points past the strings, sessions or values",
+                    b.obs.len()
+                )));
+            }
+            b.index_row(&o, b.obs.len() as u32);
+            b.obs.push(o);
+        }
+        Ok(())
+    }
+
+    /// The builder holding the stored rows, ready to
+    /// [`FrameBuilder::append`]; refused unless every row arrived.
+    pub fn finish(self) -> Result<FrameBuilder, AnalyzeError> {
+        if self.builder.obs.len() as u64 != self.rows {
+            return Err(refused(format!(
+                "{} of {} rows arrived",
+                self.builder.obs.len(),
+                self.rows
+            )));
+        }
+        Ok(self.builder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use firsttoken_record::session::Provenance::Measured;
+
+    use super::*;
+    use crate::frame::append::tests::{content, rows};
+    use crate::testutil::meta;
+
+    fn built(rows: &[firsttoken_record::session::SampleRow]) -> FrameBuilder {
+        let sessions = [meta("a", Measured), meta("b", Measured)];
+        let mut b = FrameBuilder::new(&sessions).unwrap();
+        for r in rows {
+            b.push(r).unwrap();
+        }
+        b
+    }
+
+    fn read_back(chunks: &[Vec<u8>]) -> Result<FrameBuilder, AnalyzeError> {
+        let mut s = StoredFrame::new(&chunks[0])?;
+        for c in &chunks[1..] {
+            s.add(c)?;
+        }
+        s.finish()
+    }
+
+    #[test]
+    fn a_stored_frame_reads_back_as_the_frame_it_was() {
+        let rows = rows();
+        let whole = built(&rows);
+        let chunks: Vec<Vec<u8>> = whole.stored_chunks().collect();
+        assert_eq!(chunks.len(), whole.stored_chunk_count());
+        // Appended to an empty builder of the same sessions, as a report
+        // does: the frame the rows make.
+        let mut into = FrameBuilder::new(&[meta("a", Measured), meta("b", Measured)]).unwrap();
+        into.append(read_back(&chunks).unwrap());
+        assert_eq!(content(&into.finish()), content(&built(&rows).finish()));
+        // No rows: the head alone.
+        let empty = built(&[]);
+        let chunks: Vec<Vec<u8>> = empty.stored_chunks().collect();
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(read_back(&chunks).unwrap().obs.len(), 0);
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_whole_frame_are_refused() {
+        let chunks: Vec<Vec<u8>> = built(&rows()).stored_chunks().collect();
+        // A chunk missing.
+        let e = read_back(&chunks[..1]).unwrap_err();
+        assert!(e.to_string().contains("0 of 12 rows arrived"), "{e}");
+        // Cut short, or garbage.
+        let mut cut = chunks.clone();
+        let half = cut[1].len() / 2;
+        cut[1].truncate(half);
+        assert!(matches!(
+            read_back(&cut),
+            Err(AnalyzeError::StoredFrame { .. })
+        ));
+        assert!(StoredFrame::new(&[0xff; 3]).is_err());
+        // A row naming a string the head does not have.
+        let mut b = built(&rows());
+        b.obs[3].path = 10_000;
+        let bad: Vec<Vec<u8>> = b.stored_chunks().collect();
+        let e = read_back(&bad).unwrap_err();
+        assert!(e.to_string().contains("row 3 points past"), "{e}");
+    }
+
+    /// The bytes of a fixed frame, uncompressed: if they change, so did
+    /// the encoding or the rules that make a row's [`Obs`]; bump
+    /// [`STORED_FRAME_FORMAT`] (frames stored before are then read again
+    /// from their rows) and update the length and sum here. (zstd's own
+    /// bytes may change with its version; any version reads them.)
+    #[test]
+    fn the_stored_bytes_change_only_with_the_format() {
+        let chunks: Vec<Vec<u8>> = built(&rows()).stored_chunks().collect();
+        let bytes: Vec<u8> = chunks
+            .iter()
+            .flat_map(|c| zstd::stream::decode_all(c.as_slice()).unwrap())
+            .collect();
+        let sum = bytes
+            .iter()
+            .fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        assert_eq!(
+            (STORED_FRAME_FORMAT, bytes.len(), sum),
+            (1, 1990, 16709245117541384143),
+            "the stored frame's bytes changed: bump STORED_FRAME_FORMAT"
+        );
+    }
+}
