@@ -15,17 +15,35 @@
 //! The bytes say nothing about which rows they were made from: the store
 //! keeps that beside them (its sample count and highest id), and
 //! [`STORED_FRAME_FORMAT`] names this encoding *and* the rules that turn a
-//! row into an [`Obs`]: change either and bump it, and frames stored by an
-//! older build are read again from their rows.
+//! row into an [`Obs`] (a hash of their source): a build that changes
+//! either reads no frame stored by another, it reads the rows again.
 
 use serde::{Deserialize, Serialize};
+
+use firsttoken_record::fnv1a;
 
 use super::{FlowRow, FrameBuilder, FrameSession, NONE, Obs, TurnRow};
 use crate::AnalyzeError;
 
-/// The version of the stored frame's bytes and of the rules behind them
-/// (see the module docs). A store keeps it beside each frame.
-pub const STORED_FRAME_FORMAT: i64 = 1;
+/// The version of the encoding: bump it when the bytes of a frame change
+/// for a reason the sources hashed into [`STORED_FRAME_FORMAT`] do not
+/// show (a new `postcard`, say); `the_stored_bytes_change_only_with_the_format`
+/// says when.
+const ENCODING: u64 = 1;
+
+/// What a stored frame's bytes were made under (see the module docs): the
+/// encoding's version and a hash, fixed at build time, of the source that
+/// turns a stored row into an [`Obs`] (this crate's frame, record's
+/// vocabulary and views: [`firsttoken_record::VIEW_SOURCE_HASH`]). A store
+/// keeps it beside each frame; a build whose rules may differ does not
+/// read another's frames, it makes its own.
+pub const STORED_FRAME_FORMAT: i64 = {
+    let mut h = firsttoken_record::VIEW_SOURCE_HASH ^ ENCODING;
+    h = fnv1a(h, include_bytes!("mod.rs"));
+    h = fnv1a(h, include_bytes!("stored.rs"));
+    // Non-negative, as the stores' integers are signed.
+    (h >> 1) as i64
+};
 
 /// Rows per chunk after the head (~3 MB of bytes a chunk: each is read
 /// whole, so its size adds to a report's peak memory).
@@ -35,6 +53,7 @@ const STORED_CHUNK_ROWS: usize = 1 << 14;
 #[derive(Serialize)]
 struct HeadOut<'a> {
     rows: u64,
+    timings: u64,
     strings: &'a [String],
     shapes: &'a [Vec<u32>],
     sessions: Vec<&'a str>,
@@ -46,6 +65,7 @@ struct HeadOut<'a> {
 #[derive(Deserialize)]
 struct HeadIn {
     rows: u64,
+    timings: u64,
     strings: Vec<String>,
     shapes: Vec<Vec<u32>>,
     sessions: Vec<String>,
@@ -102,6 +122,7 @@ impl FrameBuilder {
         let head = std::iter::once_with(|| {
             encode(&HeadOut {
                 rows: self.obs.len() as u64,
+                timings: self.timings.len() as u64,
                 strings: &self.strings,
                 shapes: &self.shapes,
                 sessions: self.frame.sessions.iter().map(|s| s.id.as_str()).collect(),
@@ -137,6 +158,7 @@ impl FrameBuilder {
 pub struct StoredFrame {
     builder: FrameBuilder,
     rows: u64,
+    timings: u64,
 }
 
 impl StoredFrame {
@@ -173,10 +195,17 @@ impl StoredFrame {
         builder.shapes = h.shapes;
         builder.flows = h.flows;
         builder.turns = h.turns;
+        // Both at their final length at once: grown as they come, they
+        // would take up to twice that at a moment (a tenth of a report's
+        // peak memory at a million rows).
         builder.obs.reserve(usize::try_from(h.rows).unwrap_or(0));
+        builder
+            .timings
+            .reserve(usize::try_from(h.timings).unwrap_or(0));
         Ok(StoredFrame {
             builder,
             rows: h.rows,
+            timings: h.timings,
         })
     }
 
@@ -199,6 +228,9 @@ impl StoredFrame {
         }
         if b.obs.len() as u64 + c.obs.len() as u64 > self.rows {
             return Err(refused("more rows than the head says"));
+        }
+        if b.timings.len() as u64 + c.timings.len() as u64 > self.timings {
+            return Err(refused("more Server-Timing values than the head says"));
         }
         b.timings.extend_from_slice(&c.timings);
         let (strings, sessions, shapes) = (
@@ -242,6 +274,13 @@ impl StoredFrame {
                 "{} of {} rows arrived",
                 self.builder.obs.len(),
                 self.rows
+            )));
+        }
+        if self.builder.timings.len() as u64 != self.timings {
+            return Err(refused(format!(
+                "{} of {} Server-Timing values arrived",
+                self.builder.timings.len(),
+                self.timings
             )));
         }
         Ok(self.builder)
@@ -314,11 +353,12 @@ mod tests {
         assert!(e.to_string().contains("row 3 points past"), "{e}");
     }
 
-    /// The bytes of a fixed frame, uncompressed: if they change, so did
-    /// the encoding or the rules that make a row's [`Obs`]; bump
-    /// [`STORED_FRAME_FORMAT`] (frames stored before are then read again
-    /// from their rows) and update the length and sum here. (zstd's own
-    /// bytes may change with its version; any version reads them.)
+    /// The bytes of a fixed frame, uncompressed. They change with the
+    /// hashed sources (a new field of [`Obs`]: nothing more to do than
+    /// update the length and sum here) or without them (a new `postcard`):
+    /// then bump `ENCODING` too, so frames stored before are read again
+    /// from their rows. (zstd's own bytes may change with its version; any
+    /// version reads them.)
     #[test]
     fn the_stored_bytes_change_only_with_the_format() {
         let chunks: Vec<Vec<u8>> = built(&rows()).stored_chunks().collect();
@@ -330,9 +370,9 @@ mod tests {
             .iter()
             .fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
         assert_eq!(
-            (STORED_FRAME_FORMAT, bytes.len(), sum),
-            (1, 1990, 16709245117541384143),
-            "the stored frame's bytes changed: bump STORED_FRAME_FORMAT"
+            (ENCODING, bytes.len(), sum),
+            (1, 1991, 2704931158312290965),
+            "the stored frame's bytes changed: if no hashed source did, bump ENCODING"
         );
     }
 }
