@@ -157,6 +157,7 @@ fn write_csv_record(w: &mut impl Write, r: &SampleRow) -> std::io::Result<()> {
             Cell::Bool(b) => write!(w, "{b}")?,
             Cell::Text(s) => write_csv_field(w, s)?,
             Cell::Json(v) => write_csv_field(w, &v.to_string())?,
+            Cell::JsonText(t) => write_csv_field(w, t)?,
             // No sample column is a blob.
             Cell::Bytes(_) => {
                 return Err(std::io::Error::new(

@@ -16,6 +16,8 @@ both_backends!(
     a_multi_session_file_is_stored_session_by_session,
     a_bad_last_line_leaves_the_store_untouched,
     a_file_changed_between_the_passes_rolls_its_session_back,
+    a_file_changed_between_the_passes_stores_what_was_checked,
+    the_checked_cells_store_what_parsing_twice_stores,
     sessions_the_store_holds_are_skipped,
     the_streamed_export_is_the_in_memory_export,
     an_export_imported_exports_again_as_it_was,
@@ -175,22 +177,91 @@ async fn a_bad_last_line_leaves_the_store_untouched(db: TestDb) {
     assert!(store.samples("s-a").await.unwrap().is_empty());
 }
 
-/// The second pass finds a sample line changed since the check: the
-/// session's open transaction (two batches in) rolls back; the session
-/// before it stays.
-async fn a_file_changed_between_the_passes_rolls_its_session_back(db: TestDb) {
-    let dir = tempfile::tempdir().unwrap();
+/// The file of two sessions, the second's last sample line then changed
+/// (the same length, another session): its path, the two sessions' lines.
+fn changed_after_the_check(
+    dir: &tempfile::TempDir,
+) -> (std::path::PathBuf, Vec<String>, Vec<String>) {
     let path = dir.path().join("export.jsonl");
     let first = lines(&session("s-1"), &rows("s-1", 3), &[]);
     let second = lines(&session("s-2"), &rows("s-2", 600), &[]);
     let text = format!("{}\n{}\n", first.join("\n"), second.join("\n"));
     std::fs::write(&path, &text).unwrap();
-    let import = Import::check(std::fs::File::open(&path).unwrap(), &mut |_| {}).unwrap();
-    // The last sample line becomes another of the same length.
+    (path, first, second)
+}
+
+fn change_the_last_line(path: &std::path::Path, second: &[String]) {
+    let text = std::fs::read_to_string(path).unwrap();
     let last = second.last().unwrap();
     let swapped = last.replace("\"session_id\":\"s-2\"", "\"session_id\":\"s-9\"");
     assert_eq!(swapped.len(), last.len());
-    std::fs::write(&path, text.replace(last.as_str(), &swapped)).unwrap();
+    std::fs::write(path, text.replace(last.as_str(), &swapped)).unwrap();
+}
+
+/// By default the store pass reads back the cells the check made: a
+/// sample line changed since the check changes nothing stored.
+async fn a_file_changed_between_the_passes_stores_what_was_checked(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _, second) = changed_after_the_check(&dir);
+    let import = Import::check(std::fs::File::open(&path).unwrap(), &mut |_| {}).unwrap();
+    change_the_last_line(&path, &second);
+    let store = db.open().await;
+    let (stored, _) = store_all(&import, &store).await.unwrap();
+    let counts: Vec<(String, usize)> = sample_counts(&store, &stored).await;
+    assert_eq!(counts, [("s-1".to_string(), 3), ("s-2".to_string(), 600)]);
+    let last = store.samples(&stored[1].1).await.unwrap();
+    assert!(last.iter().all(|r| r.session_id == stored[1].1));
+}
+
+/// The cells the check kept, read back, store the rows a second parse of
+/// the lines stores (every column, JSON ones included).
+async fn the_checked_cells_store_what_parsing_twice_stores(db: TestDb) {
+    let store = db.open().await;
+    let text = lines(&session("s-t"), &rows("s-t", 300), &[]).join("\n");
+    let mut got = Vec::new();
+    for twice in [false, true] {
+        let source = Cursor::new(text.clone().into_bytes());
+        let import = if twice {
+            Import::check_parsing_twice(source, &mut |_| {})
+        } else {
+            Import::check(source, &mut |_| {})
+        }
+        .unwrap();
+        let (stored, _) = store_all(&import, &store).await.unwrap();
+        let id = stored[0].1.clone();
+        let mut rows = store.samples(&id).await.unwrap();
+        for r in &mut rows {
+            r.session_id = "s".into();
+        }
+        got.push(rows);
+        // Gone, so the next import does not skip it as held.
+        store.delete_session(&id).await.unwrap();
+    }
+    assert_eq!(got[0].len(), 300);
+    assert_eq!(got[0], got[1]);
+}
+
+/// Each stored session's origin and how many samples it holds.
+async fn sample_counts(
+    store: &Store,
+    stored: &[(String, String, u64, u64)],
+) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (origin, id, _, _) in stored {
+        out.push((origin.clone(), store.samples(id).await.unwrap().len()));
+    }
+    out
+}
+
+/// Parsing twice, the second pass finds a sample line changed since the
+/// check: the session's open transaction (two batches in) rolls back; the
+/// session before it stays.
+async fn a_file_changed_between_the_passes_rolls_its_session_back(db: TestDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, first, second) = changed_after_the_check(&dir);
+    let import =
+        Import::check_parsing_twice(std::fs::File::open(&path).unwrap(), &mut |_| {}).unwrap();
+    change_the_last_line(&path, &second);
 
     let store = db.open().await;
     let err = store_all(&import, &store).await.unwrap_err();

@@ -1,20 +1,24 @@
 //! Pass 1: the whole file checked, in bounded memory, on every core. The
 //! calling thread reads the file in chunks of whole lines and hands them
 //! to parser threads; each parses and checks its chunk's lines and
-//! returns one small summary a line; the calling thread takes the
-//! summaries in file order and keeps the books (which session each line
-//! belongs to, where its runs of lines are), so the first problem in file
-//! order is the one reported, as a sequential reader would.
+//! returns one small summary a line, and its samples' cells as bytes
+//! ([`crate::store::spill_sample`]); the calling thread takes them in
+//! file order, keeps the books (which session each line belongs to, where
+//! its runs of lines and of spilled cells are) and appends the cells to a
+//! temporary file, so the store pass reads them back instead of parsing
+//! the JSON again. The first problem in file order is the one reported, as
+//! a sequential reader would.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, mpsc};
 
 use super::{Import, ImportSession, Run, extend, read_error};
-use crate::export::{Line, Record, for_each_line_from, imported_meta, parse_line};
+use crate::export::{Line, Record, for_each_line_from, imported_meta, imported_row, parse_line};
 use crate::scrape::EngineScrape;
 use crate::session::SessionMeta;
-use crate::store::{StoreError, sample_check, sanitized, scrape_cells, session_cells, span_cells};
+use crate::store::{StoreError, sanitized, scrape_cells, session_cells, span_cells, spill_sample};
 
 /// Bytes of whole lines per chunk (a longer line makes a longer chunk).
 const CHUNK_BYTES: usize = 1 << 20;
@@ -24,7 +28,8 @@ const REPORT_BYTES: u64 = 16 << 20;
 /// What a checked line is, for the books.
 enum Seen {
     Session(Box<SessionMeta>),
-    Sample(String),
+    /// Its session, and how many bytes its cells took in the spill.
+    Sample(String, u64),
     Span(String),
     /// Scrapes are few and small: kept whole for the store pass.
     Scrape(Box<EngineScrape>),
@@ -57,11 +62,14 @@ struct Chunk {
     bytes: Vec<u8>,
 }
 
-/// A chunk's summaries, and the problem that stopped it (after them).
-type Checked = (usize, Vec<Summary>, Option<StoreError>);
+/// A chunk's summaries, its samples' cells spilled, and the problem that
+/// stopped it (after them).
+type Checked = (usize, Vec<Summary>, Vec<u8>, Option<StoreError>);
 
-/// Parses and checks one line: it is a record, and the store would take it.
-fn summarize(line: &Line<'_>) -> Result<Summary, StoreError> {
+/// Parses and checks one line: it is a record, and the store would take
+/// it; a sample's cells (marked imported, under its own session id) go to
+/// `spill`.
+fn summarize(line: &Line<'_>, spill: &mut Vec<u8>) -> Result<Summary, StoreError> {
     let refused =
         |what: &str, m: String| line.malformed(format!("the store would refuse this {what}: {m}"));
     let seen = match parse_line(line.text).map_err(|m| line.malformed(m))? {
@@ -71,8 +79,10 @@ fn summarize(line: &Line<'_>) -> Result<Summary, StoreError> {
             Seen::Session(meta)
         }
         Record::Sample(row) => {
-            sample_check(&row).map_err(|m| refused("sample", m))?;
-            Seen::Sample(row.session_id)
+            let id = row.session_id.clone();
+            let before = spill.len();
+            spill_sample(&imported_row(*row, &id), spill).map_err(|m| refused("sample", m))?;
+            Seen::Sample(id, (spill.len() - before) as u64)
         }
         Record::Span(span) => {
             span_cells(&span).map_err(|m| refused("span", m))?;
@@ -93,11 +103,12 @@ fn summarize(line: &Line<'_>) -> Result<Summary, StoreError> {
 
 fn check_chunk(c: Chunk) -> Checked {
     let mut out = Vec::new();
+    let mut spill = Vec::new();
     let done = for_each_line_from(c.bytes.as_slice(), c.first_line, c.start, |line| {
-        out.push(summarize(&line)?);
+        out.push(summarize(&line, &mut spill)?);
         Ok(true)
     });
-    (c.index, out, done.err())
+    (c.index, out, spill, done.err())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -116,12 +127,15 @@ struct Entry {
     samples: u64,
     spans: u64,
     sample_runs: Vec<Run>,
+    spill_runs: Vec<Run>,
     span_runs: Vec<Run>,
     scrapes: Vec<EngineScrape>,
 }
 
 #[derive(Default)]
 struct Books {
+    /// Bytes of samples' cells spilled so far.
+    spilled: u64,
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
     /// Entries with a session line, in file order.
@@ -135,7 +149,7 @@ impl Books {
         let line = s.line();
         let id = match &s.seen {
             Seen::Session(m) => &m.id,
-            Seen::Sample(id) | Seen::Span(id) => id,
+            Seen::Sample(id, _) | Seen::Span(id) => id,
             Seen::Scrape(s) => &s.session_id,
         };
         let at = match self.index.get(id.as_str()) {
@@ -164,9 +178,16 @@ impl Books {
                 self.order.push(at);
                 Kind::Session
             }
-            Seen::Sample(_) => {
+            Seen::Sample(_, bytes) => {
                 e.samples += 1;
                 extend(&mut e.sample_runs, &line, sample_follows);
+                let cells = Line {
+                    start: self.spilled,
+                    end: self.spilled + bytes,
+                    ..line
+                };
+                extend(&mut e.spill_runs, &cells, sample_follows);
+                self.spilled += bytes;
                 Kind::Sample
             }
             Seen::Span(_) => {
@@ -217,6 +238,7 @@ impl Books {
                     samples: e.samples,
                     spans: e.spans,
                     sample_runs: e.sample_runs,
+                    spill_runs: e.spill_runs,
                     span_runs: e.span_runs,
                     scrapes: e.scrapes,
                 });
@@ -264,13 +286,43 @@ impl<R: Read + Seek> Import<R> {
     /// else one that needs the whole file ([`StoreError::NoSpanSession`],
     /// [`StoreError::NoSessionRecord`], [`StoreError::NoSessions`],
     /// [`StoreError::NoSamples`], in that order).
-    pub fn check(mut source: R, progress: &mut dyn FnMut(u64)) -> Result<Import<R>, StoreError> {
+    ///
+    /// The samples' cells it makes are kept in a temporary file (in the
+    /// system's temporary directory; 551 MB for a 1.44 GB export of a
+    /// million samples), which the store pass reads back: what is stored
+    /// is what was checked. Where no temporary file can be written,
+    /// or one fills up, the store pass parses the samples' lines again.
+    pub fn check(source: R, progress: &mut dyn FnMut(u64)) -> Result<Import<R>, StoreError> {
+        Self::check_keeping(source, true, progress)
+    }
+
+    /// [`Import::check`] writing no temporary file: the store pass parses
+    /// the samples' lines again (a sample line changed since the check is
+    /// then refused, [`StoreError::Changed`]).
+    pub fn check_parsing_twice(
+        source: R,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Import<R>, StoreError> {
+        Self::check_keeping(source, false, progress)
+    }
+
+    fn check_keeping(
+        mut source: R,
+        keep: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Import<R>, StoreError> {
         source.seek(SeekFrom::Start(0)).map_err(read_error(1))?;
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
         let (work_tx, work_rx) = mpsc::sync_channel::<Chunk>(2 * workers);
         let (done_tx, done_rx) = mpsc::channel::<Checked>();
         let work_rx = Arc::new(Mutex::new(work_rx));
         let mut reader = BufReader::with_capacity(1 << 20, &mut source);
+        // Without a temporary file (none can be made, or one fills up),
+        // the store pass parses the samples again.
+        let mut spill = keep
+            .then(tempfile::tempfile)
+            .and_then(Result::ok)
+            .map(|f| BufWriter::with_capacity(1 << 20, f));
         let sessions = std::thread::scope(|scope| {
             for _ in 0..workers {
                 let (work, done) = (Arc::clone(&work_rx), done_tx.clone());
@@ -284,13 +336,24 @@ impl<R: Read + Seek> Import<R> {
                 });
             }
             drop(done_tx);
-            let books = keep_books(&mut reader, work_tx, &done_rx, 2 * workers, progress);
+            let books = keep_books(
+                &mut reader,
+                work_tx,
+                &done_rx,
+                2 * workers,
+                &mut spill,
+                progress,
+            );
             books.and_then(Books::finish)
         })?;
         drop(reader);
+        let spill = spill
+            .and_then(|w| w.into_inner().ok())
+            .map(|f| Arc::new(Mutex::new(f)));
         Ok(Import {
             source: Arc::new(Mutex::new(source)),
             sessions,
+            spill,
         })
     }
 }
@@ -303,6 +366,7 @@ fn keep_books(
     work: mpsc::SyncSender<Chunk>,
     done: &mpsc::Receiver<Checked>,
     depth: usize,
+    spill: &mut Option<BufWriter<File>>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Books, StoreError> {
     let mut books = Books::default();
@@ -331,7 +395,7 @@ fn keep_books(
             read_error(line)(std::io::Error::other("a parser of the export stopped"))
         })?;
         waiting.insert(checked.0, checked);
-        while let Some((_, summaries, problem)) = waiting.remove(&next) {
+        while let Some((_, summaries, spilled, problem)) = waiting.remove(&next) {
             next += 1;
             for s in summaries {
                 let end = s.end;
@@ -340,6 +404,12 @@ fn keep_books(
                     progress(end);
                     report_at = end + REPORT_BYTES;
                 }
+            }
+            if spill
+                .as_mut()
+                .is_some_and(|w| w.write_all(&spilled).is_err())
+            {
+                *spill = None;
             }
             if let Some(e) = problem {
                 return Err(e);

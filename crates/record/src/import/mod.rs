@@ -6,12 +6,14 @@
 //! names a session that has a session line, every session has samples and
 //! one session line. It keeps only the session lines, the counts, and where
 //! each session's lines are; nothing is stored unless the whole file
-//! passes. [`Import::store`] then reads each session's lines again and
-//! stores the session in one transaction under a new id, marked imported
-//! ([`crate::export::mark_imported`]'s rules): a reader thread parses its
-//! samples into batches and hands them over a bounded channel to the
-//! transaction (on SQLite's thread, or on a PostgreSQL connection), so
-//! the file is parsed while the store writes. The session's spans follow
+//! passes; the samples' cells it made, marked imported, go to a temporary
+//! file. [`Import::store`] then stores each session in one transaction
+//! under a new id, marked imported ([`crate::export::mark_imported`]'s
+//! rules): a reader thread reads its samples' cells back from that file
+//! (or, when none could be written, parses the session's lines again)
+//! into batches and hands them over a bounded channel to the transaction
+//! (on SQLite's thread, or on a PostgreSQL connection), so the next batch
+//! is read while the store writes. The session's spans follow
 //! under the new id once it is committed. A session the store already
 //! holds by its original id ([`crate::export::origin`]) is skipped.
 //!
@@ -34,6 +36,7 @@
 
 mod check;
 
+use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex};
 
@@ -44,7 +47,8 @@ use crate::scrape::EngineScrape;
 use crate::session::SessionMeta;
 use crate::span::{MAX_SPANS_PER_SESSION, SpanRow};
 use crate::store::{
-    Cell, IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError, sample_cells,
+    Cell, IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError, read_spilled,
+    sample_cells,
 };
 
 /// Spans per [`Store::append_spans`] batch.
@@ -84,6 +88,8 @@ pub struct ImportSession {
     /// How many span lines it has.
     pub spans: u64,
     sample_runs: Vec<Run>,
+    /// Where its samples' cells are in the spill (see [`Import::check`]).
+    spill_runs: Vec<Run>,
     span_runs: Vec<Run>,
     /// Its engine scrapes (`firsttoken.engine_scrape.v1` lines).
     scrapes: Vec<EngineScrape>,
@@ -122,6 +128,9 @@ pub enum ImportEvent<'a> {
 pub struct Import<R> {
     source: Arc<Mutex<R>>,
     sessions: Vec<ImportSession>,
+    /// The samples' cells as the check pass made them (a temporary file,
+    /// gone when the import is); `None`: the store pass parses again.
+    spill: Option<Arc<Mutex<File>>>,
 }
 
 fn read_error(line: usize) -> impl Fn(std::io::Error) -> StoreError {
@@ -199,6 +208,9 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
     /// Session `s`'s samples, marked imported under `new_id`, in batches
     /// of whole rows of cells.
     fn sample_batches(&self, s: &ImportSession, new_id: &str) -> SampleBatches {
+        if let Some(spill) = &self.spill {
+            return spilled_batches(spill, s.spill_runs.clone(), new_id.to_owned());
+        }
         let (id, new_id) = (s.meta.id.clone(), new_id.to_owned());
         let full = IMPORT_BATCH_ROWS * SAMPLE_COLUMNS.len();
         self.read_batches(
@@ -282,6 +294,69 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
         }
         rx
     }
+}
+
+/// The spilled cells of `runs` (one session's samples, in file order)
+/// read back on a thread of their own, each row's session cell set to
+/// `new_id`, sent in batches of [`IMPORT_BATCH_ROWS`] rows over a bounded
+/// channel; an error is sent as the last item.
+fn spilled_batches(spill: &Arc<Mutex<File>>, runs: Vec<Run>, new_id: String) -> SampleBatches {
+    let (tx, rx) = mpsc::channel(IN_FLIGHT);
+    let spill = Arc::clone(spill);
+    let first = runs.first().map_or(1, |r| r.line);
+    let sender = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("firsttoken-import".into())
+        .spawn(move || {
+            let width = SAMPLE_COLUMNS.len();
+            let full = IMPORT_BATCH_ROWS * width;
+            // The spill is this process's own file: a failure to read it
+            // back is named as such, at the first line of the run.
+            let failed = |line: usize| {
+                move |e: std::io::Error| {
+                    read_error(line)(std::io::Error::other(format!(
+                        "reading back the checked samples from a temporary file: {e}"
+                    )))
+                }
+            };
+            let read = (|| {
+                let mut file = spill
+                    .lock()
+                    .map_err(|_| failed(first)(std::io::Error::other("a reader panicked")))?;
+                let mut batch = Vec::with_capacity(full);
+                for run in &runs {
+                    file.seek(SeekFrom::Start(run.start))
+                        .map_err(failed(run.line))?;
+                    let mut r =
+                        BufReader::with_capacity(1 << 20, (&mut *file).take(run.end - run.start));
+                    loop {
+                        let at = batch.len();
+                        if !read_spilled(&mut r, width, &mut batch).map_err(failed(run.line))? {
+                            break;
+                        }
+                        batch[at] = Cell::Text(new_id.clone());
+                        if batch.len() >= full {
+                            let done = std::mem::replace(&mut batch, Vec::with_capacity(full));
+                            // Stops when the receiver is gone (the import stopped).
+                            if sender.blocking_send(Ok(done)).is_err() {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                if !batch.is_empty() {
+                    let _ = sender.blocking_send(Ok(batch));
+                }
+                Ok(())
+            })();
+            if let Err(e) = read {
+                let _ = sender.blocking_send(Err(e));
+            }
+        });
+    if let Err(e) = spawned {
+        let _ = tx.try_send(Err(read_error(first)(e)));
+    }
+    rx
 }
 
 /// `f` over the lines of `runs`, in order, until it returns `Ok(false)`.

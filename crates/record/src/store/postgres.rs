@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
@@ -61,6 +61,18 @@ impl ToSql for Cell {
             Cell::Bool(b) => b.to_sql_checked(ty, out),
             Cell::Json(v) => v.to_sql_checked(ty, out),
             Cell::Bytes(b) => b.to_sql_checked(ty, out),
+            // As `Json` writes it: JSONB's binary form is a version byte
+            // (1) and the text; JSON's is the text.
+            Cell::JsonText(t) if *ty == Type::JSONB => {
+                out.put_u8(1);
+                out.put_slice(t.as_bytes());
+                Ok(IsNull::No)
+            }
+            Cell::JsonText(t) if *ty == Type::JSON => {
+                out.put_slice(t.as_bytes());
+                Ok(IsNull::No)
+            }
+            Cell::JsonText(t) => t.to_sql_checked(ty, out),
         }
     }
 

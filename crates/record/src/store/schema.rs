@@ -294,6 +294,9 @@ pub(crate) enum Cell {
     Json(serde_json::Value),
     /// A `BLOB` (SQLite) or `BYTEA` (PostgreSQL).
     Bytes(Vec<u8>),
+    /// A JSON column's value as its text (read back from an import's
+    /// spill, [`super::spill`]), bound as that text.
+    JsonText(String),
 }
 
 fn real(name: &str, v: f64) -> Result<Cell, String> {
@@ -370,13 +373,8 @@ pub(crate) fn sample_cells(r: &SampleRow) -> Result<Vec<Cell>, String> {
     Ok(out)
 }
 
-/// Whether [`sample_cells`] would take the row, building no cell.
-pub(crate) fn sample_check(r: &SampleRow) -> Result<(), String> {
-    sample_into(r, &mut Discard)
-}
-
 /// Where [`sample_into`] puts a row's cells.
-trait CellOut {
+pub(crate) trait CellOut {
     fn put(&mut self, c: Cell);
     fn text(&mut self, s: &str);
     fn shown(&mut self, v: &dyn std::fmt::Display);
@@ -415,23 +413,8 @@ impl CellOut for Vec<Cell> {
     }
 }
 
-/// Checks only: the values are refused or not all the same, and nothing
-/// is built (the check of a whole export before importing it).
-struct Discard;
-
-impl CellOut for Discard {
-    fn put(&mut self, _: Cell) {}
-    fn text(&mut self, _: &str) {}
-    fn shown(&mut self, _: &dyn std::fmt::Display) {}
-    // A sample's JSON members (string keys, finite numbers, once checked
-    // above) always serialize.
-    fn json<T: serde::Serialize>(&mut self, _: &T) -> Result<(), String> {
-        Ok(())
-    }
-}
-
 /// The one mapping of a sample row to its cells, in [`SAMPLE_COLUMNS`] order.
-fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
+pub(crate) fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), String> {
     let s = &r.sample;
     if let Some((k, v)) = s
         .server_timing

@@ -56,6 +56,9 @@ impl rusqlite::ToSql for Cell {
             Cell::Bool(b) => ToSqlOutput::Owned(SqlValue::Integer(i64::from(*b))),
             Cell::Json(v) => ToSqlOutput::Owned(SqlValue::Text(v.to_string())),
             Cell::Bytes(b) => ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Blob(b)),
+            Cell::JsonText(t) => {
+                ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(t.as_bytes()))
+            }
         })
     }
 }
