@@ -49,7 +49,7 @@ pub use firsttoken_stats::{percentile, percentile_sorted, sorted_finite};
 pub use scrape::{EngineScrape, MAX_SCRAPE_BYTES, ScrapeMoment};
 pub use session::{Cleanup, Labels, PromptRef, Provenance, SampleRow, SessionMeta, SessionStatus};
 pub use store::{Store, StoreError};
-pub use view::{SampleView, VIEW_SOURCE_HASH, fnv1a};
+pub use view::{SampleView, VIEW_SOURCE_HASH};
 pub use vocab::{Destination, PhaseKind, UtcDay, UtcTime, VocabError};
 
 /// The JSON Schema (draft 2020-12) of one [`Sample`] as JSON.

@@ -11,18 +11,11 @@
 
 use std::borrow::Cow;
 
-/// FNV-1a of `bytes` continuing from `seed` (`0xcbf2_9ce4_8422_2325` to
-/// start), usable in constants.
-pub const fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
-    let mut h = seed;
-    let mut i = 0;
-    while i < bytes.len() {
-        h ^= bytes[i] as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-        i += 1;
-    }
-    h
-}
+use firsttoken_stats::bootstrap::{FNV_OFFSET, fnv1a};
+
+use crate::session::{Provenance, SampleRow};
+use crate::vocab::{Destination, PhaseKind, UtcTime};
+use crate::{Clock, Connection, EngineTiming, ErrorKind, HandshakeKind};
 
 /// A hash, fixed when this crate is built, of the source that decides what
 /// a stored sample reads as: the stored vocabulary (`lib.rs`, `vocab.rs`,
@@ -30,17 +23,12 @@ pub const fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
 /// derived from stored samples and kept (a stored frame) names it, so a
 /// build whose rules may differ makes it again rather than trust it.
 pub const VIEW_SOURCE_HASH: u64 = {
-    let mut h = 0xcbf2_9ce4_8422_2325;
-    h = fnv1a(h, include_bytes!("lib.rs"));
+    let mut h = fnv1a(FNV_OFFSET, include_bytes!("lib.rs"));
     h = fnv1a(h, include_bytes!("vocab.rs"));
     h = fnv1a(h, include_bytes!("session.rs"));
     h = fnv1a(h, include_bytes!("view.rs"));
     fnv1a(h, include_bytes!("store/view.rs"))
 };
-
-use crate::session::{Provenance, SampleRow};
-use crate::vocab::{Destination, PhaseKind, UtcTime};
-use crate::{Clock, Connection, EngineTiming, ErrorKind, HandshakeKind};
 
 /// The fields of a sample that analysis reads; text borrowed from its
 /// row. Times in ms from the request start, `None` when the phase did not

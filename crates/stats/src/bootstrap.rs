@@ -84,15 +84,25 @@ impl SplitMix64 {
     }
 }
 
+/// FNV-1a's starting value: [`fnv1a`]`(FNV_OFFSET, bytes)` is the hash of `bytes`.
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of `bytes` continuing from `h` ([`FNV_OFFSET`] to start); usable
+/// in constants. Fast and stable, not made to resist chosen inputs.
+pub const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
 /// A seed for one statistic: the session seed mixed with a FNV-1a hash of
 /// `label` (e.g. `"overhead/median/measured"`).
 pub fn derive_seed(seed: u64, label: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in label.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    SplitMix64::new(seed ^ h).next_u64()
+    SplitMix64::new(seed ^ fnv1a(FNV_OFFSET, label.as_bytes())).next_u64()
 }
 
 /// The exact bootstrap CDF of one order statistic over a window of ranks:

@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use firsttoken_record::fnv1a;
+use firsttoken_stats::bootstrap::fnv1a;
 
 use super::{FlowRow, FrameBuilder, FrameSession, NONE, Obs, TurnRow};
 use crate::AnalyzeError;
@@ -110,12 +110,6 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T,
 }
 
 impl FrameBuilder {
-    /// How many chunks [`FrameBuilder::stored_chunks`] gives: the head and
-    /// one per `STORED_CHUNK_ROWS` rows.
-    pub fn stored_chunk_count(&self) -> usize {
-        1 + self.obs.len().div_ceil(STORED_CHUNK_ROWS)
-    }
-
     /// This builder's rows as chunks of bytes, the head first (see the
     /// module docs); each chunk is encoded when it is asked for.
     pub fn stored_chunks(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
@@ -317,7 +311,7 @@ mod tests {
         let rows = rows();
         let whole = built(&rows);
         let chunks: Vec<Vec<u8>> = whole.stored_chunks().collect();
-        assert_eq!(chunks.len(), whole.stored_chunk_count());
+        assert_eq!(chunks.len(), 2, "the head and one chunk of 12 rows");
         // Appended to an empty builder of the same sessions, as a report
         // does: the frame the rows make.
         let mut into = FrameBuilder::new(&[meta("a", Measured), meta("b", Measured)]).unwrap();

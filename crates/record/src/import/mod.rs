@@ -266,34 +266,48 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
         B: Default + Send + 'static,
         F: FnMut(&mut B, &Line<'_>) -> Result<(), StoreError> + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let source = Arc::clone(&self.source);
         let first = runs.first().map_or(1, |r| r.line);
-        let sender = tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("firsttoken-import".into())
-            .spawn(move || {
-                let mut batch = B::default();
-                let read = read_runs(&source, &runs, |line| {
-                    add(&mut batch, &line)?;
-                    if size(&batch) < full {
-                        return Ok(true);
-                    }
-                    // Stops when the receiver is gone (the import stopped).
-                    Ok(sender.blocking_send(Ok(std::mem::take(&mut batch))).is_ok())
-                });
-                let last = match read {
-                    Ok(()) if size(&batch) == 0 => return,
-                    Ok(()) => Ok(batch),
-                    Err(e) => Err(e),
-                };
-                let _ = sender.blocking_send(last);
-            });
-        if let Err(e) = spawned {
-            let _ = tx.try_send(Err(read_error(first)(e)));
-        }
-        rx
+        spawn_reader(first, move |send| {
+            let mut batch = B::default();
+            read_runs(&source, &runs, |line| {
+                add(&mut batch, &line)?;
+                if size(&batch) < full {
+                    return Ok(true);
+                }
+                Ok(send(std::mem::take(&mut batch)))
+            })?;
+            if size(&batch) > 0 {
+                send(batch);
+            }
+            Ok(())
+        })
     }
+}
+
+/// Runs `read` on a thread of its own, over a bounded channel: `read`
+/// sends each batch it fills with the function it is given, which says
+/// `false` once the receiver is gone (the import stopped); its error, if
+/// any, is sent as the last item. A thread that cannot start is an error
+/// at `first_line`.
+fn spawn_reader<B, F>(first_line: usize, read: F) -> mpsc::Receiver<Result<B, StoreError>>
+where
+    B: Send + 'static,
+    F: FnOnce(&dyn Fn(B) -> bool) -> Result<(), StoreError> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(IN_FLIGHT);
+    let sender = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("firsttoken-import".into())
+        .spawn(move || {
+            if let Err(e) = read(&|b| sender.blocking_send(Ok(b)).is_ok()) {
+                let _ = sender.blocking_send(Err(e));
+            }
+        });
+    if let Err(e) = spawned {
+        let _ = tx.try_send(Err(read_error(first_line)(e)));
+    }
+    rx
 }
 
 /// The spilled cells of `runs` (one session's samples, in file order)
@@ -301,62 +315,46 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
 /// `new_id`, sent in batches of [`IMPORT_BATCH_ROWS`] rows over a bounded
 /// channel; an error is sent as the last item.
 fn spilled_batches(spill: &Arc<Mutex<File>>, runs: Vec<Run>, new_id: String) -> SampleBatches {
-    let (tx, rx) = mpsc::channel(IN_FLIGHT);
     let spill = Arc::clone(spill);
     let first = runs.first().map_or(1, |r| r.line);
-    let sender = tx.clone();
-    let spawned = std::thread::Builder::new()
-        .name("firsttoken-import".into())
-        .spawn(move || {
-            let width = SAMPLE_COLUMNS.len();
-            let full = IMPORT_BATCH_ROWS * width;
-            // The spill is this process's own file: a failure to read it
-            // back is named as such, at the first line of the run.
-            let failed = |line: usize| {
-                move |e: std::io::Error| {
-                    read_error(line)(std::io::Error::other(format!(
-                        "reading back the checked samples from a temporary file: {e}"
-                    )))
+    // The spill is this process's own file: a failure to read it back is
+    // named as such, at the first line of the run.
+    let failed = |line: usize| {
+        move |e: std::io::Error| {
+            read_error(line)(std::io::Error::other(format!(
+                "reading back the checked samples from a temporary file: {e}"
+            )))
+        }
+    };
+    spawn_reader(first, move |send| {
+        let width = SAMPLE_COLUMNS.len();
+        let full = IMPORT_BATCH_ROWS * width;
+        let mut file = spill
+            .lock()
+            .map_err(|_| failed(first)(std::io::Error::other("a reader panicked")))?;
+        let mut batch = Vec::with_capacity(full);
+        for run in &runs {
+            file.seek(SeekFrom::Start(run.start))
+                .map_err(failed(run.line))?;
+            let mut r = BufReader::with_capacity(1 << 20, (&mut *file).take(run.end - run.start));
+            loop {
+                let at = batch.len();
+                if !read_spilled(&mut r, width, &mut batch).map_err(failed(run.line))? {
+                    break;
                 }
-            };
-            let read = (|| {
-                let mut file = spill
-                    .lock()
-                    .map_err(|_| failed(first)(std::io::Error::other("a reader panicked")))?;
-                let mut batch = Vec::with_capacity(full);
-                for run in &runs {
-                    file.seek(SeekFrom::Start(run.start))
-                        .map_err(failed(run.line))?;
-                    let mut r =
-                        BufReader::with_capacity(1 << 20, (&mut *file).take(run.end - run.start));
-                    loop {
-                        let at = batch.len();
-                        if !read_spilled(&mut r, width, &mut batch).map_err(failed(run.line))? {
-                            break;
-                        }
-                        batch[at] = Cell::Text(new_id.clone());
-                        if batch.len() >= full {
-                            let done = std::mem::replace(&mut batch, Vec::with_capacity(full));
-                            // Stops when the receiver is gone (the import stopped).
-                            if sender.blocking_send(Ok(done)).is_err() {
-                                return Ok(());
-                            }
-                        }
-                    }
+                batch[at] = Cell::Text(new_id.clone());
+                if batch.len() >= full
+                    && !send(std::mem::replace(&mut batch, Vec::with_capacity(full)))
+                {
+                    return Ok(());
                 }
-                if !batch.is_empty() {
-                    let _ = sender.blocking_send(Ok(batch));
-                }
-                Ok(())
-            })();
-            if let Err(e) = read {
-                let _ = sender.blocking_send(Err(e));
             }
-        });
-    if let Err(e) = spawned {
-        let _ = tx.try_send(Err(read_error(first)(e)));
-    }
-    rx
+        }
+        if !batch.is_empty() {
+            send(batch);
+        }
+        Ok(())
+    })
 }
 
 /// `f` over the lines of `runs`, in order, until it returns `Ok(false)`.

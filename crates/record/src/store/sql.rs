@@ -21,6 +21,8 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
+use firsttoken_stats::bootstrap::{FNV_OFFSET, fnv1a};
+
 use super::schema::{Cell, POSTGRES_MIGRATIONS, RowGet, SQLITE_MIGRATIONS};
 use super::view::RowRef;
 use super::{Store, StoreError};
@@ -524,16 +526,8 @@ impl Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
+        let h = if self.0 == 0 { FNV_OFFSET } else { self.0 };
+        self.0 = fnv1a(h, bytes);
     }
 }
 
