@@ -134,7 +134,7 @@ fn importing_the_same_session_twice_stores_it_once() {
 }
 
 #[test]
-fn a_session_without_samples_is_refused_before_the_store_is_touched() {
+fn a_session_without_samples_is_refused_and_leaves_no_store() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("s.db");
     let file = export_file(dir.path(), "20261130T023000Z-0000", 0);
@@ -151,9 +151,10 @@ fn a_session_without_samples_is_refused_before_the_store_is_touched() {
     );
 }
 
-/// The whole file is checked before the store is touched (issue 23): two
-/// good sessions, then a last line cut short, import nothing and create
-/// no store; the message names the line.
+/// Nothing is stored unless the whole file passes (issue 23): two good
+/// sessions (the first written while the file is checked), then a last
+/// line cut short, import nothing and leave no store; the message names
+/// the line.
 #[test]
 fn a_bad_last_line_imports_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -21,6 +21,9 @@ both_backends!(
     sessions_the_store_holds_are_skipped,
     the_streamed_export_is_the_in_memory_export,
     an_export_imported_exports_again_as_it_was,
+    checking_while_storing_stores_what_checking_first_stores,
+    a_file_refused_while_storing_stores_nothing,
+    a_session_held_is_skipped_while_checking,
 );
 
 /// `n` samples of session `id`, every third one all nulls, in start order.
@@ -76,30 +79,127 @@ fn check(text: &str) -> Result<Import<Cursor<Vec<u8>>>, StoreError> {
     Import::check(Cursor::new(text.as_bytes().to_vec()), &mut |_| {})
 }
 
-/// Stores `import`, returning (file id, stored id, samples seen in
-/// progress, spans) per stored session and the skipped file ids.
-async fn store_all<R: std::io::Read + std::io::Seek + Send + 'static>(
-    import: &Import<R>,
-    store: &Store,
-) -> Result<(Vec<(String, String, u64, u64)>, Vec<String>), StoreError> {
-    let (mut stored, mut skipped, mut progress) = (Vec::new(), Vec::new(), 0);
-    import
-        .store(store, &mut |e| match e {
-            ImportEvent::Progress { stored, .. } => progress = stored,
-            ImportEvent::Skipped { session, .. } => skipped.push(session.meta.id.clone()),
+/// (file id, stored id, samples seen in progress, spans) per stored
+/// session, and the skipped file ids.
+type Stored = (Vec<(String, String, u64, u64)>, Vec<String>);
+
+/// What an import told ([`Stored`]).
+#[derive(Default)]
+struct Told {
+    stored: Vec<(String, String, u64, u64)>,
+    skipped: Vec<String>,
+    progress: u64,
+}
+
+impl Told {
+    fn hear(&mut self, e: ImportEvent<'_>) {
+        match e {
+            ImportEvent::Progress { stored, .. } => self.progress = stored,
+            ImportEvent::Skipped { session, .. } => self.skipped.push(session.meta.id.clone()),
             ImportEvent::Stored {
                 session,
                 stored_as,
                 spans,
-            } => stored.push((
+            } => self.stored.push((
                 session.meta.id.clone(),
                 stored_as.id.clone(),
-                std::mem::take(&mut progress),
+                std::mem::take(&mut self.progress),
                 spans,
             )),
-        })
-        .await?;
-    Ok((stored, skipped))
+        }
+    }
+
+    fn told(self) -> Stored {
+        (self.stored, self.skipped)
+    }
+}
+
+/// Stores `import`; returns what it told ([`Told`]).
+async fn store_all<R: std::io::Read + std::io::Seek + Send + 'static>(
+    import: &Import<R>,
+    store: &Store,
+) -> Result<Stored, StoreError> {
+    let mut told = Told::default();
+    import.store(store, &mut |e| told.hear(e)).await?;
+    Ok(told.told())
+}
+
+/// [`Import::check_and_store`] of `text`; returns what it told: a session
+/// stored while the file was checked tells no progress.
+async fn check_and_store_all(text: &str, store: &Store) -> Result<Stored, StoreError> {
+    let mut told = Told::default();
+    let source = Cursor::new(text.as_bytes().to_vec());
+    Import::check_and_store(source, store, |_| {}, &mut |e| told.hear(e)).await?;
+    Ok(told.told())
+}
+
+/// Session A (its cells more than one streamed message) then B; and the
+/// same with a sample line of B first (nothing is streamed then; the
+/// sessions are stored in the order of their session lines either way).
+async fn checking_while_storing_stores_what_checking_first_stores(db: TestDb) {
+    let store = db.open().await;
+    let (a, b) = (session("s-a"), session("s-b"));
+    let (rows_a, rows_b, spans_a) = (rows("s-a", 6000), rows("s-b", 5), spans("s-a", 3));
+    let (la, lb) = (lines(&a, &rows_a, &spans_a), lines(&b, &rows_b, &[]));
+    let a_first = format!("{}\n{}\n", la.join("\n"), lb.join("\n"));
+    let b_sample_first = format!("{}\n{}\n{}\n", lb[1], la.join("\n"), lb[0]);
+    let b_rest = lb[2..].join("\n");
+    // (session, samples told as progress, spans) in the order stored: A's
+    // progress is not told when it was stored while checking.
+    for (text, told) in [
+        (a_first, [("s-a", 0, 3), ("s-b", 5, 0)]),
+        (b_sample_first + &b_rest, [("s-a", 6000, 3), ("s-b", 5, 0)]),
+    ] {
+        let (stored, skipped) = check_and_store_all(&text, &store).await.unwrap();
+        assert!(skipped.is_empty());
+        let got: Vec<(&str, u64, u64)> = stored.iter().map(|s| (s.0.as_str(), s.2, s.3)).collect();
+        assert_eq!(got, told);
+        for (orig, new_id, ..) in &stored {
+            let (meta, rows, spans) = if orig == "s-a" {
+                (&a, &rows_a, &spans_a[..])
+            } else {
+                (&b, &rows_b, &[][..])
+            };
+            let (_, want) = mark_imported(meta, rows, new_id);
+            assert_eq!(store.samples(new_id).await.unwrap(), want, "{orig}");
+            assert_eq!(store.spans(new_id).await.unwrap().len(), spans.len());
+            // Gone, so the next file's sessions are not skipped as held.
+            store.delete_session(new_id).await.unwrap();
+        }
+    }
+}
+
+/// A first session streamed into its transaction (more than one message
+/// of cells), then a line refused, or a session with no samples: nothing
+/// is stored, and the store takes the good part afterwards.
+async fn a_file_refused_while_storing_stores_nothing(db: TestDb) {
+    let store = db.open().await;
+    let good = lines(&session("s-a"), &rows("s-a", 6000), &[]).join("\n");
+    let bad_line = format!("{good}\n{{\"schema\":\"firsttoken.sample_row.v1\"\n");
+    match check_and_store_all(&bad_line, &store).await {
+        Err(StoreError::Malformed { line, .. }) => assert_eq!(line, 6002),
+        other => panic!("expected the last line to be refused, got {other:?}"),
+    }
+    let empty = lines(&session("s-b"), &[], &[]).join("\n");
+    match check_and_store_all(&format!("{good}\n{empty}\n"), &store).await {
+        Err(StoreError::NoSamples { session_id }) => assert_eq!(session_id, "s-b"),
+        other => panic!("expected s-b to be refused, got {other:?}"),
+    }
+    assert!(store.sessions().await.unwrap().is_empty());
+    let (stored, _) = check_and_store_all(&good, &store).await.unwrap();
+    assert_eq!(store.samples(&stored[0].1).await.unwrap().len(), 6000);
+}
+
+async fn a_session_held_is_skipped_while_checking(db: TestDb) {
+    let store = db.open().await;
+    let text = lines(&session("s-1"), &rows("s-1", 2), &[]).join("\n");
+    let (stored, _) = check_and_store_all(&text, &store).await.unwrap();
+    let (again, skipped) = check_and_store_all(&text, &store).await.unwrap();
+    assert!(again.is_empty());
+    assert_eq!(skipped, ["s-1"]);
+    let held = store.sessions().await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].id, stored[0].1);
 }
 
 /// Three sessions: A with more samples than one batch and more spans than
@@ -525,6 +625,24 @@ fn the_check_agrees_with_the_in_memory_reader_on_the_fuzz_corpus() {
     });
 }
 
+/// The server ends its own connection at the 300th sample inserted
+/// (once).
+async fn kill_the_300th_sample_insert(db: &TestDb) {
+    db.raw_exec(
+        "CREATE SEQUENCE kills;
+         CREATE FUNCTION kill_me() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF nextval('kills') = 300 THEN
+                 PERFORM pg_terminate_backend(pg_backend_pid());
+             END IF;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER kill_me BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION kill_me();",
+    )
+    .await
+    .unwrap();
+}
+
 /// A connection killed in the middle of an import's transaction: the
 /// import runs again on a fresh connection, reading its samples from the
 /// file again, and stores the session once.
@@ -532,25 +650,36 @@ fn the_check_agrees_with_the_in_memory_reader_on_the_fuzz_corpus() {
 async fn postgres_an_import_retries_once_after_a_dropped_connection() {
     common::run(TestDb::postgres().await, |db| async move {
         let store = db.open().await;
-        db.raw_exec(
-            "CREATE SEQUENCE kills;
-             CREATE FUNCTION kill_me() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 IF nextval('kills') = 300 THEN
-                     PERFORM pg_terminate_backend(pg_backend_pid());
-                 END IF;
-                 RETURN NEW;
-             END $$;
-             CREATE TRIGGER kill_me BEFORE INSERT ON samples FOR EACH ROW EXECUTE FUNCTION kill_me();",
-        )
-        .await
-        .unwrap();
+        kill_the_300th_sample_insert(&db).await;
         let text = lines(&session("s-1"), &rows("s-1", 600), &[]).join("\n");
         let before = store.reconnects();
         let (stored, _) = store_all(&check(&text).unwrap(), &store).await.unwrap();
         assert_eq!(store.reconnects(), before + 1, "retried once");
         assert_eq!(stored.len(), 1);
         assert_eq!(store.samples(&stored[0].1).await.unwrap().len(), 600);
+        assert_eq!(store.sessions().await.unwrap().len(), 1);
+    })
+    .await;
+}
+
+/// The same, the file checked while its session is stored: the streamed
+/// attempt fails with the connection, and the session is stored once,
+/// after the check, its lines parsed again.
+#[tokio::test]
+async fn postgres_an_import_checked_while_storing_is_stored_once_after_a_dropped_connection() {
+    common::run(TestDb::postgres().await, |db| async move {
+        let store = db.open().await;
+        kill_the_300th_sample_insert(&db).await;
+        let text = lines(&session("s-1"), &rows("s-1", 6000), &[]).join("\n");
+        let before = store.reconnects();
+        let (stored, _) = check_and_store_all(&text, &store).await.unwrap();
+        assert_eq!(store.reconnects(), before + 1);
+        assert_eq!(stored.len(), 1);
+        assert_eq!(
+            stored[0].2, 6000,
+            "stored after the check, telling progress"
+        );
+        assert_eq!(store.samples(&stored[0].1).await.unwrap().len(), 6000);
         assert_eq!(store.sessions().await.unwrap().len(), 1);
     })
     .await;

@@ -274,9 +274,11 @@ pub struct ImportArgs {
 
 /// Read an export into the store, marked `imported`. Idempotent: a
 /// session the store already holds (by its original id, whether stored
-/// there first or imported before) is skipped with a message. The whole
-/// file is checked before the store is touched; then each session is
-/// stored in one transaction, read from the file a second time (see
+/// there first or imported before) is skipped with a message. Nothing is
+/// stored unless the whole file passes the check: the file's first
+/// session is written while the file is checked, in a transaction that
+/// commits only once it passed; then each other session is stored in one
+/// transaction from the cells the check made (see
 /// `firsttoken_record::import`). On a terminal, progress goes to stderr.
 pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
@@ -287,25 +289,28 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         std::fs::File::open(&file).with_context(|| format!("cannot open {}", file.display()))?;
     let size = f.metadata().map_or(0, |m| m.len()).max(1);
     let tty = std::io::stderr().is_terminal();
-    let checked = tokio::task::spawn_blocking(move || {
-        Import::check(f, &mut |bytes| {
-            if tty {
-                eprint!(
-                    "\r{}",
-                    words::session::import_checking(file.display(), bytes * 100 / size)
-                );
-            }
-        })
-    })
-    .await?;
-    if tty {
-        eprint!("\r\x1b[K");
-    }
-    let import = checked.with_context(|| format!("cannot import {}", a.file.display()))?;
-    let store = Store::open(&a.store.plain()).await?;
-    let mut shown = 0;
-    import
-        .store(&store, &mut |e| match e {
+    let path = a.store.plain();
+    // A SQLite store this import creates, and leaves empty (the file was
+    // refused), is removed again: a refused file writes nothing.
+    let created = (!Store::is_postgres_url(&path) && !std::path::Path::new(&path).exists())
+        .then(|| path.clone());
+    let store = Store::open(&path).await?;
+    let checking = move |bytes| {
+        if tty {
+            eprint!(
+                "\r{}",
+                words::session::import_checking(file.display(), bytes * 100 / size)
+            );
+        }
+    };
+    // The checking line ends at the first event (a skip, a store's progress
+    // or a session stored).
+    let (mut shown, mut checked) = (0, false);
+    let imported = Import::check_and_store(f, &store, checking, &mut |e| {
+        if tty && !std::mem::replace(&mut checked, true) {
+            eprint!("\r\x1b[K");
+        }
+        match e {
             ImportEvent::Skipped { session, held_as } => outln!(
                 "{}",
                 words::session::import_skipped(&session.meta.id, held_as)
@@ -339,9 +344,23 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
                     )
                 );
             }
-        })
-        .await
-        .with_context(|| format!("cannot import {}", a.file.display()))?;
+        }
+    })
+    .await;
+    if imported.is_err()
+        && let Some(created) = created
+        && store.sessions().await.is_ok_and(|s| s.is_empty())
+    {
+        drop(store);
+        for file in [
+            created.clone(),
+            format!("{created}-wal"),
+            format!("{created}-shm"),
+        ] {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+    imported.with_context(|| format!("cannot import {}", a.file.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 

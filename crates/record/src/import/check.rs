@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex, mpsc};
 
+use super::stream::Streamer;
 use super::{Import, ImportSession, Run, extend, read_error};
 use crate::export::{Line, Record, for_each_line_from, imported_meta, imported_row, parse_line};
 use crate::scrape::EngineScrape;
@@ -26,7 +27,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 const REPORT_BYTES: u64 = 16 << 20;
 
 /// What a checked line is, for the books.
-enum Seen {
+pub(super) enum Seen {
     Session(Box<SessionMeta>),
     /// Its session, and how many bytes its cells took in the spill.
     Sample(String, u64),
@@ -36,11 +37,11 @@ enum Seen {
 }
 
 /// One checked line.
-struct Summary {
+pub(super) struct Summary {
     number: usize,
     start: u64,
     end: u64,
-    seen: Seen,
+    pub(super) seen: Seen,
 }
 
 impl Summary {
@@ -145,7 +146,9 @@ struct Books {
 }
 
 impl Books {
-    fn add(&mut self, s: Summary) -> Result<(), StoreError> {
+    /// Books one checked line; a sample's cells were spilled when
+    /// `spilled` (all of a session's, or none: [`Streamer::takes`]).
+    fn add(&mut self, s: Summary, spilled: bool) -> Result<(), StoreError> {
         let line = s.line();
         let id = match &s.seen {
             Seen::Session(m) => &m.id,
@@ -181,13 +184,15 @@ impl Books {
             Seen::Sample(_, bytes) => {
                 e.samples += 1;
                 extend(&mut e.sample_runs, &line, sample_follows);
-                let cells = Line {
-                    start: self.spilled,
-                    end: self.spilled + bytes,
-                    ..line
-                };
-                extend(&mut e.spill_runs, &cells, sample_follows);
-                self.spilled += bytes;
+                if spilled {
+                    let cells = Line {
+                        start: self.spilled,
+                        end: self.spilled + bytes,
+                        ..line
+                    };
+                    extend(&mut e.spill_runs, &cells, sample_follows);
+                    self.spilled += bytes;
+                }
                 Kind::Sample
             }
             Seen::Span(_) => {
@@ -293,7 +298,7 @@ impl<R: Read + Seek> Import<R> {
     /// is what was checked. Where no temporary file can be written,
     /// or one fills up, the store pass parses the samples' lines again.
     pub fn check(source: R, progress: &mut dyn FnMut(u64)) -> Result<Import<R>, StoreError> {
-        Self::check_keeping(source, true, progress)
+        Self::check_streaming(source, true, None, progress)
     }
 
     /// [`Import::check`] writing no temporary file: the store pass parses
@@ -303,12 +308,16 @@ impl<R: Read + Seek> Import<R> {
         source: R,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Import<R>, StoreError> {
-        Self::check_keeping(source, false, progress)
+        Self::check_streaming(source, false, None, progress)
     }
 
-    fn check_keeping(
+    /// The check, the samples' cells kept when `keep`; with `stream`, the
+    /// first session's are also handed to the store as they are checked
+    /// (`stream.rs`).
+    pub(super) fn check_streaming(
         mut source: R,
         keep: bool,
+        mut stream: Option<Streamer>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Import<R>, StoreError> {
         source.seek(SeekFrom::Start(0)).map_err(read_error(1))?;
@@ -342,11 +351,16 @@ impl<R: Read + Seek> Import<R> {
                 &done_rx,
                 2 * workers,
                 &mut spill,
+                stream.as_mut(),
                 progress,
             );
             books.and_then(Books::finish)
         })?;
         drop(reader);
+        // Only now, nothing left to refuse: the streamed session commits.
+        if let Some(stream) = stream {
+            stream.passed();
+        }
         let spill = spill
             .and_then(|w| w.into_inner().ok())
             .map(|f| Arc::new(Mutex::new(f)));
@@ -367,6 +381,7 @@ fn keep_books(
     done: &mpsc::Receiver<Checked>,
     depth: usize,
     spill: &mut Option<BufWriter<File>>,
+    mut stream: Option<&mut Streamer>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Books, StoreError> {
     let mut books = Books::default();
@@ -397,23 +412,44 @@ fn keep_books(
         waiting.insert(checked.0, checked);
         while let Some((_, summaries, spilled, problem)) = waiting.remove(&next) {
             next += 1;
+            let mut at = 0;
             for s in summaries {
+                let n = match &s.seen {
+                    Seen::Sample(_, n) => *n as usize,
+                    _ => 0,
+                };
+                let cells = spilled.get(at..at + n).unwrap_or(&[]);
+                at += n;
+                // Streaming, each line's cells are spilled unless streamed.
+                let mut kept = true;
+                if let Some(stream) = stream.as_deref_mut() {
+                    stream.see(&s, cells);
+                    kept = !stream.takes(&s);
+                    if kept {
+                        spill_out(spill, cells);
+                    }
+                }
                 let end = s.end;
-                books.add(s)?;
+                books.add(s, kept)?;
                 if end >= report_at {
                     progress(end);
                     report_at = end + REPORT_BYTES;
                 }
             }
-            if spill
-                .as_mut()
-                .is_some_and(|w| w.write_all(&spilled).is_err())
-            {
-                *spill = None;
+            if stream.is_none() {
+                spill_out(spill, &spilled);
             }
             if let Some(e) = problem {
                 return Err(e);
             }
         }
+    }
+}
+
+/// Appends `cells` to the spill; one that cannot take them is gone (the
+/// store pass then parses the lines again).
+fn spill_out(spill: &mut Option<BufWriter<File>>, cells: &[u8]) {
+    if spill.as_mut().is_some_and(|w| w.write_all(cells).is_err()) {
+        *spill = None;
     }
 }
