@@ -53,6 +53,9 @@ use crate::session::{Provenance, SampleRow, SessionMeta, SessionStatus};
 use crate::span::SpanRow;
 use crate::store::{Cell, SAMPLE_COLUMNS, Store, StoreError, sample_cells};
 
+mod lines;
+use lines::SampleLines;
+
 /// The JSON Schema (draft 2020-12) of one export line; its `sample` member
 /// refers to [`crate::SAMPLE_SCHEMA`] by `$id`.
 pub const EXPORT_SCHEMA: &str = include_str!("../../../docs/schema/export.v1.schema.json");
@@ -564,23 +567,24 @@ pub async fn write_session(
         failed = Some(e);
         m
     };
-    // Each line is made in memory, then written whole: serde_json's many
-    // small writes cost less into a `Vec` than through a `BufWriter`.
-    let mut line = Vec::with_capacity(4096);
+    let mut lines = SampleLines::start(format);
     let samples = store
         .scan_samples(&meta.id, 0u64, |n, row| {
-            line.clear();
-            match format {
-                Format::Jsonl => write_line(&mut line, SAMPLE_ROW_LINE_SCHEMA, &row),
-                Format::Csv => write_csv_record(&mut line, &row),
-            }
-            .and_then(|()| w.write_all(&line))
-            .map_err(&mut keep)?;
+            lines.push(row, &mut w).map_err(&mut keep)?;
             *n += 1;
             Ok(())
         })
         .await;
-    let spans = match (samples.is_ok(), format) {
+    // The last lines, when every row was read.
+    let finished = match &samples {
+        Ok(_) => lines.finish(&mut w),
+        Err(_) => Ok(()),
+    };
+    let wrote_all = samples.is_ok() && finished.is_ok();
+    if let Err(e) = finished {
+        keep(e);
+    }
+    let spans = match (wrote_all, format) {
         (true, Format::Jsonl) => {
             store
                 .scan_spans(&meta.id, 0u64, |n, span| {
