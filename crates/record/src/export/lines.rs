@@ -11,8 +11,9 @@ const LINE_BATCH: usize = 512;
 
 /// Sample rows made into lines (JSONL or CSV) on a thread of their own, a
 /// batch at a time, while the caller reads the next rows; the caller
-/// writes the lines, in order. Serialising is about a third of an
-/// export's CPU time: on two cores it no longer waits for the reading.
+/// writes the lines, in order. Serialising is a fifth or more of an
+/// export's CPU time (`perf`): on two cores it no longer waits for the
+/// reading.
 pub(super) struct SampleLines {
     format: Format,
     batch: Vec<SampleRow>,
