@@ -356,27 +356,16 @@ fn spilled_batches(spill: &Arc<Mutex<File>>, runs: Vec<Run>, new_id: String) -> 
         }
     };
     spawn_reader(first, move |send| {
-        let width = SAMPLE_COLUMNS.len();
-        let full = IMPORT_BATCH_ROWS * width;
         let mut file = spill
             .lock()
             .map_err(|_| failed(first)(std::io::Error::other("a reader panicked")))?;
-        let mut batch = Vec::with_capacity(full);
+        let mut batch = Vec::with_capacity(IMPORT_BATCH_ROWS * SAMPLE_COLUMNS.len());
         for run in &runs {
             file.seek(SeekFrom::Start(run.start))
                 .map_err(failed(run.line))?;
             let mut r = BufReader::with_capacity(1 << 20, (&mut *file).take(run.end - run.start));
-            loop {
-                let at = batch.len();
-                if !read_spilled(&mut r, width, &mut batch).map_err(failed(run.line))? {
-                    break;
-                }
-                batch[at] = Cell::Text(new_id.clone());
-                if batch.len() >= full
-                    && !send(std::mem::replace(&mut batch, Vec::with_capacity(full)))
-                {
-                    return Ok(());
-                }
+            if !spilled_rows(&mut r, &new_id, &mut batch, send).map_err(failed(run.line))? {
+                return Ok(());
             }
         }
         if !batch.is_empty() {
@@ -384,6 +373,29 @@ fn spilled_batches(spill: &Arc<Mutex<File>>, runs: Vec<Run>, new_id: String) -> 
         }
         Ok(())
     })
+}
+
+/// The spilled rows of `r` added to `batch`, each row's session cell set
+/// to `new_id`, each batch of [`IMPORT_BATCH_ROWS`] rows `send`; `false`
+/// once the receiver is gone (the import stopped).
+fn spilled_rows(
+    r: &mut impl Read,
+    new_id: &str,
+    batch: &mut Vec<Cell>,
+    send: &dyn Fn(Vec<Cell>) -> bool,
+) -> std::io::Result<bool> {
+    let width = SAMPLE_COLUMNS.len();
+    let full = IMPORT_BATCH_ROWS * width;
+    loop {
+        let at = batch.len();
+        if !read_spilled(r, width, batch)? {
+            return Ok(true);
+        }
+        batch[at] = Cell::Text(new_id.to_owned());
+        if batch.len() >= full && !send(std::mem::replace(batch, Vec::with_capacity(full))) {
+            return Ok(false);
+        }
+    }
 }
 
 /// `f` over the lines of `runs`, in order, until it returns `Ok(false)`.

@@ -19,11 +19,10 @@ use std::io::{Read, Seek};
 use tokio::sync::mpsc;
 
 use super::check::{Seen, Summary};
-use super::{IN_FLIGHT, Import, ImportEvent, read_error, spawn_reader};
+use super::{IN_FLIGHT, Import, ImportEvent, read_error, spawn_reader, spilled_rows};
 use crate::export::origin;
 use crate::session::SessionMeta;
-use crate::store::read_spilled;
-use crate::store::{Cell, IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError};
+use crate::store::{IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError};
 
 /// Bytes of spilled cells per [`Streamed::Cells`] message.
 const STREAM_BYTES: usize = 1 << 20;
@@ -115,12 +114,15 @@ impl Streamer {
 /// batches end without an error only after [`Streamed::Passed`].
 fn streamed_batches(mut rx: mpsc::Receiver<Streamed>, new_id: String) -> SampleBatches {
     spawn_reader(1, move |send| {
-        let width = SAMPLE_COLUMNS.len();
-        let full = IMPORT_BATCH_ROWS * width;
-        let mut batch = Vec::with_capacity(full);
+        let mut batch = Vec::with_capacity(IMPORT_BATCH_ROWS * SAMPLE_COLUMNS.len());
         loop {
-            let cells = match rx.blocking_recv() {
-                Some(Streamed::Cells(cells)) => cells,
+            match rx.blocking_recv() {
+                Some(Streamed::Cells(cells)) => {
+                    let mut r = cells.as_slice();
+                    if !spilled_rows(&mut r, &new_id, &mut batch, send).map_err(read_error(1))? {
+                        return Ok(());
+                    }
+                }
                 Some(Streamed::Passed) => {
                     if !batch.is_empty() {
                         send(batch);
@@ -132,19 +134,6 @@ fn streamed_batches(mut rx: mpsc::Receiver<Streamed>, new_id: String) -> SampleB
                     return Err(read_error(1)(std::io::Error::other(
                         "the check of the file stopped before it passed",
                     )));
-                }
-            };
-            let mut r = cells.as_slice();
-            loop {
-                let at = batch.len();
-                if !read_spilled(&mut r, width, &mut batch).map_err(read_error(1))? {
-                    break;
-                }
-                batch[at] = Cell::Text(new_id.clone());
-                if batch.len() >= full
-                    && !send(std::mem::replace(&mut batch, Vec::with_capacity(full)))
-                {
-                    return Ok(());
                 }
             }
         }
