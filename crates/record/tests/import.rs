@@ -548,6 +548,12 @@ fn what_the_check_refuses_names_its_cause() {
             ),
             |e| matches!(e, StoreError::Malformed { line: 2, message } if message.contains("would refuse this sample")),
         ),
+        // Turns count from 1 (both stores' `CHECK`): refused by the
+        // check, not by the store halfway through.
+        (
+            format!("{sess}\n{}\n", full.replace("\"turn\":3", "\"turn\":0")),
+            |e| matches!(e, StoreError::Malformed { line: 2, message } if message.contains("turn = 0")),
+        ),
         (
             format!(
                 "{sess}\n{sample}\n{}\n",

@@ -433,6 +433,9 @@ pub(crate) fn sample_into(r: &SampleRow, out: &mut impl CellOut) -> Result<(), S
     if r.concurrency == Some(0) {
         return Err("concurrency = 0: a level is at least 1".to_owned());
     }
+    if s.turn == Some(0) {
+        return Err("turn = 0: a conversation's first turn is 1".to_owned());
+    }
     if let Some(t) = s
         .trace_id
         .as_deref()
