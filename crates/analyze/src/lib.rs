@@ -97,7 +97,9 @@ pub use firsttoken_stats::{
     Ci, Estimate, Percentile, PercentileParseError, Samples, Settings, Stat, StatsError, bootstrap,
     estimate, min_n, percentile, percentile_sorted, rank,
 };
-pub use frame::{Frame, FrameBuilder, Metric, PhaseKind, STORED_FRAME_FORMAT, StoredFrame};
+pub use frame::{
+    Frame, FrameBuilder, FrameChunks, Metric, PhaseKind, STORED_FRAME_FORMAT, StoredFrame,
+};
 pub use group::{
     Group, GroupKey, GroupLabel, POOL_LABELLED, group, group_in_phase, group_in_slice,
     headline_keys,

@@ -38,6 +38,7 @@
 
 pub mod check;
 pub mod compare;
+mod frames;
 mod load;
 pub mod pilot;
 pub mod pool;
@@ -48,6 +49,7 @@ mod study;
 #[cfg(test)]
 mod testutil;
 
+pub use frames::import_frames;
 pub use load::{
     LoadOptions, Loaded, STORED_FRAME_MIN_ROWS, Selection, SpanData, load, select_sessions,
 };

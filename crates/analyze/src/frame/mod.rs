@@ -712,7 +712,7 @@ pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
 mod append;
 mod stored;
 
-pub use stored::{STORED_FRAME_FORMAT, StoredFrame};
+pub use stored::{FrameChunks, STORED_FRAME_FORMAT, StoredFrame};
 
 #[cfg(test)]
 mod tests {

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use firsttoken_stats::bootstrap::fnv1a;
 
+use firsttoken_record::session::SessionMeta;
+use firsttoken_record::view::SampleView;
+
 use super::{FlowRow, FrameBuilder, FrameSession, NONE, Obs, TurnRow};
 use crate::AnalyzeError;
 
@@ -113,35 +116,133 @@ impl FrameBuilder {
     /// This builder's rows as chunks of bytes, the head first (see the
     /// module docs); each chunk is encoded when it is asked for.
     pub fn stored_chunks(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        self.stored_chunks_of(STORED_CHUNK_ROWS)
+    }
+
+    /// [`FrameBuilder::stored_chunks`] with `per_chunk` rows a chunk.
+    fn stored_chunks_of(&self, per_chunk: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
         let head = std::iter::once_with(|| {
-            encode(&HeadOut {
-                rows: self.obs.len() as u64,
-                timings: self.timings.len() as u64,
-                strings: &self.strings,
-                shapes: &self.shapes,
-                sessions: self.frame.sessions.iter().map(|s| s.id.as_str()).collect(),
-                flows: &self.flows,
-                turns: &self.turns,
+            self.stored_head(self.obs.len() as u64, self.timings.len() as u64)
+        });
+        let rows = self.obs.chunks(per_chunk).enumerate().map(move |(k, obs)| {
+            let from = obs[0].timing_start as usize;
+            let next = k * per_chunk + obs.len();
+            let to = self
+                .obs
+                .get(next)
+                .map_or(self.timings.len(), |o| o.timing_start as usize);
+            encode(&RowsOut {
+                timings_from: obs[0].timing_start,
+                obs,
+                timings: self.timings.get(from..to).unwrap_or(&[]),
             })
         });
-        let rows = self
-            .obs
-            .chunks(STORED_CHUNK_ROWS)
-            .enumerate()
-            .map(|(k, obs)| {
-                let from = obs[0].timing_start as usize;
-                let next = k * STORED_CHUNK_ROWS + obs.len();
-                let to = self
-                    .obs
-                    .get(next)
-                    .map_or(self.timings.len(), |o| o.timing_start as usize);
-                encode(&RowsOut {
-                    timings_from: obs[0].timing_start,
-                    obs,
-                    timings: self.timings.get(from..to).unwrap_or(&[]),
-                })
-            });
         head.chain(rows)
+    }
+
+    /// The head chunk of a frame of `rows` rows and `timings` values whose
+    /// strings, lists, sessions, flows and turns are this builder's.
+    fn stored_head(&self, rows: u64, timings: u64) -> Vec<u8> {
+        encode(&HeadOut {
+            rows,
+            timings,
+            strings: &self.strings,
+            shapes: &self.shapes,
+            sessions: self.frame.sessions.iter().map(|s| s.id.as_str()).collect(),
+            flows: &self.flows,
+            turns: &self.turns,
+        })
+    }
+}
+
+/// One session's stored frame made as its rows come, one chunk's rows
+/// held at a time: [`FrameChunks::push_view`] gives each chunk of rows as
+/// it fills and [`FrameChunks::finish`] the head (which comes first) and
+/// the last rows, so that head, chunks and last rows are the chunks
+/// [`FrameBuilder::stored_chunks`] gives for a builder of that session fed
+/// the same rows, byte for byte. An import makes the frame of a session
+/// it stores this way, so its first report reads the frame instead of a
+/// million rows.
+#[derive(Debug)]
+pub struct FrameChunks {
+    /// The rows since the last chunk; its strings, lists, flows and turns
+    /// are the whole frame's.
+    builder: FrameBuilder,
+    per_chunk: usize,
+    /// Rows and Server-Timing values in the chunks given so far.
+    rows: u64,
+    timings: u64,
+}
+
+impl FrameChunks {
+    /// The frame of `session`'s rows, none yet.
+    pub fn new(session: &SessionMeta) -> Result<FrameChunks, AnalyzeError> {
+        FrameChunks::with_chunk_rows(session, STORED_CHUNK_ROWS)
+    }
+
+    fn with_chunk_rows(
+        session: &SessionMeta,
+        per_chunk: usize,
+    ) -> Result<FrameChunks, AnalyzeError> {
+        Ok(FrameChunks {
+            builder: FrameBuilder::new(std::slice::from_ref(session))?,
+            per_chunk,
+            rows: 0,
+            timings: 0,
+        })
+    }
+
+    /// Rows added so far.
+    pub fn rows(&self) -> u64 {
+        self.rows + self.builder.obs.len() as u64
+    }
+
+    /// Validates and adds the session's next row, as
+    /// [`FrameBuilder::push_view`] does; a chunk of rows once one is full.
+    pub fn push_view(&mut self, v: &SampleView<'_>) -> Result<Option<Vec<u8>>, AnalyzeError> {
+        let b = &mut self.builder;
+        let (flows, turns) = (b.flows.len(), b.turns.len());
+        b.push_view(v)?;
+        // The builder numbers rows and values from the last chunk on: the
+        // frame's are from its start.
+        let (rows, timings) = (self.rows as u32, self.timings as u32);
+        if let Some(o) = b.obs.last_mut() {
+            o.timing_start += timings;
+        }
+        b.flows[flows..].iter_mut().for_each(|f| f.row += rows);
+        b.turns[turns..].iter_mut().for_each(|t| t.row += rows);
+        Ok(if b.obs.len() >= self.per_chunk {
+            self.encode_rows()
+        } else {
+            None
+        })
+    }
+
+    /// The rows since the last chunk as a chunk (`None` when there are
+    /// none).
+    fn encode_rows(&mut self) -> Option<Vec<u8>> {
+        let b = &mut self.builder;
+        let first = b.obs.first()?;
+        let chunk = encode(&RowsOut {
+            timings_from: first.timing_start,
+            obs: &b.obs,
+            timings: &b.timings,
+        });
+        self.rows += b.obs.len() as u64;
+        self.timings += b.timings.len() as u64;
+        b.obs.clear();
+        b.timings.clear();
+        // The (provenance, phase) index is made again when the frame is
+        // read back ([`StoredFrame::add`]).
+        b.frame.index.iter_mut().for_each(Vec::clear);
+        Some(chunk)
+    }
+
+    /// The head chunk, which is stored first, and the last rows' chunk
+    /// (none when the last chunk given was full, or there are no rows).
+    pub fn finish(mut self) -> (Vec<u8>, Option<Vec<u8>>) {
+        let last = self.encode_rows();
+        (self.builder.stored_head(self.rows, self.timings), last)
     }
 }
 
@@ -322,6 +423,38 @@ mod tests {
         let chunks: Vec<Vec<u8>> = empty.stored_chunks().collect();
         assert_eq!(chunks.len(), 1);
         assert_eq!(read_back(&chunks).unwrap().obs.len(), 0);
+    }
+
+    #[test]
+    fn a_frame_made_as_its_rows_come_is_the_frame_stored_whole() {
+        let rows = rows();
+        for per_chunk in [1, 5, 12, 100] {
+            let mut made = FrameChunks::with_chunk_rows(&meta("a", Measured), per_chunk).unwrap();
+            // Rows of a session not given first are added as they come.
+            let mut chunks = Vec::new();
+            for r in &rows {
+                chunks.extend(made.push_view(&SampleView::of(r)).unwrap());
+            }
+            assert_eq!(made.rows(), 12);
+            let (head, last) = made.finish();
+            chunks.insert(0, head);
+            chunks.extend(last);
+            let mut only_a = FrameBuilder::new(&[meta("a", Measured)]).unwrap();
+            for r in &rows {
+                only_a.push(r).unwrap();
+            }
+            let expected: Vec<Vec<u8>> = only_a.stored_chunks_of(per_chunk).collect();
+            assert_eq!(chunks, expected, "{per_chunk} rows a chunk");
+            // And it reads back as the frame the rows make.
+            let mut into = FrameBuilder::new(&[meta("a", Measured), meta("b", Measured)]).unwrap();
+            into.append(read_back(&expected).unwrap());
+            assert_eq!(content(&into.finish()), content(&built(&rows).finish()));
+        }
+        // A row analysis refuses is refused here too.
+        let mut made = FrameChunks::new(&meta("a", Measured)).unwrap();
+        let mut bad = rows[0].clone();
+        bad.sample.ttft_ms = Some(-1.0);
+        assert!(made.push_view(&SampleView::of(&bad)).is_err());
     }
 
     #[test]

@@ -306,7 +306,10 @@ pub async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     // The checking line ends at the first event (a skip, a store's progress
     // or a session stored).
     let (mut shown, mut checked) = (0, false);
-    let imported = Import::check_and_store(f, &store, checking, &mut |e| {
+    // The first session's frame is made as its rows are written, so the
+    // first report reads it as later ones do.
+    let frames = firsttoken_read::import_frames(firsttoken_read::STORED_FRAME_MIN_ROWS);
+    let imported = Import::check_and_store_framing(f, &store, Some(frames), checking, &mut |e| {
         if tty && !std::mem::replace(&mut checked, true) {
             eprint!("\r\x1b[K");
         }

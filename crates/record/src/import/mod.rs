@@ -23,6 +23,10 @@
 //! passed, so the store's writes overlap the parsing (1M samples on a
 //! 2-core machine: SQLite 14.4–15.4 s instead of 17.0–18.0 s, PostgreSQL
 //! 19.7–21.5 s instead of 21.6–27.2 s; docs/PERFORMANCE.md).
+//! [`Import::check_and_store_framing`] also hands that session's rows, as
+//! a scan will read them back, to the reading side's frame
+//! ([`ImportFrame`], `frame.rs`), stored beside them once they are
+//! committed, so the first report reads a frame, not the rows.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), firsttoken_record::StoreError> {
@@ -42,7 +46,10 @@
 //! ```
 
 mod check;
+mod frame;
 mod stream;
+
+pub use frame::{FrameChunkIter, ImportFrame, ImportFrames};
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -191,7 +198,7 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
                     store
                         .insert_imported_from(
                             &s.meta,
-                            &mut |new_id| self.sample_batches(s, new_id),
+                            &mut |stored| self.sample_batches(s, &stored.id),
                             &mut |n| {
                                 on(ImportEvent::Progress {
                                     session: s,

@@ -14,15 +14,18 @@
 //! was ruled out. A store that stops taking them (it failed, or holds the
 //! session already) closes the channel and the check goes on alone.
 
+use std::cell::RefCell;
 use std::io::{Read, Seek};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
 use super::check::{Seen, Summary};
+use super::frame::{ImportFrames, Making, keep};
 use super::{IN_FLIGHT, Import, ImportEvent, read_error, spawn_reader, spilled_rows};
 use crate::export::origin;
 use crate::session::SessionMeta;
-use crate::store::{IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError};
+use crate::store::{Cell, IMPORT_BATCH_ROWS, SAMPLE_COLUMNS, SampleBatches, Store, StoreError};
 
 /// Bytes of spilled cells per [`Streamed::Cells`] message.
 const STREAM_BYTES: usize = 1 << 20;
@@ -110,22 +113,37 @@ impl Streamer {
 }
 
 /// The streamed cells read on a thread of their own, each row's session
-/// cell set to `new_id`, in batches of [`IMPORT_BATCH_ROWS`] rows; the
-/// batches end without an error only after [`Streamed::Passed`].
-fn streamed_batches(mut rx: mpsc::Receiver<Streamed>, new_id: String) -> SampleBatches {
+/// cell set to `new_id`, in batches of [`IMPORT_BATCH_ROWS`] rows (seen by
+/// `making` first, when a frame is made of them); the batches end without
+/// an error only after [`Streamed::Passed`].
+fn streamed_batches(
+    mut rx: mpsc::Receiver<Streamed>,
+    new_id: String,
+    making: Option<Making>,
+) -> SampleBatches {
     spawn_reader(1, move |send| {
+        let making = RefCell::new(making);
+        let send = |batch: Vec<Cell>| {
+            if let Some(m) = making.borrow_mut().as_mut() {
+                m.rows(&batch);
+            }
+            send(batch)
+        };
         let mut batch = Vec::with_capacity(IMPORT_BATCH_ROWS * SAMPLE_COLUMNS.len());
         loop {
             match rx.blocking_recv() {
                 Some(Streamed::Cells(cells)) => {
                     let mut r = cells.as_slice();
-                    if !spilled_rows(&mut r, &new_id, &mut batch, send).map_err(read_error(1))? {
+                    if !spilled_rows(&mut r, &new_id, &mut batch, &send).map_err(read_error(1))? {
                         return Ok(());
                     }
                 }
                 Some(Streamed::Passed) => {
                     if !batch.is_empty() {
                         send(batch);
+                    }
+                    if let Some(m) = making.into_inner() {
+                        m.passed();
                     }
                     return Ok(());
                 }
@@ -159,6 +177,22 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
     pub async fn check_and_store(
         source: R,
         store: &Store,
+        progress: impl FnMut(u64) + Send + 'static,
+        on: &mut (dyn FnMut(ImportEvent<'_>) + Send),
+    ) -> Result<Import<R>, StoreError> {
+        Import::check_and_store_framing(source, store, None, progress, on).await
+    }
+
+    /// [`Import::check_and_store`], and the first session's stored frame
+    /// made from its rows as they are written, by `frames` (see
+    /// [`ImportFrame`](super::ImportFrame)): stored once the session
+    /// committed, when its rows were written in the order a scan reads
+    /// them. A session stored after the check gets none (its first report
+    /// makes it).
+    pub async fn check_and_store_framing(
+        source: R,
+        store: &Store,
+        frames: Option<ImportFrames>,
         mut progress: impl FnMut(u64) + Send + 'static,
         on: &mut (dyn FnMut(ImportEvent<'_>) + Send),
     ) -> Result<Import<R>, StoreError> {
@@ -167,16 +201,24 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
         let check = tokio::task::spawn_blocking(move || {
             Import::check_streaming(source, true, Some(Streamer::new(tx)), &mut progress)
         });
+        let made = Arc::new(Mutex::new(None));
         let streamed = match rx.recv().await {
             Some(Streamed::Session(meta)) if !held.iter().any(|e| origin(e) == origin(&meta)) => {
                 let mut rx = Some(rx);
+                let mut frames = frames;
                 // A second call is the store's retry: that attempt fails,
                 // and the session is stored after the check instead.
                 let stored = store
                     .insert_imported_from(
                         &meta,
-                        &mut |new_id| match rx.take() {
-                            Some(rx) => streamed_batches(rx, new_id.to_owned()),
+                        &mut |stored| match rx.take() {
+                            Some(rx) => {
+                                let making = frames
+                                    .take()
+                                    .and_then(|make| make(stored))
+                                    .map(|f| Making::new(f, store, Arc::clone(&made)));
+                                streamed_batches(rx, stored.id.clone(), making)
+                            }
                             None => spawn_reader(1, |_| {
                                 Err(read_error(1)(std::io::Error::other(
                                     "the checked samples were streamed once",
@@ -198,6 +240,10 @@ impl<R: Read + Seek + Send + 'static> Import<R> {
         let import = check.await.map_err(|e| {
             read_error(1)(std::io::Error::other(format!("the check stopped: {e}")))
         })??;
+        let frame = made.lock().ok().and_then(|mut m| m.take());
+        if let (Some(stored), Some(frame)) = (&streamed, frame) {
+            keep(store, stored, frame).await;
+        }
         import.store_from(store, streamed, on).await?;
         Ok(import)
     }

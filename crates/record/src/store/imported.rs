@@ -52,7 +52,8 @@ impl Store {
             ));
         }
         let store = self.clone();
-        let mut open = |new_id: &str| -> SampleBatches {
+        let mut open = |stored: &SessionMeta| -> SampleBatches {
+            let new_id = stored.id.as_str();
             let batches: Vec<Result<Vec<Cell>, StoreError>> = rows
                 .chunks(IMPORT_BATCH_ROWS)
                 .map(|chunk| {
@@ -77,22 +78,22 @@ impl Store {
     }
 
     /// Stores imported session `meta` in one transaction under a new id,
-    /// its samples from `open(new_id)`: batches already marked imported
-    /// under that id. A PostgreSQL retry after a dropped connection first
-    /// checks whether the first attempt committed, and otherwise calls
-    /// `open` again for the samples from the start. `progress` hears the
-    /// samples inserted so far.
+    /// its samples from `open(stored)`, `stored` the session as it is
+    /// stored: batches already marked imported under its id. A PostgreSQL
+    /// retry after a dropped connection first checks whether the first
+    /// attempt committed, and otherwise calls `open` again for the samples
+    /// from the start. `progress` hears the samples inserted so far.
     pub(crate) async fn insert_imported_from(
         &self,
         meta: &SessionMeta,
-        open: &mut (dyn FnMut(&str) -> SampleBatches + Send),
+        open: &mut (dyn FnMut(&SessionMeta) -> SampleBatches + Send),
         progress: &mut (dyn FnMut(u64) + Send),
     ) -> Result<SessionMeta, StoreError> {
         let new_id = new_session_id(SystemTime::now());
         let stored = sanitized(&imported_meta(meta, &new_id));
         let cells = session_cells(&stored).map_err(|m| self.invalid("import session", m))?;
         retry_once!(self, |retry| self
-            .import_once(&new_id, &cells, open(&new_id), retry, progress)
+            .import_once(&new_id, &cells, open(&stored), retry, progress)
             .await)?;
         Ok(stored)
     }

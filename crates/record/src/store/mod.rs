@@ -93,6 +93,7 @@ pub(crate) use spans::span_cells;
 pub use spans::{SPAN_COLUMNS, SpansAppended, is_span_id};
 pub(crate) use spill::{read_spilled, spill_sample};
 pub use sqlite::{BUSY_TIMEOUT, OpenMode, SqliteStore};
+pub(crate) use view::with_view_of_cells;
 pub use view::{PARALLEL_MIN_ROWS, VIEW_COLUMNS};
 
 use crate::session::SessionMeta;

@@ -6,11 +6,11 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use super::schema::{Cell, RowGet};
+use super::schema::{Cell, RowGet, SAMPLE_COLUMNS};
 use super::sql::select_as_text;
 use super::{Store, StoreError};
 use crate::view::{SampleView, checked_path};
@@ -245,6 +245,84 @@ fn view_from<'r>(r: &'r dyn RowRef) -> Result<SampleView<'r>, String> {
             .map(|t| serde_json::from_str(t).map_err(|e| format!("engine: {e}")))
             .transpose()?,
     })
+}
+
+/// Where each of [`VIEW_COLUMNS`] is among [`SAMPLE_COLUMNS`].
+static VIEW_IN_SAMPLE: LazyLock<Vec<Option<usize>>> = LazyLock::new(|| {
+    VIEW_COLUMNS
+        .iter()
+        .map(|c| SAMPLE_COLUMNS.iter().position(|s| s == c))
+        .collect()
+});
+
+/// A row of [`SAMPLE_COLUMNS`] cells about to be stored, read by view
+/// column as a scan reads the stored row.
+struct CellsRow<'a>(&'a [Cell]);
+
+impl CellsRow<'_> {
+    fn cell(&self, i: usize) -> Result<&Cell, String> {
+        VIEW_IN_SAMPLE
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|at| self.0.get(at))
+            .ok_or_else(|| format!("no column {i}"))
+    }
+}
+
+impl RowRef for CellsRow<'_> {
+    fn f64_at(&self, i: usize) -> Result<Option<f64>, String> {
+        match self.cell(i)? {
+            Cell::Null => Ok(None),
+            Cell::Real(v) => Ok(Some(*v)),
+            Cell::Int(v) => Ok(Some(*v as f64)),
+            _ => Err("expected a number".into()),
+        }
+    }
+    fn i64_at(&self, i: usize) -> Result<Option<i64>, String> {
+        match self.cell(i)? {
+            Cell::Null => Ok(None),
+            Cell::Int(v) => Ok(Some(*v)),
+            _ => Err("expected an integer".into()),
+        }
+    }
+    fn str_at(&self, i: usize) -> Result<Option<&str>, String> {
+        match self.cell(i)? {
+            Cell::Null => Ok(None),
+            Cell::Text(t) | Cell::JsonText(t) => Ok(Some(t)),
+            _ => Err("expected text".into()),
+        }
+    }
+    fn bool_at(&self, i: usize) -> Result<bool, String> {
+        match self.cell(i)? {
+            Cell::Bool(b) => Ok(*b),
+            Cell::Int(v) => Ok(*v != 0),
+            _ => Err("expected a boolean".into()),
+        }
+    }
+}
+
+/// `f` over the [`SampleView`] a scan of the store will read for `cells`,
+/// a row of [`SAMPLE_COLUMNS`] as an import stores it (JSON columns as
+/// their text). `jsonb`: the store is PostgreSQL, whose `jsonb` gives an
+/// object's members back shorter names first, then by their bytes, so
+/// the Server-Timing names are put in that order (SQLite gives the text
+/// back as it was written).
+pub(crate) fn with_view_of_cells<T>(
+    cells: &[Cell],
+    jsonb: bool,
+    f: impl FnOnce(&SampleView<'_>) -> T,
+) -> Result<T, String> {
+    let row = CellsRow(cells);
+    let mut v = view_from(&row)?;
+    if jsonb {
+        v.server_timing.sort_by(|(a, _), (b, _)| {
+            a.len()
+                .cmp(&b.len())
+                .then_with(|| a.as_bytes().cmp(b.as_bytes()))
+        });
+    }
+    Ok(f(&v))
 }
 
 /// A flow step as a view reads it (its status is not read).
