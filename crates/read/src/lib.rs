@@ -23,6 +23,9 @@
 //!   what a config's counts support.
 //! - [`pool`]: the one pooling policy: rows of different provenance kinds
 //!   never pool.
+//! - [`import_frames`]: the frame an import makes of the session it
+//!   writes, stored beside its rows, so the first report after an import
+//!   reads it as later reports do.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), firsttoken_read::ReadError> {

@@ -11,6 +11,9 @@
 //! reference the rows make (strings, sessions, lists, values, row
 //! numbers), so bytes that are not a frame are refused, never read out of
 //! range later.
+//! [`FrameChunks`] makes the same chunks from rows as they come, one
+//! chunk's rows held at a time: an import makes the frame of the session
+//! it writes this way.
 //!
 //! The bytes say nothing about which rows they were made from: the store
 //! keeps that beside them (its sample count and highest id), and
