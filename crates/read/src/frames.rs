@@ -101,7 +101,10 @@ impl Waiting {
         self.held.push(chunk);
     }
 
-    /// The chunks in order; `None` when the file cannot be read back.
+    /// The chunks in order; `None` when the file cannot be read back. A
+    /// read that fails part way ends the chunks early: the frame stored is
+    /// then not whole, which a reader takes as no frame (it reads the rows
+    /// and stores their frame instead).
     fn read_back(self) -> Option<impl Iterator<Item = Vec<u8>> + Send> {
         let mut file = match self.file {
             Some(mut f) => {
